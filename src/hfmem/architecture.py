@@ -1,0 +1,289 @@
+"""Architecture facts from config.json, normalised through transformers' config classes (never remote code),
+falling back to the raw JSON for model types transformers does not know. Cross-checked against header shapes.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings as _warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import MalformedConfig
+from .header import TensorEntry
+
+_MAMBA_TYPES = {"mamba", "mamba2", "falcon_mamba"}
+_ABSURD = 10**9  # no real model has a billion layers, heads or a trillion-entry vocab
+
+
+@dataclass
+class Architecture:
+    model_type: str
+    architectures: list[str]
+    num_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    max_position_embeddings: int | None
+    tie_word_embeddings: bool
+    layer_types: dict[str, int]
+    layer_type_list: list[str] = field(repr=False, default_factory=list)
+    intermediate_size: int | None = None
+    attention_kind: str = "gqa"  # mha | gqa | mqa | mla | none
+    sliding_window: int | None = None
+    torch_dtype: str | None = None
+    is_encoder_decoder: bool = False
+    num_decoder_layers: int | None = None
+    moe: dict[str, Any] | None = None
+    mla: dict[str, Any] | None = None
+    normalised_by: str = "transformers"  # or "raw config.json"
+    text_config: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model_type": self.model_type,
+            "architectures": list(self.architectures),
+            "num_layers": self.num_layers,
+            "hidden_size": self.hidden_size,
+            "intermediate_size": self.intermediate_size,
+            "num_attention_heads": self.num_attention_heads,
+            "num_kv_heads": self.num_kv_heads,
+            "head_dim": self.head_dim,
+            "attention_kind": self.attention_kind,
+            "vocab_size": self.vocab_size,
+            "max_position_embeddings": self.max_position_embeddings,
+            "tie_word_embeddings": self.tie_word_embeddings,
+            "sliding_window": self.sliding_window,
+            "layer_types": dict(self.layer_types),
+            "torch_dtype": self.torch_dtype,
+            "is_encoder_decoder": self.is_encoder_decoder,
+            "num_decoder_layers": self.num_decoder_layers,
+            "moe": self.moe,
+            "mla": self.mla,
+            "normalised_by": self.normalised_by,
+        }
+
+
+def _get(obj: Any, *names: str, default: Any = None) -> Any:
+    """First present, non-None attribute/key; tolerant of config classes that raise on some attributes."""
+    for name in names:
+        try:
+            value = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+        except Exception:
+            value = None
+        if value is not None:
+            return value
+    return default
+
+
+def normalise_config(config: dict[str, Any]) -> tuple[Any, Any, str, list[str]]:
+    """(full config object, decoder text config object, how, notes). Objects may be plain dicts (raw fallback)."""
+    notes: list[str] = []
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or not model_type:
+        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+        return config, text, "raw config.json", ["config.json has no model_type; read raw"]
+    if config.get("auto_map"):
+        notes.append("config declares custom code (auto_map); analysed from the raw config and headers, code not run")
+    try:
+        from transformers import AutoConfig
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        logging.getLogger("transformers").setLevel(logging.ERROR)
+        with _warnings.catch_warnings():
+            _warnings.simplefilter("ignore")
+            kwargs = {k: v for k, v in config.items() if k != "model_type"}
+            full = AutoConfig.for_model(model_type, **kwargs)
+            text = full.get_text_config(decoder=True)
+        return full, text, "transformers", notes
+    except (ValueError, KeyError) as exc:
+        if "Unrecognized model" in str(exc) or "not recognized" in str(exc) or isinstance(exc, KeyError):
+            notes.append(f"model_type {model_type!r} is unknown to transformers; read raw config.json")
+        else:
+            notes.append(f"transformers rejected config.json ({str(exc)[:100]}); read raw")
+    except Exception as exc:  # config classes validate values; any failure falls back to the raw JSON
+        notes.append(f"transformers could not load config.json ({type(exc).__name__}); read raw")
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    return config, text, "raw config.json", notes
+
+
+def _positive_int(value: Any, field_name: str, required: bool = True) -> int | None:
+    if value is None:
+        if required:
+            raise MalformedConfig(f"config.json: missing {field_name}")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise MalformedConfig(f"config.json: {field_name} must be an integer, got {value!r}"[:160])
+    if value <= 0 or value > _ABSURD * (1000 if field_name == "vocab_size" else 1):
+        raise MalformedConfig(f"config.json: {field_name} = {value} is out of range")
+    return value
+
+
+def build_architecture(config: dict[str, Any], entries: list[TensorEntry] | None = None) -> tuple[Architecture, list[str]]:
+    full, text, how, notes = normalise_config(config)
+    warnings: list[str] = []
+    raw_text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    model_type = str(_get(full, "model_type", default=config.get("model_type") or "unknown"))
+    text_type = str(_get(text, "model_type", default=model_type))
+
+    num_layers = _positive_int(_get(text, "num_hidden_layers", "n_layer", "num_layers", "n_layers"), "num_hidden_layers")
+    hidden = _positive_int(_get(text, "hidden_size", "n_embd", "d_model", "dim"), "hidden_size")
+    vocab = _positive_int(_get(text, "vocab_size", "padded_vocab_size"), "vocab_size")
+    is_mamba = text_type in _MAMBA_TYPES
+    heads = _positive_int(_get(text, "num_attention_heads", "n_head", "num_heads"), "num_attention_heads", required=not is_mamba) or 0
+    kv_heads = _get(text, "num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num")
+    if kv_heads is None and _get(text, "multi_query", default=False):
+        kv_heads = 1
+    kv_heads = _positive_int(kv_heads, "num_key_value_heads", required=False) or heads
+    head_dim = _get(text, "head_dim", "hidden_size_per_head", "d_kv", "attention_head_dim")
+    mla = None
+    if _get(text, "kv_lora_rank") is not None:
+        nope = int(_get(text, "qk_nope_head_dim", default=0))
+        rope = int(_get(text, "qk_rope_head_dim", default=0))
+        mla = {
+            "kv_lora_rank": int(_get(text, "kv_lora_rank")),
+            "q_lora_rank": _get(text, "q_lora_rank"),
+            "qk_nope_head_dim": nope,
+            "qk_rope_head_dim": rope,
+            "v_head_dim": int(_get(text, "v_head_dim", default=nope)),
+        }
+        head_dim = nope + rope  # the query/key head size; the cache holds the latent instead
+    if head_dim is None and heads:
+        if hidden % heads:
+            raise MalformedConfig(
+                f"config.json: hidden_size {hidden} is not divisible by num_attention_heads {heads} and head_dim is absent"
+            )
+        head_dim = hidden // heads
+    head_dim = _positive_int(head_dim, "head_dim", required=False) or 0
+    if heads and kv_heads > heads:
+        warnings.append(f"config.json: num_key_value_heads {kv_heads} > num_attention_heads {heads}")
+
+    layer_list = _layer_types(text, raw_text, text_type, num_layers)
+    if mla is not None:
+        attention_kind = "mla"
+    elif is_mamba or not heads:
+        attention_kind = "none"
+    elif kv_heads == heads:
+        attention_kind = "mha"
+    elif kv_heads == 1:
+        attention_kind = "mqa"
+    else:
+        attention_kind = "gqa"
+
+    tie = _get(full, "tie_word_embeddings")
+    if tie is None:
+        tie = _get(text, "tie_word_embeddings", default=False)
+    max_pos = _get(text, "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length")
+    max_pos = max_pos if isinstance(max_pos, int) and not isinstance(max_pos, bool) and max_pos > 0 else None
+    sliding = _get(text, "sliding_window")
+    if _get(text, "use_sliding_window") is False or not isinstance(sliding, int) or "sliding_attention" not in layer_list:
+        sliding = None if "sliding_attention" not in layer_list else sliding
+    dtype = _get(text, "torch_dtype", "dtype") or _get(full, "torch_dtype", "dtype")
+    dtype = str(dtype).replace("torch.", "") if dtype is not None else None
+    is_enc_dec = bool(_get(full, "is_encoder_decoder", default=False))
+    num_decoder_layers = _get(text, "num_decoder_layers", "decoder_layers") if is_enc_dec else None
+
+    arch = Architecture(
+        model_type=model_type,
+        architectures=list(config.get("architectures") or []),
+        num_layers=num_layers,
+        hidden_size=hidden,
+        intermediate_size=_get(text, "intermediate_size", "n_inner", "d_ff", "ffn_dim", "ffn_hidden_size"),
+        num_attention_heads=heads,
+        num_kv_heads=kv_heads if heads else 0,
+        head_dim=head_dim,
+        vocab_size=vocab,
+        max_position_embeddings=max_pos,
+        tie_word_embeddings=bool(tie),
+        layer_types=dict(Counter(layer_list)),
+        layer_type_list=layer_list,
+        attention_kind=attention_kind,
+        sliding_window=sliding,
+        torch_dtype=dtype,
+        is_encoder_decoder=is_enc_dec,
+        num_decoder_layers=num_decoder_layers,
+        moe=_moe_facts(text),
+        mla=mla,
+        normalised_by=how,
+        text_config=_as_dict(text),
+    )
+    if entries:
+        warnings.extend(cross_check(arch, entries))
+    return arch, notes + warnings
+
+
+def _as_dict(cfg: Any) -> dict[str, Any]:
+    if isinstance(cfg, dict):
+        return dict(cfg)
+    try:
+        return cfg.to_dict()
+    except Exception:
+        return {}
+
+
+def _layer_types(text: Any, raw: dict[str, Any], text_type: str, num_layers: int) -> list[str]:
+    if text_type in _MAMBA_TYPES:
+        return ["mamba"] * num_layers
+    pattern = _get(text, "hybrid_override_pattern")
+    if isinstance(pattern, str) and pattern:  # Nemotron-H: M = Mamba2, * = attention, - = MLP only
+        names = {"M": "mamba", "*": "full_attention", "-": "mlp_only", "E": "moe_only"}
+        return [names.get(ch, "other") for ch in pattern]
+    block_types = _get(text, "layers_block_type")
+    if isinstance(block_types, list) and block_types:  # Jamba / Zamba
+        return ["mamba" if str(b).startswith("mamba") else "full_attention" for b in block_types]
+    declared = _get(text, "layer_types")
+    if isinstance(declared, list) and declared and all(isinstance(x, str) for x in declared):
+        return list(declared)[:num_layers] if len(declared) >= num_layers else list(declared)
+    window = _get(text, "sliding_window")
+    if isinstance(window, int) and window > 0 and _get(text, "use_sliding_window") is not False:
+        return ["sliding_attention"] * num_layers
+    return ["full_attention"] * num_layers
+
+
+def _moe_facts(text: Any) -> dict[str, Any] | None:
+    experts = _get(text, "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+    if not isinstance(experts, int) or experts <= 1:
+        return None
+    return {
+        "num_experts": experts,
+        "experts_per_token": _get(text, "num_experts_per_tok", "num_experts_per_token", "moe_top_k", "top_k"),
+        "shared_experts": _get(text, "n_shared_experts", "num_shared_experts", default=0) or (
+            1 if _get(text, "shared_expert_intermediate_size") else 0
+        ),
+        "moe_intermediate_size": _get(text, "moe_intermediate_size", "expert_intermediate_size"),
+        "first_k_dense_replace": _get(text, "first_k_dense_replace"),
+        "decoder_sparse_step": _get(text, "decoder_sparse_step"),
+        "mlp_only_layers": _get(text, "mlp_only_layers"),
+    }
+
+
+def cross_check(arch: Architecture, entries: list[TensorEntry]) -> list[str]:
+    """Compare config facts with what the header shapes say; disagreements become warnings."""
+    warnings: list[str] = []
+    names = {t.name: t for t in entries}
+    k_proj = next(
+        (t for t in entries if t.name.endswith("self_attn.k_proj.weight") and ".layers.0." in t.name and "vision" not in t.name and "visual" not in t.name),
+        None,
+    )
+    if k_proj is not None and arch.attention_kind not in ("mla", "none") and len(k_proj.shape) == 2 and arch.head_dim:
+        out_features = k_proj.shape[0]
+        if out_features != arch.num_kv_heads * arch.head_dim:
+            warnings.append(
+                f"k_proj is [{out_features}, {k_proj.shape[1]}] but config gives {arch.num_kv_heads} KV heads x head_dim "
+                f"{arch.head_dim} = {arch.num_kv_heads * arch.head_dim}"
+            )
+    has_head = any(n.endswith(("lm_head.weight", "embed_out.weight")) and "mtp" not in n for n in names)
+    is_lm = any(a.endswith(("ForCausalLM", "ForConditionalGeneration", "LMHeadModel")) for a in arch.architectures)
+    if is_lm and not has_head and not arch.tie_word_embeddings:
+        warnings.append(
+            "config says tie_word_embeddings is false but no lm_head is stored: the runtime will allocate "
+            f"(and randomly initialise) a {arch.vocab_size} x {arch.hidden_size} lm_head"
+        )
+    return warnings

@@ -1,0 +1,80 @@
+"""Errors users meet, each with its own exit code (documented in the README)."""
+
+from __future__ import annotations
+
+
+class HfmemError(Exception):
+    """Base class: one clear line for the user, and a distinct exit code."""
+
+    exit_code = 10
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class UsageError(HfmemError):
+    exit_code = 2
+
+
+class RepoNotFound(HfmemError):
+    exit_code = 11
+
+
+class GatedRepo(HfmemError):
+    exit_code = 12
+
+
+class RevisionNotFound(HfmemError):
+    exit_code = 13
+
+
+class NoSafetensors(HfmemError):
+    exit_code = 14
+
+
+class NoConfig(HfmemError):
+    exit_code = 15
+
+
+class LocalPathError(HfmemError):
+    exit_code = 16
+
+
+class MalformedHeader(HfmemError):
+    exit_code = 17
+
+
+class MalformedConfig(HfmemError):
+    exit_code = 18
+
+
+class NetworkError(HfmemError):
+    exit_code = 19
+
+
+class RateLimited(NetworkError):
+    exit_code = 20
+
+
+class ServerError(NetworkError):
+    exit_code = 21
+
+
+EXIT_CODES: dict[str, int] = {
+    cls.__name__: cls.exit_code
+    for cls in (
+        UsageError,
+        RepoNotFound,
+        GatedRepo,
+        RevisionNotFound,
+        NoSafetensors,
+        NoConfig,
+        LocalPathError,
+        MalformedHeader,
+        MalformedConfig,
+        NetworkError,
+        RateLimited,
+        ServerError,
+    )
+}

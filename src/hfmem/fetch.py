@@ -1,0 +1,429 @@
+"""Get config.json and safetensors headers from the Hub, a local folder or the HF cache; never the weights.
+
+All Hub traffic goes through ``huggingface_hub`` (auth, HF_ENDPOINT, revisions, cache, HF_HUB_OFFLINE).
+On ``main`` the one-shot ``safetensors-metadata`` endpoint returns every shard header in one request, issued
+concurrently with the config download; other revisions, and hubs without that endpoint, fall back to the index
+plus one range request per shard (all shards concurrently).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from .errors import (
+    GatedRepo,
+    HfmemError,
+    LocalPathError,
+    MalformedConfig,
+    MalformedHeader,
+    NetworkError,
+    NoConfig,
+    NoSafetensors,
+    RateLimited,
+    RepoNotFound,
+    RevisionNotFound,
+    ServerError,
+    UsageError,
+)
+from .header import FileHeader, parse_header_bytes, read_local_header, validate_header
+
+INDEX_FILE = "model.safetensors.index.json"
+SINGLE_FILE = "model.safetensors"
+MAX_CONFIG_BYTES = 20_000_000
+_MAX_JSON_DEPTH = 64
+_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+T = TypeVar("T")
+
+
+@dataclass
+class ModelFiles:
+    """What hfmem read about one model: its config, its safetensors headers, and where they came from."""
+
+    repo: str
+    revision: str | None
+    source: str  # "hub" | "local" | "cache"
+    config: dict[str, Any]
+    headers: list[FileHeader]
+    index_metadata: dict[str, Any] | None = None
+    approximate_total_bytes: int | None = None  # from pytorch_model.bin.index.json when there is no safetensors
+    warnings: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Shared helpers
+
+
+def load_json_text(text: str | bytes, file: str, error: type[HfmemError] = MalformedConfig) -> dict[str, Any]:
+    """Decode a JSON object from a repo file, with clear errors for the hostile cases."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise error(f"{file}: not valid UTF-8") from None
+    if len(text) > MAX_CONFIG_BYTES:
+        raise error(f"{file}: larger than {MAX_CONFIG_BYTES} bytes")
+    try:
+        obj = json.loads(text)
+    except RecursionError:
+        raise error(f"{file}: JSON nested too deeply") from None
+    except ValueError as exc:
+        raise error(f"{file}: not valid JSON ({str(exc)[:80]})") from None
+    if not isinstance(obj, dict):
+        raise error(f"{file}: expected a JSON object, got {type(obj).__name__}")
+    if _depth(obj) > _MAX_JSON_DEPTH:
+        raise error(f"{file}: JSON nested deeper than {_MAX_JSON_DEPTH} levels")
+    return obj
+
+
+def _depth(obj: Any) -> int:
+    # Iterative, so a hostile file cannot exhaust the Python stack.
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > _MAX_JSON_DEPTH:
+            return level
+        if isinstance(node, dict):
+            stack.extend((v, level + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, level + 1) for v in node)
+    return deepest
+
+
+def _index_shards(index: dict[str, Any], file: str) -> list[str]:
+    weight_map = index.get("weight_map")
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise MalformedHeader(f"{file}: weight_map must map tensor names to file names")
+    shards = sorted(set(weight_map.values()))
+    for shard in shards:
+        if shard.startswith("/") or ".." in Path(shard).parts:
+            raise MalformedHeader(f"{file}: shard path {shard!r} leaves the model folder")
+    return shards
+
+
+def _restrict_to_index(headers: list[FileHeader], index: dict[str, Any] | None) -> list[FileHeader]:
+    """Keep only tensors the index names (what transformers loads); headers may hold extras."""
+    if not index or not isinstance(index.get("weight_map"), dict):
+        return headers
+    wanted = index["weight_map"]
+    out = []
+    for h in headers:
+        kept = tuple(t for t in h.tensors if wanted.get(t.name) == h.file)
+        out.append(FileHeader(h.file, kept, h.metadata, h.warnings) if len(kept) != len(h.tensors) else h)
+    return out
+
+
+def _approximate_from_bin_index(index_text: bytes | str | None, file: str) -> int | None:
+    if index_text is None:
+        return None
+    try:
+        total = load_json_text(index_text, file).get("metadata", {}).get("total_size")
+    except HfmemError:
+        return None
+    return total if isinstance(total, int) and total > 0 else None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Local folders and cached snapshots
+
+
+def looks_local(ref: str) -> bool:
+    return (
+        ref.startswith((".", "/", "~"))
+        or os.sep in ref.rstrip(os.sep) and os.path.exists(ref)
+        or os.path.isdir(ref)
+        or ref.count("/") > 1
+    )
+
+
+def read_local(path_str: str) -> ModelFiles:
+    path = Path(path_str).expanduser()
+    if not path.exists():
+        raise LocalPathError(f"{path_str}: no such file or directory")
+    if not path.is_dir():
+        raise LocalPathError(f"{path_str}: not a model folder (expected a directory with config.json)")
+    config_path = path / "config.json"
+    if not config_path.is_file():
+        raise NoConfig(f"{path_str}: no config.json in this folder")
+    config = load_json_text(config_path.read_bytes(), "config.json")
+    warnings: list[str] = []
+    index = None
+    index_path = path / INDEX_FILE
+    if index_path.is_file():
+        index = load_json_text(index_path.read_bytes(), INDEX_FILE, MalformedHeader)
+        shards = _index_shards(index, INDEX_FILE)
+    elif (path / SINGLE_FILE).is_file():
+        shards = [SINGLE_FILE]
+    else:
+        shards = _fallback_safetensors([p.name for p in path.glob("*.safetensors")], warnings)
+    if not shards:
+        bin_index = path / "pytorch_model.bin.index.json"
+        approx = _approximate_from_bin_index(bin_index.read_bytes() if bin_index.is_file() else None, bin_index.name)
+        raise _no_safetensors(path_str, approx)
+    root = path.resolve()
+    headers = []
+    for shard in shards:
+        shard_path = (path / shard).resolve()
+        if root not in shard_path.parents:
+            raise LocalPathError(f"{path_str}: shard {shard!r} lies outside the model folder")
+        if not shard_path.is_file():
+            raise NoSafetensors(f"{path_str}: {INDEX_FILE} names {shard!r}, which is missing")
+        headers.append(read_local_header(shard_path, shard))
+    snapshot = _snapshot_revision(root)
+    return ModelFiles(
+        repo=snapshot[0] if snapshot else path_str,
+        revision=snapshot[1] if snapshot else None,
+        source="cache" if snapshot else "local",
+        config=config,
+        headers=_restrict_to_index(headers, index),
+        index_metadata=(index or {}).get("metadata") if index else None,
+        warnings=warnings,
+    )
+
+
+def _snapshot_revision(root: Path) -> tuple[str, str] | None:
+    """A folder inside the HF cache (models--org--name/snapshots/<sha>) names its repo and commit."""
+    if root.parent.name == "snapshots" and _SHA_RE.match(root.name):
+        repo_dir = root.parent.parent.name
+        if repo_dir.startswith("models--"):
+            return repo_dir[len("models--") :].replace("--", "/"), root.name
+    return None
+
+
+def _fallback_safetensors(names: list[str], warnings: list[str]) -> list[str]:
+    """No index and no model.safetensors: take root *.safetensors except known duplicates."""
+    skip = ("consolidated", "adapter_model", "adapter")
+    picked = sorted(n for n in names if n.endswith(".safetensors") and "/" not in n and not n.startswith(skip))
+    if picked:
+        warnings.append(
+            f"no {INDEX_FILE} or {SINGLE_FILE}; counted root safetensors files: {', '.join(picked[:5])}"
+            + (" ..." if len(picked) > 5 else "")
+        )
+    return picked
+
+
+def _no_safetensors(repo: str, approx: int | None) -> NoSafetensors:
+    msg = f"{repo}: no safetensors weights ({INDEX_FILE} or {SINGLE_FILE}) found"
+    if approx:
+        msg += f"; pytorch_model.bin.index.json says total_size {approx} bytes (approximate: .bin weights, not analysed)"
+    err = NoSafetensors(msg)
+    err.approximate_total_bytes = approx  # type: ignore[attr-defined]
+    return err
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The Hub
+
+
+def read_hub(repo_id: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None) -> ModelFiles:
+    from huggingface_hub import constants
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as exc:
+        raise UsageError(f"invalid repo id {repo_id!r}: {str(exc).splitlines()[0][:160]}") from None
+    if revision is not None and (not revision or len(revision) > 256 or any(c in revision for c in "\n\r\x00")):
+        raise UsageError(f"invalid revision {revision!r}")
+    timeout = timeout if timeout is not None else constants.HF_HUB_DOWNLOAD_TIMEOUT
+    ctx = _HubContext(repo_id, revision, token, timeout)
+    on_main = revision in (None, "main")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        config_future = pool.submit(ctx.guard, ctx.download_config)
+        sharded_future = pool.submit(ctx.guard, ctx.sharded_headers) if on_main and not constants.HF_HUB_OFFLINE else None
+        config_path = config_future.result()
+        sha = _sha_from_cache_path(config_path)
+        sharded = sharded_future.result() if sharded_future else None
+    config = load_json_text(Path(config_path).read_bytes(), "config.json")
+    warnings: list[str] = []
+    index_metadata = None
+    if sharded is not None:
+        headers, index_metadata = sharded
+    else:
+        headers, index_metadata = ctx.guard(lambda: ctx.headers_by_range(sha or revision, warnings))
+    return ModelFiles(
+        repo=repo_id,
+        revision=sha,
+        source="hub",
+        config=config,
+        headers=headers,
+        index_metadata=index_metadata,
+        warnings=warnings,
+    )
+
+
+def _sha_from_cache_path(path: str) -> str | None:
+    parts = Path(path).parts
+    if "snapshots" in parts:
+        candidate = parts[parts.index("snapshots") + 1]
+        if _SHA_RE.match(candidate):
+            return candidate
+    return None
+
+
+class _HubContext:
+    def __init__(self, repo_id: str, revision: str | None, token: str | bool | None, timeout: float):
+        from huggingface_hub import HfApi
+
+        self.repo_id = repo_id
+        self.revision = revision
+        self.token = token
+        self.timeout = timeout
+        self.api = HfApi()
+        self.token_sent = bool(token) or _has_saved_token()
+
+    # -- calls ------------------------------------------------------------------------------------------------
+    def download_config(self) -> str:
+        from huggingface_hub import hf_hub_download
+
+        return hf_hub_download(
+            self.repo_id, "config.json", revision=self.revision, token=self.token, etag_timeout=self.timeout
+        )
+
+    def sharded_headers(self) -> tuple[list[FileHeader], dict[str, Any] | None] | None:
+        """One request for every shard header; None when the repo is not sharded or the hub lacks the endpoint."""
+        from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
+
+        try:
+            meta = self.api.get_sharded_safetensors_metadata(self.repo_id, token=self.token, timeout=self.timeout)
+        except EntryNotFoundError:
+            return None
+        except HfHubHTTPError as exc:
+            status = exc.response.status_code if exc.response is not None else None
+            if status in (400, 404, 405, 501) and not _error_code(exc):
+                return None  # a hub (or mirror) without the endpoint
+            raise
+        headers = [_from_hub_file_metadata(name, fm) for name, fm in sorted(meta.files_metadata.items())]
+        return headers, meta.metadata
+
+    def headers_by_range(self, revision: str | None, warnings: list[str]) -> tuple[list[FileHeader], dict[str, Any] | None]:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError
+
+        index = None
+        try:
+            index_path = hf_hub_download(self.repo_id, INDEX_FILE, revision=revision, token=self.token, etag_timeout=self.timeout)
+            index = load_json_text(Path(index_path).read_bytes(), INDEX_FILE, MalformedHeader)
+            shards = _index_shards(index, INDEX_FILE)
+        except EntryNotFoundError:
+            shards = [SINGLE_FILE]
+        try:
+            with ThreadPoolExecutor(max_workers=min(16, len(shards))) as pool:
+                headers = list(pool.map(lambda s: self.parse_remote(s, revision), shards))
+        except EntryNotFoundError:
+            if index is not None:
+                raise NoSafetensors(f"{self.repo_id}: {INDEX_FILE} names a shard that is missing") from None
+            headers = self.headers_without_index(revision, warnings)
+        return _restrict_to_index(headers, index), (index or {}).get("metadata") if index else None
+
+    def parse_remote(self, filename: str, revision: str | None) -> FileHeader:
+        from huggingface_hub.errors import SafetensorsParsingError
+
+        try:
+            fm = self.api.parse_safetensors_file_metadata(
+                self.repo_id, filename, revision=revision, token=self.token, timeout=self.timeout
+            )
+        except SafetensorsParsingError as exc:
+            raise MalformedHeader(f"{filename}: {str(exc)[:200]}") from None
+        return _from_hub_file_metadata(filename, fm)
+
+    def headers_without_index(self, revision: str | None, warnings: list[str]) -> list[FileHeader]:
+        names = self.api.list_repo_files(self.repo_id, revision=revision, token=self.token)
+        shards = _fallback_safetensors(names, warnings)
+        if not shards:
+            approx = None
+            if "pytorch_model.bin.index.json" in names:
+                from huggingface_hub import hf_hub_download
+
+                path = hf_hub_download(self.repo_id, "pytorch_model.bin.index.json", revision=revision, token=self.token)
+                approx = _approximate_from_bin_index(Path(path).read_bytes(), "pytorch_model.bin.index.json")
+            err = _no_safetensors(self.repo_id, approx)
+            if any(n.endswith(".gguf") for n in names):
+                err.message += " (the repo has GGUF files)"
+            raise err
+        return [self.parse_remote(s, revision) for s in shards]
+
+    # -- errors -----------------------------------------------------------------------------------------------
+    def guard(self, call: Callable[[], T]) -> T:
+        """Translate huggingface_hub/httpx failures into one-line hfmem errors."""
+        from huggingface_hub import constants
+        from huggingface_hub import errors as hf
+
+        try:
+            return call()
+        except HfmemError:
+            raise
+        except hf.GatedRepoError:
+            raise GatedRepo(
+                f"{self.repo_id} is a gated repo: accept its terms on the model page, then use a token that has access "
+                f"({'a token was sent' if self.token_sent else 'no token was sent; set HF_TOKEN or run `hf auth login`'})"
+            ) from None
+        except hf.RepositoryNotFoundError:
+            raise RepoNotFound(
+                f"repository {self.repo_id!r} not found on {constants.ENDPOINT} "
+                f"(or it is private{'' if self.token_sent else ' and no token was sent'})"
+            ) from None
+        except hf.RevisionNotFoundError:
+            raise RevisionNotFound(f"revision {self.revision!r} not found in {self.repo_id}") from None
+        except hf.LocalEntryNotFoundError:
+            if constants.HF_HUB_OFFLINE:
+                raise NetworkError(f"{self.repo_id}: not in the local cache and HF_HUB_OFFLINE is set") from None
+            raise NetworkError(f"{self.repo_id}: cannot reach {constants.ENDPOINT} and the repo is not cached") from None
+        except hf.EntryNotFoundError as exc:
+            if "config.json" in str(exc):
+                raise NoConfig(f"{self.repo_id}: the repo has no config.json") from None
+            raise NoSafetensors(f"{self.repo_id}: {str(exc).splitlines()[0][:200]}") from None
+        except hf.OfflineModeIsEnabled:
+            raise NetworkError(f"{self.repo_id}: needs the network but HF_HUB_OFFLINE is set") from None
+        except hf.HfHubHTTPError as exc:
+            status = exc.response.status_code if exc.response is not None else 0
+            if status == 429:
+                raise RateLimited(f"{self.repo_id}: rate limited by {constants.ENDPOINT} (HTTP 429); try again later") from None
+            if status >= 500:
+                raise ServerError(f"{self.repo_id}: {constants.ENDPOINT} answered HTTP {status}") from None
+            if status in (401, 403):
+                raise RepoNotFound(
+                    f"{self.repo_id}: access denied (HTTP {status}); "
+                    + ("the token sent has no access" if self.token_sent else "no token was sent; set HF_TOKEN")
+                ) from None
+            raise NetworkError(f"{self.repo_id}: HTTP {status} from {constants.ENDPOINT}") from None
+        except (OSError, TimeoutError) as exc:
+            raise NetworkError(f"{self.repo_id}: network error talking to {constants.ENDPOINT} ({type(exc).__name__})") from None
+        except Exception as exc:  # httpx transport errors are not OSError subclasses
+            if type(exc).__module__.startswith(("httpx", "httpcore")):
+                raise NetworkError(
+                    f"{self.repo_id}: network error talking to {constants.ENDPOINT} ({type(exc).__name__})"
+                ) from None
+            raise
+
+
+def _error_code(exc: Exception) -> str | None:
+    response = getattr(exc, "response", None)
+    return response.headers.get("X-Error-Code") if response is not None else None
+
+
+def _has_saved_token() -> bool:
+    try:
+        from huggingface_hub import get_token
+
+        return get_token() is not None
+    except Exception:
+        return False
+
+
+def _from_hub_file_metadata(filename: str, fm: Any) -> FileHeader:
+    """Re-validate what huggingface_hub parsed, with hfmem's own rules."""
+    raw = {"__metadata__": fm.metadata or {}}
+    for name, info in fm.tensors.items():
+        raw[name] = {"dtype": info.dtype, "shape": info.shape, "data_offsets": list(info.data_offsets)}
+    return validate_header(raw, filename)
+
+
+__all__ = ["ModelFiles", "read_hub", "read_local", "looks_local", "load_json_text", "parse_header_bytes"]

@@ -1,0 +1,153 @@
+"""Parse and validate safetensors headers (8-byte little-endian length + UTF-8 JSON), never the data.
+
+Validation mirrors the safetensors reader (safetensors/src/tensor.rs ``Metadata::validate``): every entry has a
+known-shaped dtype/shape/data_offsets, offsets are contiguous from 0 in order, and ``end - begin`` equals
+``numel * bits / 8``. Nothing here allocates in proportion to a declared shape.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .dtypes import dtype_bits
+from .errors import MalformedHeader
+
+# The safetensors crate refuses headers over 100 MB; huggingface_hub refuses over 25 MB.
+MAX_HEADER_BYTES = 100_000_000
+_INT64_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class TensorEntry:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    numel: int
+    nbytes: int
+    file: str
+
+
+@dataclass(frozen=True)
+class FileHeader:
+    file: str
+    tensors: tuple[TensorEntry, ...]
+    metadata: dict[str, str]
+    warnings: tuple[str, ...] = ()
+
+
+def header_length(prefix: bytes, file: str, file_size: int | None = None) -> int:
+    """Length N of the JSON header from the first 8 bytes, checked against the format's limit and the file."""
+    if len(prefix) < 8:
+        raise MalformedHeader(f"{file}: not a safetensors file (shorter than the 8-byte header length)")
+    (length,) = struct.unpack("<Q", prefix[:8])
+    if length > MAX_HEADER_BYTES:
+        raise MalformedHeader(f"{file}: header length {length} exceeds the 100 MB safetensors limit")
+    if file_size is not None and 8 + length > file_size:
+        raise MalformedHeader(f"{file}: header length {length} is larger than the file ({file_size} bytes)")
+    return length
+
+
+def parse_header_bytes(raw: bytes, file: str) -> FileHeader:
+    """Parse the JSON part of a header (without the 8-byte prefix)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedHeader(f"{file}: header is not valid UTF-8 (byte {exc.start})") from None
+    try:
+        obj = json.loads(text, object_pairs_hook=_reject_duplicates)
+    except _DuplicateKey as exc:
+        raise MalformedHeader(f"{file}: duplicate tensor name {exc.args[0]!r} in header") from None
+    except (ValueError, RecursionError) as exc:
+        raise MalformedHeader(f"{file}: header is not JSON ({str(exc)[:80]})") from None
+    return validate_header(obj, file)
+
+
+def read_local_header(path: Path, file: str | None = None) -> FileHeader:
+    """Read only the first 8 + N bytes of a local safetensors file."""
+    name = file or path.name
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        length = header_length(fh.read(8), name, size)
+        raw = fh.read(length)
+    if len(raw) < length:
+        raise MalformedHeader(f"{name}: header truncated ({len(raw)} of {length} bytes)")
+    return parse_header_bytes(raw, name)
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def validate_header(obj: Any, file: str) -> FileHeader:
+    """Validate a decoded header object and turn it into tensor entries (sorted by data offset)."""
+    if not isinstance(obj, dict):
+        raise MalformedHeader(f"{file}: header is not a JSON object")
+    metadata = obj.get("__metadata__", {})
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+    ):
+        raise MalformedHeader(f"{file}: __metadata__ must map strings to strings")
+    warnings: list[str] = []
+    entries: list[tuple[int, int, TensorEntry]] = []
+    for name, info in obj.items():
+        if name == "__metadata__":
+            continue
+        where = f"{file}: tensor {name[:120]!r}"
+        if not isinstance(info, dict):
+            raise MalformedHeader(f"{where}: entry is not an object")
+        for key in ("dtype", "shape", "data_offsets"):
+            if key not in info:
+                raise MalformedHeader(f"{where}: missing {key}")
+        dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+        if not isinstance(dtype, str):
+            raise MalformedHeader(f"{where}: dtype is not a string")
+        if not isinstance(shape, list) or not all(_is_int(d) for d in shape):
+            raise MalformedHeader(f"{where}: shape must be a list of integers")
+        if any(d < 0 for d in shape):
+            raise MalformedHeader(f"{where}: negative dimension in shape {shape}")
+        numel = 1
+        for d in shape:
+            numel *= d
+            if numel > _INT64_MAX:
+                raise MalformedHeader(f"{where}: shape product overflows int64")
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_int(o) for o in offsets)):
+            raise MalformedHeader(f"{where}: data_offsets must be two integers")
+        begin, end = offsets
+        if begin < 0 or end < begin:
+            raise MalformedHeader(f"{where}: invalid data_offsets {offsets}")
+        bits = dtype_bits(dtype)
+        if bits is None:
+            warnings.append(f"{where}: unknown dtype {dtype!r}; counted by data_offsets")
+        elif numel * bits != (end - begin) * 8:
+            raise MalformedHeader(
+                f"{where}: data_offsets span {end - begin} bytes but shape {shape} of {dtype} needs "
+                f"{numel * bits / 8:g}"
+            )
+        entries.append((begin, end, TensorEntry(name, dtype, tuple(shape), numel, end - begin, file)))
+    entries.sort(key=lambda e: (e[0], e[1]))
+    position = 0
+    for begin, end, entry in entries:
+        if begin != position:
+            kind = "overlapping" if begin < position else "gapped"
+            raise MalformedHeader(f"{file}: tensor {entry.name[:120]!r} has {kind} data_offsets (starts at {begin}, expected {position})")
+        position = end
+    return FileHeader(file, tuple(e for _, _, e in entries), dict(metadata), tuple(warnings))

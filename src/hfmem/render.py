@@ -1,0 +1,79 @@
+"""Render a Report as a terminal table, GitHub Markdown or JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .units import fmt_bytes, fmt_count
+
+
+def to_json(report: Any) -> str:
+    return json.dumps(report.to_dict(), indent=2)
+
+
+def _tables(report: Any) -> list[tuple[str, list[str], list[list[Any]]]]:
+    a = report.architecture
+    p = report.parameters
+    layer_types = " + ".join(f"{n} {t}" for t, n in a.layer_types.items()) or "-"
+    arch_rows = [
+        ["model_type", a.model_type + (f" ({', '.join(a.architectures)})" if a.architectures else "")],
+        ["layers", a.num_layers],
+        ["layer types", layer_types],
+        ["hidden size", a.hidden_size],
+        ["attention heads", a.num_attention_heads],
+        ["KV heads", f"{a.num_kv_heads} ({a.attention_kind})"],
+        ["head_dim", a.head_dim],
+        ["vocab", a.vocab_size],
+        ["max context", a.max_position_embeddings if a.max_position_embeddings else "-"],
+        ["tied embeddings", "yes" if a.tie_word_embeddings else "no"],
+        ["dtype (config)", a.torch_dtype or "-"],
+    ]
+    if a.sliding_window:
+        arch_rows.insert(3, ["sliding window", a.sliding_window])
+    if a.mla:
+        arch_rows.append(["MLA", f"kv_lora_rank {a.mla['kv_lora_rank']}, qk_rope_head_dim {a.mla['qk_rope_head_dim']}"])
+    if a.moe:
+        arch_rows.append(["MoE", f"{a.moe['num_experts']} experts, top-{a.moe['experts_per_token']}"])
+    param_rows = [["total", fmt_count(p.total)]]
+    if p.active != p.total:
+        param_rows.append(["active per token", fmt_count(p.active)])
+    for dtype, n in p.by_dtype.items():
+        param_rows.append([f"stored as {dtype}", f"{n:,}"])
+    param_rows.append(["stored bytes", f"{p.stored_bytes:,} ({fmt_bytes(p.stored_bytes)})"])
+    if p.quantization:
+        q = p.quantization
+        param_rows.append(["quantization", f"{q['method']} {q.get('bits') or ''}-bit, overhead {fmt_bytes(q['overhead_bytes'])}"])
+    comp_rows = [
+        [name, f"{n:,}", f"{100 * n / p.total:.2f}%" if p.total else "-", fmt_bytes(p.bytes_by_component.get(name))]
+        for name, n in p.by_component.items()
+    ]
+    tables = [
+        ("Architecture", ["", ""], arch_rows),
+        ("Parameters", ["", ""], param_rows),
+        ("By component", ["component", "parameters", "share", "stored"], comp_rows),
+    ]
+    for section in report.extra.values():
+        if hasattr(section, "tables"):
+            tables.extend(section.tables())
+    return tables
+
+
+def to_text(report: Any, fmt: str = "table") -> str:
+    from tabulate import tabulate
+
+    tablefmt = "github" if fmt == "markdown" else "simple"
+    title = f"{report.repo}" + (f" @ {report.revision[:12]}" if report.revision else "") + f" ({report.source})"
+    out = [f"# {title}" if fmt == "markdown" else title]
+    for heading, headers, rows in _tables(report):
+        out.append("")
+        out.append(f"## {heading}" if fmt == "markdown" else heading)
+        if headers == ["", ""]:
+            out.append(tabulate(rows, tablefmt="github" if fmt == "markdown" else "plain", headers=["", ""] if fmt == "markdown" else ()))
+        else:
+            out.append(tabulate(rows, headers=headers, tablefmt=tablefmt, disable_numparse=True))
+    for note in report.notes:
+        out.append(("- note: " if fmt == "markdown" else "note: ") + note)
+    for warning in report.warnings:
+        out.append(("- warning: " if fmt == "markdown" else "warning: ") + warning)
+    return "\n".join(out)

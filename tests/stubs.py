@@ -1,0 +1,74 @@
+"""Write header-only safetensors stubs (8-byte length + JSON header, no tensor data) from a tensor inventory.
+
+Used by the fixture generator and by tests that materialise the compact inventories in fixtures/inventories/.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import struct
+from pathlib import Path
+from typing import Any, Iterable
+
+DTYPE_BITS = {
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+    "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64,
+}
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def header_bytes(tensors: Iterable[tuple[str, str, list[int]]], metadata: dict[str, str] | None = None) -> bytes:
+    """Serialise tensors (name, dtype, shape) as a safetensors header, padded to 8 bytes like the writer does."""
+    header: dict[str, Any] = {}
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    offset = 0
+    for name, dtype, shape in tensors:
+        numel = 1
+        for d in shape:
+            numel *= d
+        size = numel * DTYPE_BITS[dtype] // 8
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def write_stub_repo(inventory: dict[str, Any], config: dict[str, Any], dest: Path) -> Path:
+    """Write config.json, shards and (when sharded) model.safetensors.index.json into dest."""
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "config.json").write_text(json.dumps(config, indent=2))
+    shards: dict[str, list[tuple[str, str, list[int]]]] = {}
+    for name, dtype, shape, file in inventory["tensors"]:
+        shards.setdefault(file, []).append((name, dtype, shape))
+    total = 0
+    weight_map = {}
+    for file, tensors in shards.items():
+        (dest / file).write_bytes(header_bytes(tensors, {"format": "pt"}))
+        for name, dtype, shape in tensors:
+            numel = 1
+            for d in shape:
+                numel *= d
+            total += numel * DTYPE_BITS[dtype] // 8
+            weight_map[name] = file
+    if len(shards) > 1 or "model.safetensors" not in shards:
+        index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+        (dest / "model.safetensors.index.json").write_text(json.dumps(index, indent=1))
+    return dest
+
+
+def load_inventory(repo_id: str) -> dict[str, Any]:
+    with gzip.open(FIXTURES / "inventories" / f"{repo_id}.json.gz", "rt") as fh:
+        return json.load(fh)
+
+
+def load_config(repo_id: str) -> dict[str, Any]:
+    return json.loads((FIXTURES / "configs" / repo_id / "config.json").read_text())
+
+
+def fixture_repo_ids() -> list[str]:
+    root = FIXTURES / "inventories"
+    return sorted(str(p.relative_to(root))[: -len(".json.gz")] for p in root.glob("*/*.json.gz"))
