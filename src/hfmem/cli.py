@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import traceback
 from typing import Any, Callable
 
 import click
@@ -30,7 +31,7 @@ def run_guarded(debug: bool, body: Callable[[], Any]) -> Any:
         return body()
     except HfmemError as exc:
         if debug:
-            raise
+            traceback.print_exc()
         click.echo(f"hfmem: error: {exc.message}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
