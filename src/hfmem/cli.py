@@ -68,17 +68,54 @@ def main() -> None:
 @click.argument("model")
 @common_source_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def analyze_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, fmt: str) -> None:
-    """Architecture, exact parameters and stored bytes of MODEL (repo id or folder)."""
+@click.option("--gguf-file", default=None, help="GGUF repos: the .gguf file to analyse (first shard for split files).")
+@click.option("--quant", default=None, help="GGUF repos: pick the file by quant type, e.g. Q4_K_M.")
+def analyze_cmd(
+    model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, fmt: str,
+    gguf_file: str | None, quant: str | None,
+) -> None:  # fmt: skip
+    """Architecture, exact parameters and stored bytes of MODEL (repo id, folder, or .gguf file)."""
 
     def body() -> None:
+        import json
+
         from .analysis import analyze
+        from .errors import NoSafetensors
         from .render import to_json, to_text
 
-        report = analyze(model, revision=revision, token=token, timeout=timeout)
+        if _wants_gguf(model, gguf_file, quant):
+            report = _analyze_gguf(model, gguf_file, quant, revision, token, timeout)
+            click.echo(json.dumps(report.to_dict(), indent=2) if fmt == "json" else report.to_text(fmt))
+            return
+        try:
+            report = analyze(model, revision=revision, token=token, timeout=timeout)
+        except NoSafetensors as exc:
+            if "GGUF" not in exc.message:
+                raise
+            report = _analyze_gguf(model, gguf_file, quant, revision, token, timeout)
+            click.echo(json.dumps(report.to_dict(), indent=2) if fmt == "json" else report.to_text(fmt))
+            return
         click.echo(to_json(report) if fmt == "json" else to_text(report, fmt))
 
     run_guarded(debug, body)
+
+
+def _wants_gguf(model: str, gguf_file: str | None, quant: str | None) -> bool:
+    import os
+
+    if gguf_file or quant or model.lower().endswith(".gguf"):
+        return True
+    if os.path.isdir(model):
+        return not os.path.exists(os.path.join(model, "config.json")) and any(
+            name.endswith(".gguf") for name in os.listdir(model)
+        )
+    return model.lower().endswith("gguf") and not os.path.exists(model)
+
+
+def _analyze_gguf(model: str, gguf_file: str | None, quant: str | None, revision: str | None, token: str | None, timeout: float | None):
+    from .gguf_model import analyze_gguf
+
+    return analyze_gguf(model, gguf_file=gguf_file, quant=quant, revision=revision, token=token, timeout=timeout)
 
 
 if __name__ == "__main__":  # pragma: no cover
