@@ -63,18 +63,61 @@ def main() -> None:
     """
 
 
+def _check_ctx(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Syntax check of --ctx before anything is fetched ('max' is resolved once the config is read)."""
+    from .kvcache import parse_context
+
+    if value is None:
+        return None
+    for part in value.split(","):
+        if part.strip().lower() != "max":
+            try:
+                parse_context(part)
+            except HfmemError as exc:
+                raise click.BadParameter(exc.message.removeprefix("--ctx: ")) from None
+    return value
+
+
+def kv_options(f: Callable) -> Callable:
+    from .kvcache import ENGINES, KV_DTYPES
+
+    f = click.option("--encoder-len", type=click.IntRange(min=1), default=None,
+                     help="Encoder-decoder models: encoder tokens for the cross-attention cache (default: the model's max source length).")(f)
+    f = click.option("--engine", type=click.Choice(ENGINES), default=None,
+                     help="Whose KV cache: vLLM's paged blocks or transformers' DynamicCache (default vllm).")(f)
+    f = click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default=None,
+                     help="KV cache dtype (default auto: the model's activation dtype).")(f)
+    f = click.option("--batch", type=click.IntRange(min=1), default=None, help="Sequences (default 1).")(f)
+    f = click.option("--ctx", default=None, callback=_check_ctx,
+                     help="Context tokens for the KV cache: 32768, 32k, 1M, max; several: 4k,32k,128k.")(f)
+    return f
+
+
 @main.command("analyze")
 @click.argument("model")
 @common_source_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def analyze_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, fmt: str) -> None:
-    """Architecture, exact parameters and stored bytes of MODEL (repo id or folder)."""
+@kv_options
+def analyze_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, fmt: str,
+                ctx: str | None, batch: int | None, kv_dtype: str | None, engine: str | None, encoder_len: int | None) -> None:
+    """Architecture, exact parameters and stored bytes of MODEL (repo id or folder); KV cache with --ctx."""
+    if ctx is None:
+        for name, value in (("--batch", batch), ("--kv-dtype", kv_dtype), ("--engine", engine), ("--encoder-len", encoder_len)):
+            if value is not None:
+                raise click.BadParameter("needs --ctx (the context length to size the KV cache for)", param_hint=name)
 
     def body() -> None:
         from .analysis import analyze
         from .render import to_json, to_text
 
         report = analyze(model, revision=revision, token=token, timeout=timeout)
+        if ctx is not None:
+            from .kvcache import kv_section, parse_context
+
+            report.extra["kv_cache"] = kv_section(
+                report.architecture, parse_context(ctx, report.architecture), batch=batch or 1,
+                kv_dtype=kv_dtype or "auto", engine=engine or "vllm", encoder_len=encoder_len,
+            )
         click.echo(to_json(report) if fmt == "json" else to_text(report, fmt))
 
     run_guarded(debug, body)
