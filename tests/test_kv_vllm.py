@@ -191,6 +191,16 @@ def test_auto_dtype_of_quantized_checkpoints_is_the_activation_dtype():
     assert estimate_kv(arch_of("TheBloke/Llama-2-7B-AWQ"), 16).dtype == "fp16"
 
 
+def test_auto_dtype_follows_transformers_loading_rules():
+    """modeling_utils._get_dtype: the top-level config dtype wins over sub-configs (Qwen2.5-VL's text_config says
+    float32, the checkpoint and top level bf16); without any config dtype, the stored weights' dtype is used."""
+    assert estimate_kv(arch_of("Qwen/Qwen2.5-VL-7B-Instruct"), 16, engine="transformers").dtype == "bf16"
+    gpt2 = arch_of("openai-community/gpt2")
+    assert estimate_kv(gpt2, 16, engine="transformers", weights_dtype="F32").dtype == "fp32"
+    assert estimate_kv(gpt2, 16, engine="transformers", weights_dtype="BF16").dtype == "bf16"
+    assert estimate_kv(gpt2, 16, engine="vllm", weights_dtype="F32").dtype == "bf16"
+
+
 def test_kv_shared_and_mlp_only_layers_keep_nothing():
     nem = arch_of("nvidia/Nemotron-H-56B-Base-8K")
     est = estimate_kv(nem, 8192)

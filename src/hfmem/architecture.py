@@ -185,7 +185,8 @@ def build_architecture(config: dict[str, Any], entries: list[TensorEntry] | None
     sliding = _get(text, "sliding_window")
     if _get(text, "use_sliding_window") is False or not isinstance(sliding, int) or "sliding_attention" not in layer_list:
         sliding = None if "sliding_attention" not in layer_list else sliding
-    dtype = _get(text, "torch_dtype", "dtype") or _get(full, "torch_dtype", "dtype")
+    # transformers' from_pretrained(dtype="auto") applies the top-level config dtype to every sub-config
+    dtype = _get(full, "torch_dtype", "dtype") or _get(text, "torch_dtype", "dtype")
     dtype = str(dtype).replace("torch.", "") if dtype is not None else None
     is_enc_dec = bool(_get(full, "is_encoder_decoder", default=False))
     num_decoder_layers = _get(text, "num_decoder_layers", "decoder_layers") if is_enc_dec else None

@@ -112,11 +112,12 @@ def analyze_cmd(model: str, revision: str | None, token: str | None, timeout: fl
 
         report = analyze(model, revision=revision, token=token, timeout=timeout)
         if ctx is not None:
-            from .kvcache import kv_section, parse_context
+            from .kvcache import kv_section, parse_context, stored_float_dtype
 
             report.extra["kv_cache"] = kv_section(
                 report.architecture, parse_context(ctx, report.architecture), batch=batch or 1,
                 kv_dtype=kv_dtype or "auto", engine=engine or "vllm", encoder_len=encoder_len,
+                weights_dtype=stored_float_dtype(report.parameters.by_dtype),
             )
         click.echo(to_json(report) if fmt == "json" else to_text(report, fmt))
 

@@ -190,7 +190,10 @@ def _short_dtype(name: Any) -> str | None:
     return _TORCH_TO_SHORT.get(str(name).replace("torch.", ""))
 
 
-def _model_dtype(arch: Any, engine: str, notes: list[str]) -> str:
+_ST_TO_SHORT = {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}
+
+
+def _model_dtype(arch: Any, engine: str, notes: list[str], weights_dtype: str | None = None) -> str:
     """The activation dtype the runtime computes (and, for 'auto', caches) in."""
     cfg = arch.text_config or {}
     raw = arch.torch_dtype
@@ -202,8 +205,12 @@ def _model_dtype(arch: Any, engine: str, notes: list[str]) -> str:
         notes.append("quantized checkpoint: the KV cache and states use the activation dtype, assumed bf16")
         return "bf16"
     if short is None:
+        stored = _ST_TO_SHORT.get(str(weights_dtype).upper()) or _short_dtype(weights_dtype)
         if engine == "transformers":
-            notes.append("config.json has no dtype: transformers loads float32, so the cache is float32")
+            if stored:  # modeling_utils._get_dtype: dtype "auto" falls back to the stored weights' dtype
+                notes.append(f"config.json has no dtype: transformers uses the stored weights' dtype ({stored})")
+                return stored
+            notes.append("config.json has no dtype and no weights dtype was given: assumed float32 (torch default)")
             return "fp32"
         notes.append("config.json has no dtype: vLLM serves float32 models in bf16 (its 'auto' downcast)")
         return "bf16"
@@ -313,13 +320,13 @@ def _layer_names(arch: Any, cfg: dict[str, Any], n: int) -> list[str]:
 
 def describe_layers(
     arch: Any, engine: str = "transformers", tp: int = 1, encoder_len: int | None = None, notes: list[str] | None = None,
-    warnings: list[str] | None = None,
+    warnings: list[str] | None = None, weights_dtype: str | None = None,
 ) -> list[_Layer]:
     """One entry per decoder layer (plus cross-attention entries for encoder-decoder models)."""
     notes = notes if notes is not None else []
     warnings = warnings if warnings is not None else []
     cfg = arch.text_config or {}
-    act = _model_dtype(arch, engine, [])
+    act = _model_dtype(arch, engine, [], weights_dtype)
     ssm_vllm = _short_dtype(_first(cfg, "mamba_ssm_cache_dtype", "mamba_ssm_dtype")) or act
 
     if arch.model_type in _ENCODER_ONLY:
@@ -491,8 +498,9 @@ class KVCacheEstimate:
     def tables(self) -> list[tuple[str, list[str], list[list[Any]]]]:
         headers = ["layer type", "layers", "tokens held", "bytes/token", "bytes at context", "GiB", "state/seq"]
         rows = self.rows()
+        states = sum(e.get("state_bytes", 0) for e in self.by_layer_type.values())
         rows.append(["total", "", "", f"{self.bytes_per_token:,}", f"{self.total_bytes:,}", fmt_bytes(self.total_bytes),
-                     f"{self.constant_bytes:,}" if self.constant_bytes else "-"])
+                     f"{states:,}" if states else "-"])
         summary = [[f"{label} (per sequence)", text] for label, text in self.formulas.items()]
         summary += [
             ["bytes per token (growing layers, per sequence)", f"{self.bytes_per_token:,}"],
@@ -534,7 +542,13 @@ class KVCacheSeries:
         for e in self.estimates:
             for r in e.rows():
                 breakdown.append([f"{e.context:,}", *r])
-        notes = [["assumption", a] for a in first.assumptions] + [["warning", w] for w in first.warnings]
+        seen: dict[tuple[str, str], None] = {}
+        for e in self.estimates:
+            for a in e.assumptions:
+                seen.setdefault(("assumption", a))
+            for w in e.warnings:
+                seen.setdefault(("warning", w))
+        notes = [list(k) for k in seen]
         out = [(heading, headers, rows),
                ("KV cache by layer type", ["context", "layer type", "layers", "tokens held", "bytes/token",
                                            "bytes at context", "GiB", "state/seq"], breakdown)]
@@ -543,11 +557,11 @@ class KVCacheSeries:
         return out
 
 
-def _resolve_dtype(arch: Any, kv_dtype: str, engine: str, assumptions: list[str]) -> str:
+def _resolve_dtype(arch: Any, kv_dtype: str, engine: str, assumptions: list[str], weights_dtype: str | None) -> str:
     if kv_dtype not in KV_DTYPES:
         raise UsageError(f"--kv-dtype must be one of {', '.join(KV_DTYPES)}, got {kv_dtype!r}")
     if kv_dtype == "auto":
-        return _model_dtype(arch, engine, assumptions)
+        return _model_dtype(arch, engine, assumptions, weights_dtype)
     if engine == "vllm" and kv_dtype in ("int4", "q8_0", "q4_0"):
         assumptions.append(f"vLLM has no {kv_dtype} KV cache; bytes assume its storage layout regardless")
     if engine == "vllm" and kv_dtype == "int8":
@@ -653,8 +667,11 @@ def estimate_kv(
     tp: int = 1,
     block_size: int = 16,
     max_batched_tokens: int = 8192,
+    weights_dtype: str | None = None,
 ) -> KVCacheEstimate:
-    """KV cache for `batch` sequences of `context` tokens under `engine`; exact integer bytes (per GPU if tp > 1)."""
+    """KV cache for `batch` sequences of `context` tokens under `engine`; exact integer bytes (per GPU if tp > 1).
+
+    weights_dtype: the stored tensors' dominant float dtype ("BF16", ...), used when config.json has no dtype."""
     if engine not in ENGINES:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     for name, value in (("context", context), ("batch", batch), ("tp", tp), ("block_size", block_size),
@@ -663,12 +680,15 @@ def estimate_kv(
             raise UsageError(f"{name} must be a positive integer, got {value!r}")
     assumptions: list[str] = []
     warnings: list[str] = []
-    dtype = _resolve_dtype(arch, kv_dtype, engine, assumptions)
+    dtype = _resolve_dtype(arch, kv_dtype, engine, assumptions, weights_dtype)
     if arch.is_encoder_decoder and encoder_len is None:
         encoder_len = _default_encoder_len(arch)
         if encoder_len is None:
             raise UsageError("encoder-decoder model without a maximum source length: give --encoder-len")
-    layers = describe_layers(arch, engine, tp, encoder_len, assumptions, warnings)
+    layers = describe_layers(arch, engine, tp, encoder_len, assumptions, warnings, weights_dtype)
+    limit = _int((arch.text_config or {}).get("max_target_positions")) or arch.max_position_embeddings
+    if limit and context > limit:
+        warnings.append(f"context {context:,} exceeds the model's {limit:,} positions (vLLM refuses it unless overridden)")
     if arch.is_encoder_decoder:
         assumptions.append(f"cross-attention cache sized by an encoder input of {encoder_len:,} tokens (--encoder-len)")
     if tp > 1:
@@ -940,10 +960,16 @@ def _vllm(arch: Any, layers: list[_Layer], dtype: str, context: int, batch: int,
 # The section the CLI / planner attaches to a Report
 
 
+def stored_float_dtype(by_dtype: dict[str, int] | None) -> str | None:
+    """The dominant floating dtype of the stored tensors (Parameters.by_dtype), e.g. "BF16"."""
+    floats = {k: v for k, v in (by_dtype or {}).items() if k in _ST_TO_SHORT}
+    return max(floats, key=floats.get) if floats else None
+
+
 def kv_section(
     arch: Any, contexts: list[int], batch: int = 1, kv_dtype: str = "auto", engine: str = "vllm",
-    encoder_len: int | None = None, tp: int = 1,
+    encoder_len: int | None = None, tp: int = 1, weights_dtype: str | None = None,
 ) -> KVCacheEstimate | KVCacheSeries:
-    estimates = [estimate_kv(arch, c, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len, tp=tp)
-                 for c in contexts]
+    estimates = [estimate_kv(arch, c, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len, tp=tp,
+                             weights_dtype=weights_dtype) for c in contexts]
     return estimates[0] if len(estimates) == 1 else KVCacheSeries(estimates)
