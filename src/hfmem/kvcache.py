@@ -298,7 +298,7 @@ def _state_dims(arch: Any, family: str, cfg: dict[str, Any], tp: int, act: str, 
 
 def _kv_heads_and_dim(arch: Any, cfg: dict[str, Any], index: int) -> tuple[int, int]:
     layer = _per_layer(cfg, index)
-    if "per_layer_config" in cfg:  # heterogeneous config: the dict holds the real base values (arch may not)
+    if isinstance(cfg.get("per_layer_config"), dict):  # heterogeneous config: the dict holds the real base values (arch may not)
         heads = _int(layer.get("num_key_value_heads")) or arch.num_kv_heads
         dim = _int(layer.get("head_dim")) or arch.head_dim
     else:
@@ -777,7 +777,6 @@ class _Spec:
     block_size: int
     page: int  # bytes of one block of this layer
     window: int | None = None
-    unpadded_page: int = 0
 
     def usage(self, context: int, mbt: int, encoder_len: int | None) -> int:
         """max_memory_usage_bytes with max_model_len = context (kv_cache_interface.py)."""
@@ -821,12 +820,12 @@ def _vllm_specs(layers: list[_Layer], dtype: str, block_size: int, full_only: bo
             if full_only and kind in ("sliding", "chunked"):
                 kind = "full"
             page = bs * _attn_bytes_per_token(l, dtype, "vllm")
-            specs[l.index] = _Spec(kind, bs, page, l.window if kind in ("sliding", "chunked") else None, page)
+            specs[l.index] = _Spec(kind, bs, page, l.window if kind in ("sliding", "chunked") else None)
         if l.states:
             page = _state_bytes(l, "vllm")
             padded = max(page, attn_page_for_state or 0)
             # a hybrid layer (attention + state in one layer, e.g. Falcon-H1) registers two specs in vLLM
-            specs[-1 - l.index if l.attn else l.index] = _Spec("mamba", bs, padded, None, page)
+            specs[-1 - l.index if l.attn else l.index] = _Spec("mamba", bs, padded)
     return specs, bs
 
 
@@ -850,7 +849,7 @@ def _vllm_groups(specs: dict[int, _Spec], assumptions: list[str]) -> tuple[list[
         if max_page % v.page:
             raise UsageError("vLLM cannot unify this model's KV page sizes (not divisible); no vLLM estimate")
         ratio = max_page // v.page
-        unified[key] = replace(v, block_size=v.block_size * ratio, page=max_page, unpadded_page=v.unpadded_page * ratio)
+        unified[key] = replace(v, block_size=v.block_size * ratio, page=max_page)
     same: dict[_Spec, list[int]] = {}
     for key, v in unified.items():
         same.setdefault(v, []).append(key)
