@@ -47,6 +47,18 @@ DERIVED = {
     "openai/whisper-large-v3": "AutoModelForSpeechSeq2Seq",
 }
 STUB_FOLDERS = ["Qwen/Qwen2-7B-Instruct"]
+# Config-only fixtures (no inventory): used by the KV-cache tests (tests/test_kv_truth.py, tests/test_kv_vllm.py).
+CONFIG_ONLY = ["nvidia/Nemotron-H-56B-Base-8K", "openai/gpt-oss-120b", "Qwen/Qwen3-235B-A22B"]
+
+
+def copy_configs(repos: list[str]) -> None:
+    out_cfg = ROOT / "fixtures" / "configs"
+    for repo in repos:
+        cfg_dir = out_cfg / repo
+        cfg_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SHARED / repo / "config.json", cfg_dir / "config.json")
+        shutil.copy(SHARED / repo / "SOURCE.json", cfg_dir / "SOURCE.json")
+        print(f"{repo}: config only")
 
 
 def _shard_evenly(tensors: list[list], n_files: int) -> None:
@@ -114,6 +126,7 @@ def main() -> None:
         shutil.copy(SHARED / repo / "config.json", cfg_dir / "config.json")
         shutil.copy(SHARED / repo / "SOURCE.json", cfg_dir / "SOURCE.json")
         print(f"{repo}: {len(inv['tensors'])} tensors{' (derived)' if inv['derived'] else ''}")
+    copy_configs(CONFIG_ONLY)
     for repo in STUB_FOLDERS:
         inv = json.loads(gzip.open(out_inv / f"{repo}.json.gz").read())
         dest = ROOT / "fixtures" / "models" / repo

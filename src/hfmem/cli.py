@@ -64,17 +64,54 @@ def main() -> None:
     """
 
 
+def _check_ctx(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Syntax check of --ctx before anything is fetched ('max' is resolved once the config is read)."""
+    from .kvcache import parse_context
+
+    if value is None:
+        return None
+    for part in value.split(","):
+        if part.strip().lower() != "max":
+            try:
+                parse_context(part)
+            except HfmemError as exc:
+                raise click.BadParameter(exc.message.removeprefix("--ctx: ")) from None
+    return value
+
+
+def kv_options(f: Callable) -> Callable:
+    from .kvcache import ENGINES, KV_DTYPES
+
+    f = click.option("--encoder-len", type=click.IntRange(min=1), default=None,
+                     help="Encoder-decoder models: encoder tokens for the cross-attention cache (default: the model's max source length).")(f)
+    f = click.option("--engine", type=click.Choice(ENGINES), default=None,
+                     help="Whose KV cache: vLLM's paged blocks or transformers' DynamicCache (default vllm).")(f)
+    f = click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default=None,
+                     help="KV cache dtype (default auto: the model's activation dtype).")(f)
+    f = click.option("--batch", type=click.IntRange(min=1), default=None, help="Sequences (default 1).")(f)
+    f = click.option("--ctx", default=None, callback=_check_ctx,
+                     help="Context tokens for the KV cache: 32768, 32k, 1M, max; several: 4k,32k,128k.")(f)
+    return f
+
+
 @main.command("analyze")
 @click.argument("model")
 @common_source_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@kv_options
 @click.option("--gguf-file", default=None, help="GGUF repos: the .gguf file to analyse (first shard for split files).")
 @click.option("--quant", default=None, help="GGUF repos: pick the file by quant type, e.g. Q4_K_M.")
 def analyze_cmd(
     model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, fmt: str,
+    ctx: str | None, batch: int | None, kv_dtype: str | None, engine: str | None, encoder_len: int | None,
     gguf_file: str | None, quant: str | None,
 ) -> None:  # fmt: skip
-    """Architecture, exact parameters and stored bytes of MODEL (repo id, folder, or .gguf file)."""
+    """Architecture, exact parameters and stored bytes of MODEL (repo id, folder, or .gguf file); KV cache with --ctx."""
+    if ctx is None:
+        for name, value in (("--batch", batch), ("--kv-dtype", kv_dtype), ("--engine", engine), ("--encoder-len", encoder_len)):
+            if value is not None:
+                raise click.BadParameter("needs --ctx (the context length to size the KV cache for)", param_hint=name)
+    gguf_kv = dict(ctx=ctx, batch=batch or 1, kv_dtype=kv_dtype)
 
     def body() -> None:
         import json
@@ -84,7 +121,7 @@ def analyze_cmd(
         from .render import to_json, to_text
 
         if _wants_gguf(model, gguf_file, quant):
-            report = _analyze_gguf(model, gguf_file, quant, revision, token, timeout)
+            report = _analyze_gguf(model, gguf_file, quant, revision, token, timeout, **gguf_kv)
             click.echo(json.dumps(report.to_dict(), indent=2) if fmt == "json" else report.to_text(fmt))
             return
         try:
@@ -92,9 +129,17 @@ def analyze_cmd(
         except NoSafetensors as exc:
             if "GGUF" not in exc.message:
                 raise
-            report = _analyze_gguf(model, gguf_file, quant, revision, token, timeout)
+            report = _analyze_gguf(model, gguf_file, quant, revision, token, timeout, **gguf_kv)
             click.echo(json.dumps(report.to_dict(), indent=2) if fmt == "json" else report.to_text(fmt))
             return
+        if ctx is not None:
+            from .kvcache import kv_section, parse_context, stored_float_dtype
+
+            report.extra["kv_cache"] = kv_section(
+                report.architecture, parse_context(ctx, report.architecture), batch=batch or 1,
+                kv_dtype=kv_dtype or "auto", engine=engine or "vllm", encoder_len=encoder_len,
+                weights_dtype=stored_float_dtype(report.parameters.by_dtype),
+            )
         click.echo(to_json(report) if fmt == "json" else to_text(report, fmt))
 
     run_guarded(debug, body)
@@ -112,10 +157,24 @@ def _wants_gguf(model: str, gguf_file: str | None, quant: str | None) -> bool:
     return model.lower().endswith("gguf") and not os.path.exists(model)
 
 
-def _analyze_gguf(model: str, gguf_file: str | None, quant: str | None, revision: str | None, token: str | None, timeout: float | None):
-    from .gguf_model import analyze_gguf
+def _analyze_gguf(model: str, gguf_file: str | None, quant: str | None, revision: str | None, token: str | None,
+                  timeout: float | None, ctx: str | None = None, batch: int = 1, kv_dtype: str | None = None):
+    from .gguf_model import LLAMA_CPP_CACHE_TYPES, analyze_gguf
+    from .kvcache import parse_context
 
-    return analyze_gguf(model, gguf_file=gguf_file, quant=quant, revision=revision, token=token, timeout=timeout)
+    cache_type = LLAMA_CPP_CACHE_TYPES.get(kv_dtype or "auto")
+    if cache_type is None:
+        raise click.BadParameter(f"llama.cpp caches support {', '.join(LLAMA_CPP_CACHE_TYPES)}", param_hint="--kv-dtype")
+    contexts = None
+    if ctx:
+        contexts = [int(c) for part in ctx.split(",") if part.strip().lower() != "max" for c in parse_context(part)]
+    report = analyze_gguf(model, gguf_file=gguf_file, quant=quant, revision=revision, token=token, timeout=timeout,
+                          contexts=contexts, batch=batch, cache_type=cache_type)
+    if ctx and "max" in ctx.lower() and report.architecture.get("context_length"):
+        from .gguf_model import gguf_kv
+
+        report.kv_cache.append(gguf_kv(report.architecture, int(report.architecture["context_length"]), batch, cache_type))
+    return report
 
 
 if __name__ == "__main__":  # pragma: no cover

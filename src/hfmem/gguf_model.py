@@ -23,6 +23,8 @@ _QUANT_RE = re.compile(r"(?i)(?:^|[-_.])((?:I?Q\d(?:_[A-Z0-9]+)*)|BF16|F16|F32|F
 _SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "cohere2": 4, "gpt-oss": 2, "llama4": 4}
 _N_UBATCH = 512
 _PAD = 256
+# --kv-dtype spellings -> llama.cpp cache types (auto = llama.cpp's default f16).
+LLAMA_CPP_CACHE_TYPES = {"auto": "f16", "fp16": "f16", "bf16": "bf16", "fp32": "f32", "q8_0": "q8_0", "q4_0": "q4_0"}
 KV_TYPES = {"f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24)}
 
 
