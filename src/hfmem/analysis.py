@@ -59,7 +59,7 @@ def analyze_files(files: ModelFiles) -> Report:
             f"{params.by_component['mtp']:,} parameters are multi-token-prediction layers: counted in total "
             "(the Hub's convention) but not loaded by transformers for inference"
         )
-    return Report(
+    report = Report(
         repo=files.repo,
         revision=files.revision,
         source=files.source,
@@ -69,6 +69,10 @@ def analyze_files(files: ModelFiles) -> Report:
         notes=notes,
         tensors=counted,
     )
+    from .planner import attach  # weights per precision + default inference plan (planner, issue 4)
+
+    attach(report)
+    return report
 
 
 def analyze(ref: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None) -> Report:

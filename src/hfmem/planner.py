@@ -460,8 +460,12 @@ class Planner:
                                 arch.tie_word_embeddings, arch.model_type == "llama" and arch.num_layers == 80)
         total = 0
         replicated: dict[str, int] = {}
+        memo: dict[tuple, int] = {}
         for t in self.tensors:
-            b = tensor_bytes(t, self.precision, moe=moe, gguf=gctx)
+            sig = (t.kind, t.component, t.out, t.inn, t.count, t.stored_bytes, t.layer if gctx else None, t.name.rsplit(".", 1)[-1] if gctx else None)
+            b = memo.get(sig)
+            if b is None or gctx is not None:
+                b = memo[sig] = tensor_bytes(t, self.precision, moe=moe, gguf=gctx)
             per, rule = shard(t, b, arch, self.tp)
             total += per
             if self.tp > 1 and rule in ("replicated", "kv-heads") and per:
@@ -656,7 +660,15 @@ def attach(report: Any, *, precision: str = CHECKPOINT, context: int | None = No
     planner = Planner(report, precision, **kwargs)
     ctx = context or planner.arch.max_position_embeddings or 4096
     plan = planner.plan(ctx, batch, gpu)
-    _, all_weights = for_report(report)
+    all_weights = planner.weights if planner.precision != CHECKPOINT or len(planner.weights.bytes) > 1 else None
+    if all_weights is None or len(all_weights.bytes) <= 2:
+        from .precision import weights_by_precision
+
+        a = report.architecture
+        all_weights = weights_by_precision(planner.tensors, num_layers=a.num_layers, moe=bool(a.moe),
+                                           n_expert=int((a.moe or {}).get("num_experts") or 0),
+                                           tied=a.tie_word_embeddings, model_type=a.model_type,
+                                           checkpoint_label=planner.weights.checkpoint_label)
     report.extra["weights"] = all_weights
     report.extra["inference"] = plan
     download = None

@@ -357,21 +357,38 @@ def weights_by_precision(tensors: list[WeightTensor], *, num_layers: int, moe: b
     out: dict[str, int] = {}
     qparams: dict[str, int] = {}
     by_kind: dict[str, dict[str, int]] = {}
+    groups = group_tensors(tensors, num_layers)
     for key in keys:
         total = 0
         q = 0
         kinds: dict[str, int] = {}
-        for t in tensors:
-            b = tensor_bytes(t, key, moe=moe, gguf=gguf_ctx.get(key))
+        for t, mult in groups:
+            b = tensor_bytes(t, key, moe=moe, gguf=gguf_ctx.get(key)) * mult
             total += b
             kinds[t.kind] = kinds.get(t.kind, 0) + b
             if key not in (CHECKPOINT, "fp32", "bf16") and _is_quantized(t, key, moe):
-                q += t.numel
+                q += t.numel * mult
         out[key] = total
         by_kind[key] = kinds
         if key != CHECKPOINT:
             qparams[key] = q
     return WeightsByPrecision(out, qparams, total_params, checkpoint_label, by_kind)
+
+
+def group_tensors(tensors: list[WeightTensor], num_layers: int) -> list[tuple[WeightTensor, int]]:
+    """Identical tensors (same shape, kind and byte-relevant facts) collapsed to (representative, multiplicity);
+    models with one tensor per expert have 10^4-10^5 tensors but a few hundred distinct ones."""
+    groups: dict[tuple, list] = {}
+    for t in tensors:
+        cat = _gguf_category(t)
+        layer_bit = _use_more_bits(t.layer or 0, num_layers) if cat in ("attn_v", "ffn_down") else None
+        sig = (t.kind, t.component, t.out, t.inn, t.count, t.stored_bytes, cat, layer_bit)
+        g = groups.get(sig)
+        if g is None:
+            groups[sig] = [t, 1]
+        else:
+            g[1] += 1
+    return [(t, n) for t, n in groups.values()]
 
 
 def _is_quantized(t: WeightTensor, key: str, moe: bool) -> bool:
