@@ -192,15 +192,26 @@ def _gated(tensors: list[WeightTensor]) -> bool:
 
 
 def activation_terms(arch: Architecture, tokens: int, *, engine: str, act_bytes: int, tp: int = 1,
-                     logits_rows: int, gated: bool = True) -> dict[str, int]:
-    """Peak bytes of each phase of one forward pass over ``tokens`` tokens (per GPU); the workspace is their max."""
+                     logits_rows: int, gated: bool = True, positions: int | None = None) -> dict[str, int]:
+    """Peak bytes of each phase of one forward pass over ``tokens`` tokens (per GPU); the workspace is their max.
+
+    Hidden-state copies alive at the peak: vLLM 3 (residual, normed input, layer output; MEMORY-FORMULAS §3.1);
+    transformers 4 (the embedding output, which the model's forward keeps referenced, the decoder layer's input,
+    the residual and the normed input), plus the rotary cos/sin ``[positions, head_dim]`` pair and int64
+    positions. Measured on CPU with a TorchDispatchMode (tests/test_planner_truth.py).
+    """
     h = arch.hidden_size
     a = act_bytes
     T = tokens
-    hidden_live = 3 * h if engine == "vllm" else 2 * h  # residual + normed (+ the layer output in vLLM)
+    hidden_live = 3 * h if engine == "vllm" else 4 * h
     terms: dict[str, int] = {}
     inter = arch.intermediate_size or 4 * h
     up = (2 if gated else 1) * inter
+    split = tp if engine == "vllm" else 1
+    rope = 0
+    if engine != "vllm" and arch.num_attention_heads and _uses_rope(arch):
+        rotary = arch.mla["qk_rope_head_dim"] if arch.mla else arch.head_dim
+        rope = (positions if positions is not None else T) * (2 * rotary * a + 8)
     moe = arch.moe
     if moe:
         top_k = int(moe.get("experts_per_token") or 1)
@@ -209,35 +220,37 @@ def activation_terms(arch: Architecture, tokens: int, *, engine: str, act_bytes:
         mup = (2 if gated else 1) * mi
         if engine == "vllm":
             # fused_moe: intermediate_cache1 [T, k, 2I], cache2 [T*k, I], cache3 [T, k, h]; router logits [T, E] fp32
-            per_tok = top_k * (mup // tp + mi // tp + h) * a
+            per_tok = hidden_live * a + top_k * (mup // split + mi // split + h) * a + experts * 4
+            terms["moe (fused experts)"] = T * per_tok
         else:
-            # transformers loops over experts: one expert's tokens (T*k/E on average) hold gate_up, act, product
-            # and output at once, beside the [T, h] accumulator; one_hot routing mask int64 [T, k, E+1]
-            per_tok = h * a + top_k * (experts + 1) * 8
-            expert_tokens = math.ceil(T * top_k / experts)
-            terms_expert = expert_tokens * (h + mup + 2 * mi + h) * a
-            terms["moe (per-expert loop)"] = T * (hidden_live * a + per_tok + experts * 4) + terms_expert
-        if engine == "vllm":
-            terms["moe (fused experts)"] = T * (hidden_live * a + per_tok + experts * 4)
+            # transformers grouped_mm experts (integrations/moe.py): T*k routed rows hold the gathered input,
+            # the gate_up output, the activation and the gated product at once; router logits fp32 and the
+            # sort/permutation indices (int64) per routed row
+            per_tok = hidden_live * a + top_k * (h + mup + 2 * mi) * a + experts * 4 + top_k * 20
+            terms["moe (grouped experts)"] = T * per_tok + rope
         dense_layers = int(moe.get("first_k_dense_replace") or 0)
         if dense_layers and arch.intermediate_size:
-            terms["mlp (dense layers)"] = T * a * (hidden_live + (up + inter) // tp) if engine == "vllm" else T * a * (hidden_live + up + inter)
+            terms["mlp (dense layers)"] = T * a * (hidden_live + (up + inter) // split) + rope
     else:
-        if engine == "vllm":
-            terms["mlp"] = T * a * (hidden_live + (up + inter) // tp)
-        else:
-            terms["mlp"] = T * a * (hidden_live + up + inter)
+        terms["mlp"] = T * a * (hidden_live + (up + inter) // split) + rope
     heads = arch.num_attention_heads or 0
     if heads:
         d = arch.head_dim
-        q = heads // tp if engine == "vllm" else heads
-        kv = max(1, arch.num_kv_heads // tp) if engine == "vllm" else arch.num_kv_heads
+        q = heads // split
+        kv = max(1, arch.num_kv_heads // split)
         if arch.attention_kind == "mla" and arch.mla:
             kv = q  # re-expanded K/V of every head
             d = arch.mla["qk_nope_head_dim"] + arch.mla["qk_rope_head_dim"]
-        terms["attention"] = T * a * (hidden_live + (q + 2 * kv) * d + q * d)
+        terms["attention"] = T * a * (hidden_live + (q + 2 * kv) * d + q * d) + rope
     terms["logits"] = logits_rows * arch.vocab_size * 4 + T * h * a
     return terms
+
+
+def _uses_rope(arch: Architecture) -> bool:
+    cfg = arch.text_config or {}
+    if cfg.get("position_embedding_type") == "absolute":
+        return False
+    return arch.model_type not in ("gpt2", "bert", "t5", "whisper", "opt", "bloom", "mamba", "falcon_mamba", "mamba2")
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -408,7 +421,7 @@ def _rope_cache_bytes(arch: Architecture, act_bytes: int) -> int:
         return 0
     cfg = arch.text_config or {}
     rotary = arch.mla["qk_rope_head_dim"] if arch.mla else int(arch.head_dim * float(cfg.get("partial_rotary_factor") or 1.0))
-    if cfg.get("position_embedding_type") == "absolute" or arch.model_type in ("gpt2", "bert", "t5", "whisper", "opt", "bloom", "mamba"):
+    if not _uses_rope(arch):
         return 0
     return arch.max_position_embeddings * rotary * act_bytes
 
@@ -502,7 +515,8 @@ class Planner:
             tokens = context * batch
             rows = batch  # generate() computes the last position's logits only (logits_to_keep=1), in fp32
         terms = activation_terms(self.arch, tokens, engine=self.engine, act_bytes=self.act_bytes,
-                                 tp=self.tp if self.engine == "vllm" else 1, logits_rows=rows, gated=self.gated)
+                                 tp=self.tp if self.engine == "vllm" else 1, logits_rows=rows, gated=self.gated,
+                                 positions=None if self.engine == "vllm" else context)
         return max(terms.values()) if terms else 0, terms, tokens
 
     def kv(self, context: int, batch: int) -> Any:
