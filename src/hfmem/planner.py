@@ -369,7 +369,7 @@ class InferencePlan:
         peak = max(self.activation_terms, key=self.activation_terms.get) if self.activation_terms else "-"
         rows.append(row(f"activations{per}", self.activation_bytes, f"one forward of {self.activation_tokens:,} tokens, peak in {peak}"))
         for k, v in self.activation_terms.items():
-            rows.append(row(f"  phase: {k}", v, "peak" if k == peak else ""))
+            rows.append(row(f"- phase: {k}", v, "peak" if k == peak else ""))
         rows.append(row(f"runtime overhead{per}", self.overhead_bytes, "CUDA/library workspaces (--overhead)" if self.device != "cpu" else "process + libraries (--overhead)"))
         rows.append(row(f"total{per}", self.total_bytes, ""))
         tables: list[tuple[str, list[str], list[list[Any]]]] = [
@@ -389,10 +389,14 @@ class InferencePlan:
                 fit.append(["replicated per GPU", ", ".join(self.replicated)])
             tables.append(("Fit", ["", ""], fit))
         if self.fits_on is not None:
+            yes = [r.gpu.key for r in self.fits_on if r.fits]
+            no = [r.gpu.key for r in self.fits_on if not r.fits]
+            tables.append(("Fits on", ["", ""], [["fits", ", ".join(yes) or "none of the catalog"],
+                                                 ["does not fit", ", ".join(no) or "-"]]))
             rows2 = [[r.gpu.key, fmt_bytes(r.gpu.memory_bytes), "yes" if r.fits else "no", fmt_bytes(r.margin_bytes),
                       f"{r.max_context:,}" if r.max_context else "-", f"{r.max_concurrency:,}" if r.max_concurrency is not None else "-"]
                      for r in self.fits_on]
-            tables.append((f"Fits on ({self.precision}, {self.context:,} tokens x {self.batch}{', TP=' + str(self.gpus) if self.gpus > 1 else ''})",
+            tables.append((f"Catalog ({self.precision}, {self.context:,} tokens x {self.batch}{', TP=' + str(self.gpus) if self.gpus > 1 else ''})",
                            ["gpu", "memory", "fits", "margin", "max context", "max concurrency"], rows2))
         return tables
 
