@@ -153,14 +153,17 @@ def test_tp_sharding_rules_qwen2(stub_repo, tp):
 
 
 def test_tp_mla_latent_and_a_projections_replicated(stub_repo):
-    report = _report(stub_repo, "deepseek-ai/DeepSeek-V3")
-    one = Planner(report, "checkpoint", tp=1).kv(32768, 1)
-    eight = Planner(report, "checkpoint", tp=8).kv(32768, 1)
-    assert eight.bytes_per_token == one.bytes_per_token == 61 * 576 * 2
-    t = next(t for t in Planner(report, "checkpoint").tensors if t.name.endswith("layers.3.self_attn.kv_a_proj_with_mqa.weight"))
-    assert shard(t, 1000, report.architecture, 8) == (1000, "replicated")
-    q_b = next(t for t in Planner(report, "checkpoint").tensors if t.name.endswith("layers.3.self_attn.q_b_proj.weight"))
-    assert shard(q_b, 8000, report.architecture, 8) == (1000, "split")
+    report = _report(stub_repo, "deepseek-ai/DeepSeek-V2-Lite-Chat")  # MLA: kv_lora_rank 512 + rope 64, 27 layers
+    one, eight = Planner(report, "checkpoint", tp=1), Planner(report, "checkpoint", tp=8)
+    assert eight.kv(32768, 1).bytes_per_token == one.kv(32768, 1).bytes_per_token == 27 * 576 * 2
+    by_name = {t.name: t for t in one.tensors}
+    kv_a = by_name["model.layers.3.self_attn.kv_a_proj_with_mqa.weight"]
+    assert shard(kv_a, 1000, report.architecture, 8) == (1000, "replicated")
+    kv_b = by_name["model.layers.3.self_attn.kv_b_proj.weight"]
+    assert shard(kv_b, 8000, report.architecture, 8) == (1000, "split")
+    assert shard(by_name["model.layers.3.mlp.gate.weight"], 640, report.architecture, 8) == (640, "replicated")
+    assert "MLA q_a_proj/kv_a_proj_with_mqa" in eight.replicated
+    assert any("MLA latent" in r for r in eight.replicated)
 
 
 def test_vocab_padding_under_tp():
@@ -230,8 +233,8 @@ def test_check_exit_codes_local(stub_repo):
     bad = _check(path, "--gpu", "rtx3060", "--ctx", "32k")
     assert bad.returncode == 1, bad.stderr
     assert len(bad.stdout.strip().splitlines()) == 1 and "does not fit" in bad.stdout and "longest context" not in bad.stdout
-    usage = _check(path, "--ctx", "32k")
-    assert usage.returncode == 2 and "--gpu" in usage.stderr
+    usage = CliRunner().invoke(main, ["check", path, "--ctx", "32k"])
+    assert usage.exit_code == 2 and "--gpu" in usage.output
 
 
 def test_check_hub_repo_download_size(hub_env, stub_repo):
