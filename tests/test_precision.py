@@ -154,3 +154,36 @@ def test_nf4_bits_per_weight_on_large_matrix():
     # QLoRA paper: 4 + 8/64 + 32/(64*256) = 4.127 bits for double-quantized NF4
     bits = 8 * nf4(4096, 4096) / (4096 * 4096)
     assert abs(bits - 4.127) < 0.001
+
+
+def test_bitsandbytes_checkpoint_flattened_weights(tmp_path):
+    """A serialized bnb NF4 Linear stores its codes flattened ([n/2, 1] U8): the logical count comes back, the
+    nf4 estimate equals the stored tensors minus the host-side quant_state JSON, and re-quantizing to AWQ uses
+    rows of hidden_size."""
+    from stubs import write_stub_repo
+
+    h, out = 256, 512
+    n = h * out
+    blocks = n // 64
+    prefix = "model.layers.0.self_attn.q_proj.weight"
+    tensors = [
+        ["model.embed_tokens.weight", "BF16", [1000, h], "model.safetensors"],
+        [prefix, "U8", [n // 2, 1], "model.safetensors"],
+        [prefix + ".absmax", "U8", [blocks], "model.safetensors"],
+        [prefix + ".nested_absmax", "F32", [-(-blocks // 256)], "model.safetensors"],
+        [prefix + ".nested_quant_map", "F32", [256], "model.safetensors"],
+        [prefix + ".quant_map", "F32", [16], "model.safetensors"],
+        [prefix + ".quant_state.bitsandbytes__nf4", "U8", [321], "model.safetensors"],
+        ["model.norm.weight", "BF16", [h], "model.safetensors"],
+    ]
+    config = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": h, "intermediate_size": 512,
+              "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000,
+              "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+              "quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+                                      "bnb_4bit_use_double_quant": True}}
+    report = hfmem.analyze(str(write_stub_repo({"tensors": tensors}, config, tmp_path / "bnb")))
+    _, wb = for_report(report)
+    unq = 2 * (1000 * h + h)
+    assert wb.bytes["bf16"] == 2 * n + unq
+    assert wb.bytes["nf4"] == wb.bytes[CHECKPOINT] - 321 == nf4(out, h) + unq
+    assert wb.bytes["int4"] == awq(out, h) + unq

@@ -148,7 +148,7 @@ def _kind(name: str, component: str, count: int, out: int, inn: int) -> str:
     return "other"
 
 
-def weight_tensors(counted: Iterable[Any], quantization: dict[str, Any] | None = None) -> list[WeightTensor]:
+def weight_tensors(counted: Iterable[Any], quantization: dict[str, Any] | None = None, hidden_size: int | None = None) -> list[WeightTensor]:
     """Logical parameter tensors from the inventory (``inventory.CountedTensor``); bookkeeping tensors of a
     quantized checkpoint are folded into the stored bytes of the weight they belong to (or kept as "other")."""
     counted = list(counted)
@@ -167,8 +167,12 @@ def weight_tensors(counted: Iterable[Any], quantization: dict[str, Any] | None =
         if c.role == "param" and count * rows * cols != c.logical:
             count, rows, cols = 1, c.logical, 1
         elif c.role == "quantized" and count * rows * cols != c.logical:
-            # Flattened storage (bitsandbytes): the row length is unknown; assume rows of hidden size later.
-            count, rows, cols = 1, c.logical, 1
+            # Flattened storage (bitsandbytes [n/2, 1]): the row length is not in the header; take rows of
+            # hidden_size, the input width of most quantized Linears (exact for q/k/v/o/gate/up).
+            if hidden_size and c.logical % hidden_size == 0:
+                count, rows, cols = 1, c.logical // hidden_size, hidden_size
+            else:
+                count, rows, cols = 1, c.logical, 1
         kind = _kind(e.name, c.component, count, rows, cols)
         if c.role == "quantized" and kind == "vector":
             kind = "linear"
@@ -403,7 +407,7 @@ def for_report(report: Any, precisions: Iterable[str] | None = None) -> tuple[li
     """Weights at every precision for an ``analysis.Report``."""
     a = report.architecture
     q = report.parameters.quantization
-    tensors = weight_tensors(report.tensors, q)
+    tensors = weight_tensors(report.tensors, q, a.hidden_size)
     label = "as stored"
     if q:
         label = f"as stored ({q.get('method')}{' ' + str(q['bits']) + '-bit' if q.get('bits') else ''})"
