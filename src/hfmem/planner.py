@@ -33,12 +33,12 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .architecture import Architecture
 from .errors import UsageError
 from .gpus import CATALOG, GPU, GiB
-from .precision import CHECKPOINT, PRECISIONS, WeightTensor, WeightsByPrecision, for_report, resolve_precision, tensor_bytes
+from .precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
 
 DEFAULT_GPU_UTIL = 0.9
 DEFAULT_MAX_BATCHED_TOKENS = 8192  # vLLM API-server default (EngineArgs.get_batch_defaults), MEMORY-FORMULAS §3.1
@@ -401,14 +401,6 @@ class InferencePlan:
         return tables
 
 
-@dataclass
-class _Model:
-    arch: Architecture
-    tensors: list[WeightTensor]
-    weights: WeightsByPrecision
-    gated: bool
-
-
 def _budget(gpu: GPU, device: str, engine: str, util: float) -> int:
     if device == "cpu":
         return gpu.memory_bytes
@@ -708,4 +700,3 @@ def contexts_from(text: str | None, arch: Architecture) -> list[int] | None:
     return list(values)
 
 
-_ = (PRECISIONS, Callable)
