@@ -350,12 +350,13 @@ class InferencePlan:
         terms = (f"weights {fmt_bytes(self.weights_bytes)} + KV {fmt_bytes(self.kv_bytes)} + activations "
                  f"{fmt_bytes(self.activation_bytes)} + overhead {fmt_bytes(self.overhead_bytes)}")
         ctx = f"{self.context:,} tokens x {self.batch}"
+        unit = " of RAM" if self.device == "cpu" else " per GPU"
         if self.fits:
             return (f"fits: {self.precision} on {where} at {ctx}: needs {fmt_bytes(self.total_bytes)} of "
-                    f"{fmt_bytes(self.budget_bytes)} per GPU (margin {fmt_bytes(self.margin_bytes)}; {terms})")
+                    f"{fmt_bytes(self.budget_bytes)}{unit} (margin {fmt_bytes(self.margin_bytes)}; {terms})")
         longest = f"; longest context that fits: {self.max_context:,}" if self.max_context else "; the weights alone do not fit" if (self.budget_bytes or 0) < self.weights_bytes + self.overhead_bytes else ""
         return (f"does not fit: {self.precision} on {where} at {ctx}: needs {fmt_bytes(self.total_bytes)} > "
-                f"{fmt_bytes(self.budget_bytes)} per GPU by {fmt_bytes(-(self.margin_bytes or 0))} ({terms}){longest}")
+                f"{fmt_bytes(self.budget_bytes)}{unit} by {fmt_bytes(-(self.margin_bytes or 0))} ({terms}){longest}")
 
     def tables(self) -> list[tuple[str, list[str], list[list[Any]]]]:
         from .units import fmt_bytes
