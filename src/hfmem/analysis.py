@@ -53,7 +53,7 @@ def analyze_files(files: ModelFiles) -> Report:
     params = summarize(counted, scheme, tie_notes)
     warnings = list(files.warnings) + [w for h in files.headers for w in h.warnings] + params.warnings
     notes = list(arch_notes) + params.notes
-    moe = summarize_moe(counted, arch, params.inference_loaded if params.inference_loaded is not None else params.total)
+    moe = summarize_moe(counted, arch, params.inference_loaded if params.inference_loaded is not None else params.total, files.config)
     if moe is not None:
         params.active = moe.active
         params.moe = moe.to_dict()

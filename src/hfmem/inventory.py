@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -103,16 +104,31 @@ _AUDIO_KEYS = ("audio", "whisper", "speech")
 
 
 def classify_component(name: str, num_layers: int | None = None) -> str:
-    """Which part of the model a tensor belongs to, from its name alone (linear in the name length)."""
+    """Which part of the model a tensor belongs to, from its name alone.
+
+    The name rules do not depend on numeric path parts, so they are evaluated once per name *pattern* (numbers
+    replaced) and cached; only the MTP rule (a layer index past num_hidden_layers) looks at the number itself.
+    """
     n = name.lower()
+    key = _NUMERIC_PART_RE.sub("#", n)
+    base = _classify_pattern(key)
+    if base in ("speech_generator", "mtp") or num_layers is None:
+        return base
+    m = _LAYER_RE.search(n)
+    if m and int(m.group(1)) >= num_layers and base not in ("vision", "audio", "projector"):
+        return "mtp"  # DeepSeek-V3 style next-token-prediction layers stored after the last decoder layer
+    return base
+
+
+_NUMERIC_PART_RE = re.compile(r"(?<=\.)\d+(?=\.)")
+
+
+@lru_cache(maxsize=65536)
+def _classify_pattern(n: str) -> str:
     if n.startswith(("talker.", "code2wav.", "token2wav.")):
         return "speech_generator"  # Qwen-Omni style speech output models (their own layers, experts and config)
     if n.startswith("mtp.") or ".mtp." in n or n.startswith("model.mtp"):
         return "mtp"
-    if num_layers is not None:
-        m = _LAYER_RE.search(n)
-        if m and int(m.group(1)) >= num_layers and not _is_tower(n):
-            return "mtp"  # DeepSeek-V3 style next-token-prediction layers stored after the last decoder layer
     if any(k in n for k in _PROJECTOR_KEYS):
         return "projector"
     if _is_tower(n):

@@ -40,6 +40,7 @@ class MoeSummary:
     active: int
     active_excluding_embeddings: int
     warnings: list[str] = field(default_factory=list)
+    speech_generator: dict[str, Any] | None = None  # a talker's own MoE (Qwen-Omni), top-k from talker_config
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -54,6 +55,7 @@ class MoeSummary:
             "router_parameters": self.router_parameters,
             "active": self.active,
             "active_excluding_embeddings": self.active_excluding_embeddings,
+            "speech_generator": self.speech_generator,
         }
 
     def tables(self) -> list[tuple[str, list[str], list[list[Any]]]]:
@@ -89,16 +91,61 @@ def expected_moe_layers(text_config: dict[str, Any], num_layers: int) -> set[int
     return None
 
 
-def summarize_moe(counted: list[Any], arch: Any, inference_loaded: int) -> MoeSummary | None:
+def _experts_in_layer(found: set[int] | None, fused_dims: set[int] | None, fallback: Any) -> int | None:
+    if found:
+        return len(found)
+    if fused_dims and len(fused_dims) == 1:
+        return next(iter(fused_dims))
+    return fallback if isinstance(fallback, int) else None
+
+
+def _speech_generator_moe(config: dict[str, Any] | None) -> tuple[int | None, int | None]:
+    """(experts, top-k) of a Qwen-Omni style talker, from config.json's talker_config (its own text_config)."""
+    talker = (config or {}).get("talker_config")
+    if not isinstance(talker, dict):
+        return None, None
+    text = talker.get("text_config") if isinstance(talker.get("text_config"), dict) else talker
+    k = text.get("num_experts_per_tok")
+    e = text.get("num_experts") or text.get("num_local_experts")
+    return (e if isinstance(e, int) else None), (k if isinstance(k, int) else None)
+
+
+def _active_share(params_by_layer: dict[Any, int], indices: dict[Any, set[int]], fused: dict[Any, set[int]],
+                  n_experts: Any, top_k: Any) -> tuple[Fraction, dict[int, int], int]:
+    """Active routed parameters (exact fraction), experts stored per layer, layers whose split is uneven."""
+    active = Fraction(0)
+    stored: dict[int, int] = defaultdict(int)
+    uneven = 0
+    for layer, params in params_by_layer.items():
+        e = _experts_in_layer(indices.get(layer), fused.get(layer), n_experts)
+        if e:
+            stored[e] += 1
+        if not isinstance(top_k, int) or not e:
+            active += params
+            continue
+        share = Fraction(params * min(top_k, e), e)
+        uneven += share.denominator != 1
+        active += share
+    return active, dict(stored), uneven
+
+
+def summarize_moe(counted: list[Any], arch: Any, inference_loaded: int, config: dict[str, Any] | None = None) -> MoeSummary | None:
     """MoE summary from counted tensors (inventory.CountedTensor) and the Architecture; None for dense models."""
     routed_by_layer: dict[int | None, int] = defaultdict(int)
     indices_by_layer: dict[int | None, set[int]] = defaultdict(set)
     fused_dim_by_layer: dict[int | None, set[int]] = defaultdict(set)
+    talker_by_layer: dict[int | None, int] = defaultdict(int)
+    talker_indices: dict[int | None, set[int]] = defaultdict(set)
     shared = router = embeddings = 0
     for c in counted:
         if c.logical == 0:
             continue
-        if c.component == "moe_experts":
+        if c.component == "speech_generator" and ".experts." in c.entry.name:
+            talker_by_layer[c.layer] += c.logical
+            m = _EXPERT_INDEX_RE.search(c.entry.name)
+            if m:
+                talker_indices[c.layer].add(int(m.group(1)))
+        elif c.component == "moe_experts":
             routed_by_layer[c.layer] += c.logical
             m = _EXPERT_INDEX_RE.search(c.entry.name)
             if m:
@@ -122,25 +169,8 @@ def summarize_moe(counted: list[Any], arch: Any, inference_loaded: int) -> MoeSu
     if routed_by_layer and not isinstance(top_k, int):
         warnings.append("routed-expert tensors found but the config gives no experts_per_token: active = all parameters")
     routed = sum(routed_by_layer.values())
-    active_routed = Fraction(0)
-    experts_stored: dict[int, int] = defaultdict(int)
-    uneven = 0
-    for layer, params in routed_by_layer.items():
-        found = indices_by_layer.get(layer)
-        if found:
-            e = len(found)
-        elif len(fused_dim_by_layer.get(layer, ())) == 1:
-            e = next(iter(fused_dim_by_layer[layer]))
-        else:
-            e = n_experts if isinstance(n_experts, int) else None
-        if e:
-            experts_stored[e] += 1
-        if not isinstance(top_k, int) or not e:
-            active_routed += params
-            continue
-        share = Fraction(params * min(top_k, e), e)
-        uneven += share.denominator != 1
-        active_routed += share
+    active_routed, experts_stored, uneven = _active_share(routed_by_layer, indices_by_layer, fused_dim_by_layer,
+                                                           n_experts, top_k)
     if uneven:
         warnings.append(f"{uneven} MoE layers have expert parameters not divisible by their expert count")
     if isinstance(n_experts, int) and experts_stored and set(experts_stored) != {n_experts}:
@@ -148,6 +178,15 @@ def summarize_moe(counted: list[Any], arch: Any, inference_loaded: int) -> MoeSu
             f"config says {n_experts} experts per MoE layer but the checkpoint stores "
             + ", ".join(f"{e} in {n} layers" for e, n in sorted(experts_stored.items()))
         )
+    talker_total = sum(talker_by_layer.values())
+    talker_active = Fraction(talker_total)
+    talker_k = None
+    if talker_total:
+        talker_e, talker_k = _speech_generator_moe(config)
+        if talker_k is None:
+            warnings.append("speech-generator experts found but no talker_config top-k: counted in full as active")
+        else:
+            talker_active, _, _ = _active_share(talker_by_layer, talker_indices, {}, talker_e, talker_k)
     moe_layer_set = {layer for layer in routed_by_layer if layer is not None}
     num_layers = getattr(arch, "num_layers", None) or 0
     expected = expected_moe_layers(getattr(arch, "text_config", {}) or {}, num_layers) if num_layers else None
@@ -156,7 +195,7 @@ def summarize_moe(counted: list[Any], arch: Any, inference_loaded: int) -> MoeSu
             f"config makes {len(expected)} layers MoE but routed-expert tensors are stored for {len(moe_layer_set)} layers"
         )
     active_routed_int = round(active_routed)
-    active = inference_loaded - routed + active_routed_int
+    active = inference_loaded - routed + active_routed_int - talker_total + round(talker_active)
     return MoeSummary(
         num_experts=n_experts if isinstance(n_experts, int) else None,
         experts_per_token=top_k if isinstance(top_k, int) else None,
@@ -170,4 +209,6 @@ def summarize_moe(counted: list[Any], arch: Any, inference_loaded: int) -> MoeSu
         active=active,
         active_excluding_embeddings=active - embeddings,
         warnings=warnings,
+        speech_generator={"routed_expert_parameters": talker_total, "active_routed_parameters": round(talker_active),
+                          "experts_per_token": talker_k} if talker_total else None,
     )

@@ -211,6 +211,7 @@ def packed_linear_geometry(
     g_idx: TensorEntry | None,
     config_bits: int | None,
     config_method: str | None,
+    config_group: int | None = None,
 ) -> PackedLinear | None:
     """Recover (layout, bits, in, out, group) of a GPTQ or AWQ linear from shapes; None if they do not fit."""
     if len(qweight.shape) != 2:
@@ -248,7 +249,10 @@ def packed_linear_geometry(
     in_features = int(in_f)
     group = -1
     if s is not None and s[0] > 1:
-        group = in_features // s[0] if in_features % s[0] == 0 else _ceil_div(in_features, s[0])
+        if config_group and config_group > 0 and _ceil_div(in_features, config_group) == s[0]:
+            group = config_group  # when in_features % group != 0 the last group is short: only the config says g
+        else:
+            group = in_features // s[0] if in_features % s[0] == 0 else _ceil_div(in_features, s[0])
     return PackedLinear(layout, b, in_features, out, group)
 
 
@@ -380,8 +384,10 @@ class Quantizer:
             return None
         stem = name[: -len(".qweight")]
         cfg_method = self.method if self.method in ("gptq", "awq") else None
+        s = self.scheme
         geo = packed_linear_geometry(t, self._get(stem + ".scales"), self._get(stem + ".qzeros"),
-                                     self._get(stem + ".g_idx"), self.scheme.bits if self.scheme else None, cfg_method)
+                                     self._get(stem + ".g_idx"), s.bits if s else None, cfg_method,
+                                     s.group_size if s else None)
         if geo is None:
             bits = (self.scheme.bits if self.scheme else None) or 4
             self.problems[f"qweight shapes do not fit GPTQ or AWQ; assumed {bits}-bit packing along one dim"] += 1
