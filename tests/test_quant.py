@@ -81,6 +81,13 @@ def test_fp8_block_scales_are_overhead():
     scales = [(s, d) for n, d, s, _ in inv if n.endswith("weight_scale_inv")]
     assert p.stored_elements - p.total == sum(_numel(s) for s, _ in scales) == 8_191_159_296 - 8_190_735_360
     assert q["overhead_bytes"] == sum(_numel(s) * DTYPE_BITS[d] // 8 for s, d in scales)
+    assert q["scales"] == {"block 128x128": len(scales)}
+
+
+def test_fp8_block_size_disagreement_warns():
+    r = analyze_files(_files_with("Qwen/Qwen3-8B-FP8", lambda c: c["quantization_config"].update(weight_block_size=[64, 64])))
+    assert any("weight_block_size [64, 64] but weight scales are block ~128x128" in w for w in r.warnings), r.warnings
+    assert report("Qwen/Qwen3-8B-FP8").warnings == []
 
 
 def test_deepseek_v3_fp8_counts_and_mtp():
@@ -268,7 +275,8 @@ def test_no_quantization_config_detected_from_tensors_and_still_exact():
     for name in ("tiny-llama-awq-4bit-g32", "tiny-llama-gptq-3bit-g32"):
         r = analyze_files(_files_with(f"{STUBS}/{name}", lambda c: c.pop("quantization_config")))
         assert r.parameters.total == stub_truth(name)  # bits recovered from qweight vs scales / g_idx shapes
-        assert r.parameters.quantization["source"] == "tensors"
+        q = r.parameters.quantization
+        assert (q["source"], q["method"], q["bits"]) == ("tensors", name.split("-")[2], int(name.split("-")[3][0]))
         assert any("no quantization_config" in w for w in r.warnings)
 
 

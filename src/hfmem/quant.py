@@ -280,6 +280,7 @@ class Quantizer:
         self.bnb_blocksizes: Counter[int] = Counter()
         self.bnb_quant_types: Counter[str] = Counter()
         self.bnb_nested = 0
+        self.scale_kinds: Counter[str] = Counter()  # granularity of FP8/int8/MX weight scales -> tensors
         self.problems: Counter[str] = Counter()  # message -> occurrences
         self._ct_groups = self._prepare_ct_groups()
         self._ignore_exact, self._ignore_regex = self._prepare_ignore()
@@ -489,11 +490,34 @@ class Quantizer:
         if scale is None:
             return None
         mx_pack = self._mx_pack(t, scale)
+        self.scale_kinds[self._scale_kind(t, scale, mx_pack)] += 1
         if mx_pack == 2:
             return Role(QUANTIZED, t.numel * 2, "mxfp4")
         if t.dtype in _FP8:
             return Role(QUANTIZED, t.numel, "mxfp8" if mx_pack == 1 else _FP8[t.dtype])
         return Role(QUANTIZED, t.numel, "int8")
+
+    def _scale_kind(self, weight: TensorEntry, scale: TensorEntry, mx_pack: int | None) -> str:
+        """Scale granularity: per tensor, per channel, MX 1x32, or 2-D blocks (size from the config when it fits)."""
+        if mx_pack:
+            return f"mx 1x{_MX_BLOCK}"
+        if scale.numel == 1:
+            return "tensor"
+        if len(weight.shape) != 2:
+            return "other"
+        out, inp = weight.shape
+        if scale.shape in ((out,), (out, 1)):
+            return "channel"
+        if len(scale.shape) != 2:
+            return "other"
+        block = (self.scheme.details.get("weight_block_size") if self.scheme else None) or []
+        if len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block):
+            r0, r1 = _ceil_div(out, block[0]), _ceil_div(inp, block[1])
+            # fused projections (e.g. MiMo qkv_proj) round each part up separately: a few extra rows/columns
+            if r0 <= scale.shape[0] <= r0 + 4 and r1 <= scale.shape[1] <= r1 + 4:
+                return f"block {block[0]}x{block[1]}"
+        b0, b1 = _ceil_div(out, scale.shape[0]), _ceil_div(inp, scale.shape[1])
+        return f"block ~{b0}x{b1}"
 
     @staticmethod
     def _mx_pack(weight: TensorEntry, scale: TensorEntry) -> int | None:
@@ -526,6 +550,15 @@ class Quantizer:
                 {"layout": lay, "bits": b, "in_features": i, "out_features": o, "group_size": g, "count": n}
                 for (lay, b, i, o, g), n in sorted(self.linears.items())
             ]
+        if self.scale_kinds:
+            out["scales"] = dict(sorted(self.scale_kinds.items()))
+        if self.scheme is not None and self.scheme.source == "tensors" and self.linears:
+            lay = {k[0] for k in self.linears}
+            bits = {k[1] for k in self.linears}
+            if len(lay) == 1:
+                out["method"] = lay.pop()
+            if len(bits) == 1:
+                out["bits"] = bits.pop()
         if self.bnb_blocksizes:
             out["blocksize_from_shapes"] = self.bnb_blocksizes.most_common(1)[0][0]
         if self.bnb_quant_types:
@@ -572,6 +605,13 @@ class Quantizer:
             groups = {k[4] for k in self.linears}
             if s.group_size is not None and groups != {s.group_size} and not (s.group_size == -1 or groups == {-1}):
                 warnings.append(f"quantization_config group_size {s.group_size} but scales shapes give {sorted(groups)}")
+        block = s.details.get("weight_block_size")
+        if s.method in ("fp8", "mxfp8") and isinstance(block, list) and len(block) == 2:
+            want = f"mx 1x{_MX_BLOCK}" if s.method == "mxfp8" else f"block {block[0]}x{block[1]}"
+            odd = {k: n for k, n in self.scale_kinds.items() if k.startswith(("block", "mx")) and k != want}
+            if odd and not (s.method == "fp8" and set(odd) == {f"mx 1x{_MX_BLOCK}"}):  # FP4 experts warned above
+                warnings.append(f"quantization_config weight_block_size {block} but weight scales are "
+                                + ", ".join(f"{k} ({n} tensors)" for k, n in sorted(odd.items())))
         if s.method == "bitsandbytes-4bit":
             qt = self.bnb_quant_types.most_common(1)[0][0] if self.bnb_quant_types else None
             if qt and qt != s.details.get("quant_type"):
