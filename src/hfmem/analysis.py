@@ -8,6 +8,7 @@ from typing import Any
 from .architecture import Architecture, build_architecture
 from .fetch import ModelFiles, looks_local, read_hub, read_local
 from .inventory import CountedTensor, Parameters, count_tensors, summarize
+from .moe import summarize_moe
 
 
 @dataclass
@@ -50,14 +51,18 @@ def analyze_files(files: ModelFiles) -> Report:
     arch, arch_notes = build_architecture(files.config, entries)
     counted, scheme, tie_notes = count_tensors(files.headers, files.config, arch.num_layers, arch.tie_word_embeddings)
     params = summarize(counted, scheme, tie_notes)
-    warnings = list(files.warnings) + [w for h in files.headers for w in h.warnings]
+    warnings = list(files.warnings) + [w for h in files.headers for w in h.warnings] + params.warnings
     notes = list(arch_notes) + params.notes
-    if scheme is not None and scheme.method.startswith("gptq-or-awq"):
-        warnings.append("quantized tensors found without quantization_config: logical count assumes 4-bit packing")
+    moe = summarize_moe(counted, arch, params.inference_loaded if params.inference_loaded is not None else params.total, files.config)
+    if moe is not None:
+        params.active = moe.active
+        params.moe = moe.to_dict()
+        warnings.extend(moe.warnings)
     if params.by_component.get("mtp"):
         notes.append(
             f"{params.by_component['mtp']:,} parameters are multi-token-prediction layers: counted in total "
-            "(the Hub's convention) but not loaded by transformers for inference"
+            f"(the Hub's convention) but not built by transformers for inference; inference_loaded = "
+            f"{params.inference_loaded:,} (vLLM loads them only for MTP speculative decoding)"
         )
     report = Report(
         repo=files.repo,
