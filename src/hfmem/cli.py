@@ -235,5 +235,86 @@ def check_cmd(model: str, revision: str | None, token: str | None, timeout: floa
     run_guarded(debug, body)
 
 
+@main.command("card")
+@click.argument("model")
+@common_source_options
+@click.option("--ctx", default="4k,32k,128k", show_default=True, help="Contexts for the inference table.")
+@click.option("--precisions", default="bf16,fp8,int4", show_default=True, help="Weight precisions for the inference table.")
+@click.option("--engine", type=click.Choice(["vllm", "transformers"]), default="vllm", show_default=True)
+@click.option("--no-training", is_flag=True, help="Leave out the fine-tuning table.")
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
+@click.option("--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write the card to FILE.")
+@click.option("--update", "update_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Replace the block between <!-- hfmem:start --> and <!-- hfmem:end --> in FILE (added if absent).")
+def card_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, ctx: str,
+             precisions: str, engine: str, no_training: bool, fmt: str, output: str | None, update_path: str | None) -> None:
+    """A memory table for MODEL's model card (GitHub Markdown, ready to paste)."""
+
+    def body() -> None:
+        import json
+        from pathlib import Path
+
+        from .analysis import analyze_files, read_model
+        from .card import build_card
+        from .card_markers import update_block
+        from .kvcache import parse_context
+        from .precision import resolve_precision
+
+        report = analyze_files(read_model(model, revision=revision, token=token, timeout=timeout))
+        contexts = parse_context(ctx, report.architecture)
+        chosen = [resolve_precision(p.strip()) for p in precisions.split(",") if p.strip()]
+        card = build_card(report, contexts, chosen, engine=engine, training=not no_training)
+        text = json.dumps(card.to_dict(), indent=2) + "\n" if fmt == "json" else card.markdown()
+        if update_path:
+            path = Path(update_path)
+            path.write_text(update_block(path.read_text(), text))
+            click.echo(f"updated {update_path}", err=True)
+        elif output:
+            Path(output).write_text(text)
+            click.echo(f"wrote {output}", err=True)
+        else:
+            click.echo(text, nl=False)
+
+    run_guarded(debug, body)
+
+
+@main.command("compare")
+@click.argument("models", nargs=-1, required=True)
+@common_source_options
+@click.option("--ctx", default="32k", show_default=True, help="Context for KV and inference totals.")
+@click.option("--dtype", "precision", default="auto", show_default=True, help="Weight precision (auto = as stored).")
+@click.option("--engine", type=click.Choice(["vllm", "transformers"]), default="vllm", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table", show_default=True)
+def compare_cmd(models: tuple[str, ...], revision: str | None, token: str | None, timeout: float | None, debug: bool,
+                ctx: str, precision: str, engine: str, fmt: str) -> None:
+    """MODELS side by side: parameters, active parameters, KV/token, weights, inference and training totals."""
+
+    def body() -> None:
+        import csv
+        import io
+        import json
+
+        from .analysis import analyze_files, read_model
+        from .card import compare_rows, compare_table
+        from .kvcache import parse_context
+
+        reports = [analyze_files(read_model(m, revision=revision, token=token, timeout=timeout)) for m in models]
+        context = parse_context(ctx, reports[0].architecture)[0]
+        rows = compare_rows(reports, context, precision, engine)
+        if fmt == "json":
+            click.echo(json.dumps({"context": context, "models": rows}, indent=2))
+        elif fmt == "csv":
+            buf = io.StringIO()
+            writer = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
+            writer.writeheader()
+            writer.writerows(rows)
+            click.echo(buf.getvalue(), nl=False)
+        else:
+            click.echo(f"context {context:,} tokens, {engine}, weights {precision}")
+            click.echo(compare_table(rows, fmt))
+
+    run_guarded(debug, body)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
