@@ -63,11 +63,41 @@ def main() -> None:
     """
 
 
+def training_options(f: Callable) -> Callable:
+    """Options of the training section (used with --train; see docs/training.md)."""
+    opts = [
+        click.option("--train", type=click.Choice(["full", "lora", "qlora", "all"]), is_flag=False, flag_value="all", default=None,
+                     help="Add training memory per GPU: full, lora, qlora or all (the default when --train has no value)."),
+        click.option("--seq", type=click.IntRange(min=1), default=2048, show_default=True, help="Training sequence length."),
+        click.option("--micro-batch", type=click.IntRange(min=1), default=1, show_default=True, help="Sequences per GPU per step."),
+        click.option("--grad-checkpointing/--no-grad-checkpointing", default=None, help="Default: off for full/lora, on for qlora."),
+        click.option("--optimizer", type=click.Choice(["adamw", "adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd", "sgd-momentum", "lion"]), default="adamw", show_default=True),
+        click.option("--precision", type=click.Choice(["mixed-bf16", "mixed-fp16", "bf16", "fp32", "amp-bf16"]), default="mixed-bf16", show_default=True,
+                     help="mixed = fp32 master + 16-bit compute (ZeRO); bf16 = everything bf16; amp-bf16 = fp32 model under autocast."),
+        click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True),
+        click.option("--lora-targets", default="all-linear", show_default=True, help="all-linear or module names, e.g. q_proj,v_proj (PEFT semantics)."),
+        click.option("--dora", is_flag=True, help="DoRA: adds a magnitude vector per adapted Linear."),
+        click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="Data-parallel GPUs."),
+        click.option("--zero", type=click.Choice(["0", "1", "2", "3"]), default="0", show_default=True, help="DeepSpeed ZeRO stage."),
+        click.option("--fsdp", type=click.Choice(["full", "grad-op"]), default=None, help="FSDP sharding (full ~ ZeRO-3, grad-op ~ ZeRO-2)."),
+        click.option("--offload", type=click.Choice(["none", "optimizer", "optimizer+params"]), default="none", show_default=True),
+        click.option("--attn", type=click.Choice(["sdpa", "eager", "flash"]), default="sdpa", show_default=True, help="Attention implementation."),
+        click.option("--chunked-loss", is_flag=True, help="Fused/chunked cross-entropy (Liger-style) instead of HF's full fp32 logits."),
+        click.option("--qlora-upcast/--no-qlora-upcast", default=True, show_default=True,
+                     help="prepare_model_for_kbit_training casts non-4-bit modules to fp32."),
+        click.option("--gpu", default=None, help="Fit against one GPU (catalog name or size like 24GB) instead of the catalog."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
 @main.command("analyze")
 @click.argument("model")
 @common_source_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def analyze_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, fmt: str) -> None:
+@training_options
+def analyze_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, fmt: str, train: str | None, **train_opts: Any) -> None:
     """Architecture, exact parameters and stored bytes of MODEL (repo id or folder)."""
 
     def body() -> None:
@@ -75,6 +105,13 @@ def analyze_cmd(model: str, revision: str | None, token: str | None, timeout: fl
         from .render import to_json, to_text
 
         report = analyze(model, revision=revision, token=token, timeout=timeout)
+        if train:
+            from .training import METHODS, TrainingSettings, estimate_all
+
+            opts = dict(train_opts, zero=int(train_opts["zero"]))
+            settings = TrainingSettings(**opts)
+            methods = METHODS if train == "all" else (train,)
+            report.extra["training"] = estimate_all(report, settings, methods)
         click.echo(to_json(report) if fmt == "json" else to_text(report, fmt))
 
     run_guarded(debug, body)

@@ -186,6 +186,7 @@ class LinearModule:
     out_features: int
     layer: int | None
     component: str
+    tensor: str = ""  # the stored weight tensor's name
 
     @property
     def params(self) -> int:
@@ -218,36 +219,49 @@ def _is_text_layer_tensor(c: Any) -> bool:
 def linear_modules(report: Any) -> list[LinearModule]:
     """nn.Linear / Conv1D modules as transformers 5 builds them: 2-D ``*.weight`` parameters outside embeddings,
     norms and the output head; per-expert checkpoint matrices are fused into 3-D parameters at load (not Linear) and
-    MoE routers are custom modules (TopKRouter), so neither is listed."""
-    conv1d = report.architecture.model_type in _CONV1D_TYPES
+    MoE routers are custom modules (TopKRouter), so neither is listed. Packed quantized weights (GPTQ/AWQ ``qweight``,
+    compressed-tensors ``weight_packed``, bitsandbytes U8) are Linear layers of their logical [out, in] shape."""
+    arch = report.architecture
+    conv1d = arch.model_type in _CONV1D_TYPES
+    method = str((report.parameters.quantization or {}).get("method") or "")
     out: list[LinearModule] = []
     for c in report.tensors:
         e = c.entry
-        if c.role not in ("param", "quantized") or not e.name.endswith(".weight"):
+        suffix = next((x for x in (".weight", ".qweight", ".weight_packed") if e.name.endswith(x)), None)
+        if c.role not in ("param", "quantized") or suffix is None:
             continue
         if c.component in ("embeddings", "norms", "lm_head", "mtp", "moe_experts", "moe_router"):
             continue
-        shape = _logical_shape(c)
-        if shape is None:
-            continue
-        name = e.name[: -len(".weight")]
+        name = e.name[: -len(suffix)]
         leaf = name.rsplit(".", 1)[-1]
-        if conv1d:
-            fin, fout = shape
-        else:
-            fout, fin = shape
-        out.append(LinearModule(name, leaf, fin, fout, c.layer, c.component))
+        dims = _logical_dims(c, suffix, method, leaf, arch)
+        if dims is None:
+            continue
+        fout, fin = dims
+        if conv1d and suffix == ".weight" and c.role == "param":
+            fin, fout = fout, fin  # Conv1D stores [in, out]
+        out.append(LinearModule(name, leaf, fin, fout, c.layer, c.component, e.name))
     return out
 
 
-def _logical_shape(c: Any) -> tuple[int, int] | None:
-    """[out, in] of a 2-D weight; packed quantized tensors are not 2-D logical shapes (unsupported: None)."""
-    shape = c.entry.shape
+def _logical_dims(c: Any, suffix: str, method: str, leaf: str, arch: Any) -> tuple[int, int] | None:
+    """(out, in) of a Linear weight tensor, unpacking quantized storage (layouts in quant.py's docstring)."""
+    shape = tuple(int(x) for x in c.entry.shape)
     if len(shape) != 2:
         return None
-    if c.role == "quantized" and c.logical != shape[0] * shape[1]:
-        return None
-    return int(shape[0]), int(shape[1])
+    n = c.logical
+    if c.role != "quantized" or n == shape[0] * shape[1]:
+        return shape
+    if suffix == ".qweight":  # GPTQ [in*bits/32, out]; AWQ [in, out*bits/32]
+        if method.startswith("awq"):
+            return (n // shape[0], shape[0]) if n % shape[0] == 0 else None
+        return (shape[1], n // shape[1]) if n % shape[1] == 0 else None
+    if suffix == ".weight_packed":  # compressed-tensors: packed along the input dimension
+        return (shape[0], n // shape[0]) if n % shape[0] == 0 else None
+    # bitsandbytes 4-bit keeps a flat [n/2, 1] code buffer: the input width follows from the module's role
+    h = arch.hidden_size
+    fin = {"o_proj": arch.num_attention_heads * arch.head_dim, "down_proj": n // h, "w2": n // h}.get(leaf, h)
+    return (n // fin, fin) if fin and n % fin == 0 else None
 
 
 def _expert_tensors(report: Any) -> dict[int | None, dict[str, list[Any]]]:
@@ -851,6 +865,12 @@ class TrainingReport:
                 line.append("-")
             detail.append(line)
         tables.append(("Training settings", ["method", "grad checkpointing", "loss", "adapters"], detail))
+        notes: dict[str, list[str]] = {}
+        for m, e in zip(methods, ests):
+            for n in e.notes:
+                notes.setdefault(n, []).append(m)
+        if notes:
+            tables.append(("Training notes", ["methods", "note"], [[", ".join(ms), n] for n, ms in notes.items()]))
         return tables
 
 
@@ -1104,7 +1124,7 @@ def _qlora_base(report: Any, settings: TrainingSettings, ad_elem: int) -> tuple[
     if quant is not None:
         notes.append(f"checkpoint is {quant.get('method')}: QLoRA re-quantizes the dequantized weights to NF4")
     lin = _quantizable(report)
-    lin_names = {m.name + ".weight" for m in lin}
+    lin_names = {m.tensor for m in lin}
     nf4 = sum(nf4_bytes(m.params) for m in lin)
     q_params = sum(m.params for m in lin)
     unq_params = sum(c.logical for c in tensors if c.entry.name not in lin_names)
@@ -1187,8 +1207,11 @@ def _activations(report: Any, method: str, settings: TrainingSettings, prec: _Pr
     def transient(f: _LayerFacts) -> int:
         inter = f.intermediate if f.mlp != "moe" else f.top_k * f.expert_intermediate + f.shared_intermediate
         tr = dt.lin * (2 * inter) + dt.res * arch.hidden_size
-        if method != "full" and dt.adapter == 4 and not dt.autocast:
-            tr += 4 * max((a.in_features for a in adapters if a.kind == "linear"), default=0)
+        if method != "full" and dt.adapter == 4:
+            # the gradient of PEFT's fp32 input copy (4 x in) of the widest adapted module; under autocast also the
+            # 16-bit gradient of the adapter branch before it is added to the base branch's
+            widest = max((a.in_features for a in adapters if a.kind == "linear"), default=0)
+            tr += 4 * widest + (dt.lin * widest if dt.autocast else 0)
         if attn == "eager" and f.attention != "none":
             # the attention backward runs after the MLP's saved tensors are freed: the s x s gradients (bf16 probs
             # + fp32 softmax) only set the peak when they outgrow the MLP intermediates
