@@ -330,7 +330,7 @@ def resolve_lora_targets(report: Any, targets: str, rank: int, dora: bool = Fals
             )
         if len(got) == len(pair):
             fused_rank["gate_up_proj"] = rank * len(pair)
-        lost = sorted({m.leaf for m in linears if m.leaf in mapping})
+        lost = sorted({m.leaf for m in linears if m.leaf in present})
         if lost:
             notes.append(
                 f"PEFT remaps {', '.join(lost)} to the fused expert tensors of this MoE model, so the same-named dense "
@@ -481,7 +481,7 @@ class _LayerFacts:
     shared_gate: bool = False
     expert_params: dict[str, int] = field(default_factory=dict)
     linear_params: int = 0
-    groups: dict[str, list[str]] = field(default_factory=dict)  # activation group -> Linear module names
+    groups: dict[str, list[LinearModule]] = field(default_factory=dict)  # activation group -> Linear modules
 
 
 def _layers(report: Any) -> list[_LayerFacts]:
@@ -521,7 +521,7 @@ def _layers(report: Any) -> list[_LayerFacts]:
         f = _LayerFacts(i, attn, kind == "sliding_attention", hidden_norms or 2, qk_norm, "none", 0)
         f.linear_params = sum(c.logical for c in ts)
         for m in lin_by_layer.get(i, []):
-            f.groups.setdefault(_group_of(m), []).append(m.name)
+            f.groups.setdefault(_group_of(m), []).append(m)
         if experts:
             f.mlp = "moe"
             f.experts = experts["count"]
@@ -690,6 +690,12 @@ def _layer_terms(f: _LayerFacts, arch: Any, ctx: _ActContext, first: bool) -> tu
             t["dropout masks"] += h
         if f.hidden_norms >= 4:  # Gemma 2/3: post_attention_layernorm on the attention output
             t["norms"] += _norm_bytes(h, ctx, full)
+    elif f.groups.get("attn_in"):
+        # SSM / linear-attention mixer (Mamba, Gated DeltaNet): not derived term by term - estimate as its input
+        # projections' outputs, its output projection's input and a norm, saved once each.
+        widths = sum(m.out_features for m in f.groups["attn_in"]) + sum(m.in_features for m in f.groups.get("attn_out", []))
+        t["mixer (SSM / linear attention, estimate)"] += dt.lin * 2 * widths + _norm_bytes(h, ctx, full)
+        linear_input("attn_in", h, dt.res)
     # --- MLP -------------------------------------------------------------------------------------------
     if f.mlp != "none":
         t["norms"] += _norm_bytes(h, ctx, full)  # post_attention_layernorm / pre_feedforward_layernorm / ln_2
@@ -778,7 +784,7 @@ def _logits_bytes_per_token(vocab: int, hidden: int, tokens: int, chunked: bool,
     gradient (4V) and the log-softmax gradient (4V) are alive together with it: 12 x V bytes per token at the peak
     (the 16-bit logits are freed before backward because the Trainer keeps only the loss)."""
     if not chunked:
-        return 12 * vocab + 8, "not chunked (HF ForCausalLMLoss: fp32 log-softmax + its gradients, 12 B x vocab per token)"
+        return 12 * vocab + 8, "not chunked: fp32 log-softmax + 2 gradients, 12 B x vocab per token"
     # Liger fused linear cross-entropy (ops/fused_linear_cross_entropy.py): chunks of next_pow2(cdiv(BT, cdiv(V, H)))
     # tokens; fp32 chunk logits/gradient plus the grad_input buffer. Estimate, not measured.
     chunk = 1 << max(0, math.ceil(math.log2(max(1, -(-tokens // -(-vocab // hidden))))))
@@ -840,8 +846,17 @@ class TrainingReport:
         for e in ests:
             keys.extend(k for k in e.components if k not in keys)
         rows: list[list[Any]] = []
+        def cell(e: TrainingEstimate, k: str) -> str:
+            if k not in e.components:
+                return "-"
+            v = e.components[k]
+            n = e.activation_terms.get("layers") or 0
+            if k == "activations_layers" and n:
+                return f"{fmt_bytes(v)} ({n} x {fmt_bytes(v / n)})"
+            return fmt_bytes(v)
+
         for k in keys:
-            rows.append([_LABELS.get(k, k)] + [fmt_bytes(e.components[k]) if k in e.components else "-" for e in ests])
+            rows.append([_LABELS.get(k, k)] + [cell(e, k) for e in ests])
         rows.append(["TOTAL per GPU"] + [f"{fmt_bytes(e.total_bytes)}" for e in ests])
         if any(e.pageable_bytes for e in ests):
             rows.append(["pageable optimizer states (not in total)"] + [fmt_bytes(e.pageable_bytes) for e in ests])
