@@ -92,10 +92,15 @@ def attach_sections(
     overhead: str | int | None = None,
     max_batched_tokens: int | None = None,
     device: str = "cuda",
+    train: str | None = None,
+    train_precision: str = "mixed-bf16",
+    **training_options: Any,
 ) -> Report:
     """Add the memory sections to a report: KV cache (when ``ctx`` is given), weights per precision, the inference
-    plan (fit, longest context, concurrency) and download size. The CLI calls exactly this, so its JSON is
-    ``report.to_dict()``."""
+    plan (fit, longest context, concurrency) and download size; with ``train`` ("full", "lora", "qlora" or "all")
+    the training budgets, configured by the fields of :class:`hfmem.training.TrainingSettings` (``seq``,
+    ``micro_batch``, ``optimizer``, ``lora_rank``, ``zero``, ...; ``train_precision`` is its ``precision``).
+    The CLI calls exactly this, so its JSON is ``report.to_dict()``."""
     from .gpus import parse_size, resolve_gpu
     from .kvcache import kv_section, parse_context, stored_float_dtype
     from .planner import attach
@@ -121,6 +126,15 @@ def attach_sections(
         report, precision=precision, context=max(contexts) if contexts else None, batch=batch,
         gpu=resolve_gpu(gpu) if gpu else None, **planner_kwargs,
     )
+    if train:
+        from .training import METHODS, TrainingSettings, estimate_all
+
+        if "zero" in training_options:
+            training_options["zero"] = int(training_options["zero"])
+        settings = TrainingSettings(precision=train_precision, gpus=gpus, gpu=gpu, **training_options)
+        report.extra["training"] = estimate_all(report, settings, METHODS if train == "all" else (train,))
+    elif training_options:
+        raise TypeError(f"training options {sorted(training_options)} need train=...")
     return report
 
 

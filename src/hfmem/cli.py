@@ -117,9 +117,42 @@ def _require_ctx(opts: dict[str, Any]) -> None:
                 raise click.BadParameter("needs --ctx (the context length to size the KV cache for)", param_hint="--" + name.replace("_", "-"))
 
 
+_TRAINING_KEYS = ("seq", "micro_batch", "grad_checkpointing", "optimizer", "train_precision", "lora_rank", "lora_targets",
+                  "dora", "zero", "fsdp", "offload", "attn", "chunked_loss", "qlora_upcast")
+
+
 def _options(opts: dict[str, Any]) -> dict[str, Any]:
-    """CLI values -> keyword arguments of hfmem.analyze (None means: the API's default)."""
-    return {k: v for k, v in opts.items() if v is not None}
+    """CLI values -> keyword arguments of hfmem.analyze (None means: the API's default). Training options
+    only travel with --train."""
+    return {k: v for k, v in opts.items() if v is not None and (opts.get("train") or k not in _TRAINING_KEYS)}
+
+
+def training_options(f: Callable) -> Callable:
+    """Options of the training section (used with --train; see docs/training.md). --gpu/--gpus are shared with
+    the planner: training shards over --gpus data-parallel GPUs (ZeRO/FSDP), inference splits over them (TP)."""
+    opts = [
+        click.option("--train", type=click.Choice(["full", "lora", "qlora", "all"]), is_flag=False, flag_value="all", default=None,
+                     help="Add training memory per GPU: full, lora, qlora or all (the default when --train has no value)."),
+        click.option("--seq", type=click.IntRange(min=1), default=2048, show_default=True, help="Training sequence length."),
+        click.option("--micro-batch", type=click.IntRange(min=1), default=1, show_default=True, help="Sequences per GPU per step."),
+        click.option("--grad-checkpointing/--no-grad-checkpointing", default=None, help="Default: off for full/lora, on for qlora."),
+        click.option("--optimizer", type=click.Choice(["adamw", "adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd", "sgd-momentum", "lion"]), default="adamw", show_default=True),
+        click.option("--precision", "train_precision", type=click.Choice(["mixed-bf16", "mixed-fp16", "bf16", "fp32", "amp-bf16"]), default="mixed-bf16", show_default=True,
+                     help="mixed = fp32 master + 16-bit compute (ZeRO); bf16 = everything bf16; amp-bf16 = fp32 model under autocast."),
+        click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True),
+        click.option("--lora-targets", default="all-linear", show_default=True, help="all-linear or module names, e.g. q_proj,v_proj (PEFT semantics)."),
+        click.option("--dora", is_flag=True, help="DoRA: adds a magnitude vector per adapted Linear."),
+        click.option("--zero", type=click.Choice(["0", "1", "2", "3"]), default="0", show_default=True, help="DeepSpeed ZeRO stage."),
+        click.option("--fsdp", type=click.Choice(["full", "grad-op"]), default=None, help="FSDP sharding (full ~ ZeRO-3, grad-op ~ ZeRO-2)."),
+        click.option("--offload", type=click.Choice(["none", "optimizer", "optimizer+params"]), default="none", show_default=True),
+        click.option("--attn", type=click.Choice(["sdpa", "eager", "flash"]), default="sdpa", show_default=True, help="Attention implementation."),
+        click.option("--chunked-loss", is_flag=True, help="Fused/chunked cross-entropy (Liger-style) instead of HF's full fp32 logits."),
+        click.option("--qlora-upcast/--no-qlora-upcast", default=True, show_default=True,
+                     help="prepare_model_for_kbit_training casts non-4-bit modules to fp32."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
 
 
 @main.command("analyze")
@@ -128,6 +161,7 @@ def _options(opts: dict[str, Any]) -> dict[str, Any]:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @kv_options
 @planner_options
+@training_options
 @click.option("--gguf-file", default=None, help="GGUF repos: the .gguf file to analyse (first shard for split files).")
 @click.option("--quant", default=None, help="GGUF repos: pick the file by quant type, e.g. Q4_K_M.")
 def analyze_cmd(
@@ -200,6 +234,7 @@ def _analyze_gguf(model: str, gguf_file: str | None, quant: str | None, revision
 @common_source_options
 @kv_options
 @planner_options
+@training_options
 def check_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, **opts: Any) -> None:
     """Pre-download check for scripts and CI: exit 0 if MODEL fits --gpu at --ctx and its download fits the HF
     cache's disk, 1 if not; one line says why."""
