@@ -79,15 +79,56 @@ class CountedTensor:
     layer: int | None
 
 
+# Dot-separated all-digit segments (layer and expert numbers). No name rule looks at them except the layer-number
+# test, so names equal up to these numbers classify alike: classify_component memoises on the name with them
+# replaced, and keeps for each pattern which of its numbers (if any) is the layer number.
+_INDEX_SEGMENT_RE = re.compile(r"\.(\d+)(?=\.|$)")
+_MEMO_LIMIT = 1 << 16
+_memo: dict[str, tuple[str, bool, int | None]] = {}
+
+
 def classify_component(name: str, num_layers: int | None = None) -> str:
-    """Which part of the model a tensor belongs to, from its name alone (linear in the name length)."""
-    n = name.lower()
+    """Which part of the model a tensor belongs to, from its name alone (linear in the name length).
+
+    Memoised by the name with its layer/expert numbers replaced, so a 100k-tensor MoE checkpoint runs the rules
+    once per distinct name pattern (a few hundred), not once per tensor: one regex split per tensor.
+    """
+    parts = _INDEX_SEGMENT_RE.split(name)  # [text, number, text, number, ..., text]; the dots are dropped
+    key = ".#".join(parts[0::2])
+    cached = _memo.get(key)
+    if cached is None:
+        cached = _classify_pattern(name, key, parts)
+        if len(_memo) >= _MEMO_LIMIT:
+            _memo.clear()
+        _memo[key] = cached
+    component, tower, layer_at = cached
+    if num_layers is not None and layer_at is not None and component != "mtp" and not tower:
+        if int(parts[2 * layer_at + 1]) >= num_layers:
+            return "mtp"  # DeepSeek-V3 style next-token-prediction layers stored after the last decoder layer
+    return component
+
+
+def _classify_pattern(name: str, key: str, parts: list[str]) -> tuple[str, bool, int | None]:
+    """(component by the name rules, is a vision/audio tower, which number is the layer number) of a pattern."""
+    n = key.lower()
+    layer_at = None
+    m = _LAYER_RE.search(name.lower())
+    if m:  # the layer number is a whole dot-separated segment: find which one
+        start, offset = m.start(1), 0
+        for i, part in enumerate(parts):
+            if i % 2:
+                if offset + 1 == start:
+                    layer_at = i // 2
+                    break
+                offset += 1  # the dot before the number
+            offset += len(part)
+    return _classify_rules(n), _is_tower(n), layer_at
+
+
+def _classify_rules(n: str) -> str:
+    """The name rules, on a lower-cased name whose index segments are "#" (the layer-number test excluded)."""
     if n.startswith("mtp.") or ".mtp." in n or n.startswith("model.mtp"):
         return "mtp"
-    if num_layers is not None:
-        m = _LAYER_RE.search(n)
-        if m and int(m.group(1)) >= num_layers and not _is_tower(n):
-            return "mtp"  # DeepSeek-V3 style next-token-prediction layers stored after the last decoder layer
     if any(k in n for k in ("multi_modal_projector", "mm_projector", "vision_projector", "visual.merger", "embed_vision", "mm_input_projection", "audio_projector", "embed_audio")):
         return "projector"
     if _is_tower(n):
