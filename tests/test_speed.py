@@ -319,3 +319,58 @@ def test_memoised_classification_equals_the_rules_on_every_fixture_name():
                 assert inventory.classify_component(name, layers) == unmemoised(name, layers), (repo, name, layers)
                 checked += 1
     assert checked > 300_000
+
+
+def test_cached_repeat_imports_neither_transformers_nor_torch(hub_env, stub_repo):
+    _serve(hub_env, stub_repo)
+    code = (
+        "import sys, json\nfrom hfmem.cli import main\ntry:\n    main([%r, '--format', 'json'])\nexcept SystemExit as e:\n"
+        "    assert not e.code, e.code\nprint(json.dumps(sorted(m for m in ('torch', 'transformers') if m in sys.modules)))"
+    ) % QWEN
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert cold.returncode == 0, cold.stderr
+    assert json.loads(cold.stdout.strip().splitlines()[-1]) == ["torch", "transformers"]  # first run: transformers
+    for extra in ({}, {"HF_HUB_OFFLINE": "1"}):
+        warm = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env | extra, timeout=120)
+        assert warm.returncode == 0, warm.stderr
+        assert json.loads(warm.stdout.strip().splitlines()[-1]) == [], extra
+        report = lambda out: {k: v for k, v in json.loads("".join(out.splitlines(True)[:-1])).items() if k != "source"}  # noqa: E731
+        assert report(warm.stdout) == report(cold.stdout), "the same report"
+
+
+def test_replayed_normalisation_equals_transformers_on_every_fixture_config(fixtures_dir, tmp_path, monkeypatch):
+    from hfmem import architecture
+
+    monkeypatch.setenv("HFMEM_CACHE", str(tmp_path / "c"))
+    replayed = 0
+    for path in sorted((fixtures_dir / "configs").glob("*/*/config.json")):
+        config = json.loads(path.read_text())
+        monkeypatch.setenv("HFMEM_DISABLE_CACHE", "1")
+        try:
+            live, live_notes = architecture.build_architecture(config)
+        except Exception:
+            continue
+        monkeypatch.delenv("HFMEM_DISABLE_CACHE")
+        architecture.build_architecture(config)  # stores (when transformers normalised it and it is faithful)
+        if cache.load_normalised(config) is None:
+            continue  # not replayable (e.g. nested multimodal sub-configs): transformers runs every time
+        again, again_notes = architecture.build_architecture(config)  # from the replay
+        assert again.to_dict() == live.to_dict(), path
+        assert again.text_config == live.text_config, path
+        assert again_notes == live_notes, path
+        replayed += 1
+    assert replayed >= 25, replayed
+
+
+def test_normalisation_cache_survives_corruption(tmp_path, monkeypatch, fixtures_dir):
+    from hfmem import architecture
+
+    monkeypatch.setenv("HFMEM_CACHE", str(tmp_path / "c"))
+    config = json.loads((fixtures_dir / "configs" / "Qwen" / "Qwen2-7B-Instruct" / "config.json").read_text())
+    first = architecture.build_architecture(config)[0].to_dict()
+    [entry] = (tmp_path / "c" / "configs").glob("*.json")
+    entry.write_bytes(entry.read_bytes()[:100])
+    assert cache.load_normalised(config) is None
+    assert architecture.build_architecture(config)[0].to_dict() == first
+    assert cache.load_normalised(config) is not None  # rewritten

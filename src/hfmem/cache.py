@@ -15,9 +15,11 @@ treated as a miss and rewritten. ``HFMEM_DISABLE_CACHE=1`` turns the cache off.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -40,9 +42,12 @@ def cache_root() -> Path:
     explicit = os.environ.get("HFMEM_CACHE")
     if explicit:
         return Path(explicit).expanduser()
-    from huggingface_hub import constants
-
-    return Path(constants.HF_HOME) / "hfmem"
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:  # already imported (any Hub run): the client's own answer
+        return Path(constants.HF_HOME) / "hfmem"
+    # huggingface_hub/constants.py's rule, without importing the client (~0.3 s) for a local or offline run
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    return Path(home).expanduser() / "hfmem"
 
 
 def _repo_dir(repo_id: str) -> Path:
@@ -187,6 +192,185 @@ def _decode(obj: Any, repo_id: str, sha: str) -> tuple[dict[str, Any], list[File
             entries.append(TensorEntry(tname, dtype, tuple(shape), numel, nbytes, name))
         headers.append(FileHeader(name, tuple(entries), dict(metadata), tuple(fwarn)))
     return config, headers, index_metadata, list(warnings)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# transformers' normalisation of a config.json (AutoConfig.for_model: defaults filled in, derived fields set)
+#
+# Importing transformers (and the torch it pulls in) costs seconds: more than everything else an analysis does.
+# Its normalisation is a pure function of config.json and the transformers version, so the outcome is stored as
+# JSON under configs/{sha256 of config + version}.json and replayed as plain dicts on the next run.
+
+
+def _transformers_version() -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version("transformers")
+    except Exception:
+        return None
+
+
+def _config_key(config: dict[str, Any]) -> str | None:
+    tf = _transformers_version()
+    if tf is None:
+        return None
+    try:
+        canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    except (TypeError, ValueError):
+        return None
+    return hashlib.sha256(f"{VERSION}\0{tf}\0{canonical}".encode()).hexdigest()
+
+
+class ReplayedConfig:
+    """Stands in for a transformers config object: every public attribute it had (properties and attribute_map
+    aliases included) and its to_dict(), as recorded when transformers built it. Unknown attributes read as None,
+    as ``getattr(obj, name, None)`` does for a real one."""
+
+    def __init__(self, attrs: dict[str, Any], as_dict: dict[str, Any]):
+        self.__dict__["_attrs"] = attrs
+        self.__dict__["_as_dict"] = as_dict
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self.__dict__["_attrs"].get(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _unpack(_pack(self.__dict__["_as_dict"]))  # a fresh copy
+
+    def get_text_config(self, decoder: bool = False) -> Any:
+        text = self.__dict__["_attrs"].get("__text__")
+        return text if text is not None else self
+
+
+class _Unfaithful(Exception):
+    pass
+
+
+def _record(obj: Any, as_dict: Any, depth: int = 0) -> dict[str, Any]:
+    """Every public, non-callable attribute of a config object, sub-configs recorded the same way."""
+    if depth > 4:
+        raise _Unfaithful("nested too deep")
+    names = {n for n in dir(obj) if not n.startswith("_")} | set(getattr(type(obj), "attribute_map", {}) or {})
+    attrs: dict[str, Any] = {}
+    for name in sorted(names):
+        try:
+            value = getattr(obj, name)
+        except Exception:
+            continue  # raises on the real object too; _get treats that as absent, and so does the replay
+        if callable(value) and not hasattr(value, "to_dict"):
+            continue
+        recorded = _record_value(value, as_dict, depth)
+        if recorded is not _OPAQUE:
+            attrs[name] = recorded
+    return {"__hfmem_config__": attrs, "__dict__": _pack(as_dict(obj))}
+
+
+def _record_value(value: Any, as_dict: Any, depth: int) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple, dict)):
+        try:
+            packed = _pack(value)
+            faithful = _unpack(json.loads(json.dumps(packed))) == value
+        except (TypeError, ValueError):
+            faithful = False
+        if faithful:
+            return packed
+        if isinstance(value, dict) and all(isinstance(v, type) for v in value.values()):
+            return _OPAQUE  # sub_configs: {name: config class}, class metadata hfmem never reads
+        raise _Unfaithful(type(value).__name__)
+    if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
+        return str(value)  # "torch.bfloat16": what hfmem does with it is str(dtype).replace("torch.", "")
+    if isinstance(value, (set, frozenset)) and all(isinstance(x, (str, int)) for x in value):
+        return {_SET: sorted(value, key=repr)}
+    if hasattr(value, "to_dict") and hasattr(value, "model_type"):
+        return _record(value, as_dict, depth + 1)
+    if type(value).__module__.startswith("transformers.") and type(value).__name__.startswith("_"):
+        return _OPAQUE  # transformers-internal views (per_layer_config): hfmem reads those from to_dict()
+    raise _Unfaithful(type(value).__name__)  # e.g. a torch.dtype: not stored, transformers runs each time
+
+
+def _replay(obj: Any) -> Any:
+    if isinstance(obj, dict) and "__hfmem_config__" in obj:
+        attrs = {k: _replay(v) for k, v in obj["__hfmem_config__"].items()}
+        return ReplayedConfig(attrs, _unpack(obj["__dict__"]))
+    return _unpack(obj)
+
+
+def load_normalised(config: dict[str, Any]) -> tuple[Any, Any, str, list[str]] | None:
+    """(full, text, how, notes) as architecture.normalise_config returns them, from a previous run; or None."""
+    if not enabled():
+        return None
+    key = _config_key(config)
+    if key is None:
+        return None
+    try:
+        obj = json.loads((cache_root() / "configs" / f"{key}.json").read_bytes())
+        if obj.get("format") != FORMAT + "-config" or obj.get("version") != VERSION or obj.get("key") != key:
+            return None
+        how, notes = obj["how"], obj["notes"]
+        if not isinstance(how, str) or not _str_list(notes):
+            return None
+        full = _replay(obj["full"])
+        text = full if obj["text"] == "full" else _replay(obj["text"])
+        if not isinstance(full, ReplayedConfig) or not isinstance(text, ReplayedConfig):
+            return None
+        full.__dict__["_attrs"]["__text__"] = text
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return None
+    return full, text, how, list(notes)
+
+
+def store_normalised(config: dict[str, Any], result: tuple[Any, Any, str, list[str]], as_dict: Any) -> None:
+    """Remember what transformers made of this config. Raw fallbacks are not stored (they cost no import)."""
+    full, text, how, notes = result
+    if not enabled() or how != "transformers":
+        return
+    key = _config_key(config)
+    if key is None:
+        return
+    try:
+        record = {
+            "format": FORMAT + "-config", "version": VERSION, "key": key, "how": how, "notes": list(notes),
+            "full": _record(full, as_dict), "text": "full" if text is full else _record(text, as_dict),
+        }
+        data = json.dumps(record, separators=(",", ":"))
+        _atomic_write(cache_root() / "configs" / f"{key}.json", data.encode("utf-8"))
+    except (_Unfaithful, OSError, TypeError, ValueError, RecursionError):
+        pass
+
+
+_PAIRS, _TUPLE, _SET = "__hfmem_pairs__", "__hfmem_tuple__", "__hfmem_set__"
+_OPAQUE = object()
+
+
+def _pack(v: Any) -> Any:
+    """JSON-ready form that keeps non-string dict keys (id2label: {0: ...}) and tuples as they were."""
+    if isinstance(v, dict):
+        if all(isinstance(k, str) for k in v) and not {_PAIRS, _TUPLE, _SET} & v.keys():
+            return {k: _pack(x) for k, x in v.items()}
+        return {_PAIRS: [[k, _pack(x)] for k, x in v.items()]}
+    if isinstance(v, tuple):
+        return {_TUPLE: [_pack(x) for x in v]}
+    if isinstance(v, list):
+        return [_pack(x) for x in v]
+    return v
+
+
+def _unpack(v: Any) -> Any:
+    if isinstance(v, dict):
+        if len(v) == 1 and _PAIRS in v:
+            return {k: _unpack(x) for k, x in v[_PAIRS]}
+        if len(v) == 1 and _TUPLE in v:
+            return tuple(_unpack(x) for x in v[_TUPLE])
+        if len(v) == 1 and _SET in v:
+            return set(v[_SET])
+        return {k: _unpack(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_unpack(x) for x in v]
+    return v
 
 
 def _nonneg_int(v: Any) -> bool:
