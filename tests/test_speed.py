@@ -234,12 +234,13 @@ def test_cache_can_be_disabled(hub_env, stub_repo, monkeypatch):
     hub_env.clear_log()
     hfmem.analyze(QWEN)
     assert len(hub_env.requests) == 2
-    assert not (cache.cache_root()).exists()
+    assert not any(cache.cache_root().rglob("*.json"))
 
 
 def test_cache_location_follows_hf_home_or_hfmem_cache(hub_env, stub_repo, monkeypatch, tmp_path):
     from huggingface_hub import constants
 
+    monkeypatch.delenv("HFMEM_CACHE")  # conftest gives every test a private one
     assert cache.cache_root() == Path(constants.HF_HOME) / "hfmem"
     monkeypatch.setenv("HFMEM_CACHE", str(tmp_path / "elsewhere"))
     _serve(hub_env, stub_repo)

@@ -211,10 +211,29 @@ def _transformers_version() -> str | None:
         return None
 
 
+_code_digest: str | None = None
+
+
+def _code_version() -> str:
+    """A digest of the code that turns a config into what is stored, so an edited hfmem never replays stale
+    normalisations (the version number alone does not change between development builds)."""
+    global _code_digest
+    if _code_digest is None:
+        h = hashlib.sha256()
+        for name in ("architecture.py", "cache.py"):
+            try:
+                h.update((Path(__file__).with_name(name)).read_bytes())
+            except OSError:
+                h.update(name.encode())
+        _code_digest = h.hexdigest()[:16]
+    return _code_digest
+
+
 def _config_key(config: dict[str, Any]) -> str | None:
     tf = _transformers_version()
     if tf is None:
         return None
+    tf = f"{tf}\0{_code_version()}"
     try:
         canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), allow_nan=True)
     except (TypeError, ValueError):
