@@ -192,9 +192,9 @@ def test_moved_branch_refetches_headers(hub_env, stub_repo, tmp_path):
     [
         lambda p: p.write_bytes(b"\x00garbage"),
         lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),  # truncated
-        lambda p: p.write_text(json.dumps(json.loads(p.read_text()) | {"version": 999})),  # another format version
-        lambda p: p.write_text(p.read_text().replace('"BF16"', '"F32"', 1)),  # bytes no longer match the dtype
-        lambda p: p.write_text(json.dumps(json.loads(p.read_text()) | {"sha": "e" * 40})),  # someone else's entry
+        lambda p: p.write_text(p.read_text().replace(f'"version":{cache.VERSION},', '"version":999,', 1)),  # another format
+        lambda p: p.write_text(p.read_text().replace('"BF16"', '"F32"', 1)),  # tensor data altered after writing
+        lambda p: p.write_text(p.read_text().replace('"sha":"', '"sha":"e', 1)),  # someone else's entry
     ],
     ids=["garbage", "truncated", "version", "inconsistent", "foreign"],
 )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import sys
@@ -25,13 +26,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from .dtypes import dtype_bits
 from .header import FileHeader, TensorEntry
 
 FORMAT = "hfmem-digest"
-VERSION = 1
+VERSION = 2
 _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
-_INT64_MAX = 2**63 - 1
 
 
 def enabled() -> bool:
@@ -112,8 +111,8 @@ def load(repo_id: str, sha: str | None) -> tuple[dict[str, Any], list[FileHeader
     except OSError:
         return None
     try:
-        return _decode(json.loads(raw), repo_id, sha)
-    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return _decode(raw, repo_id, sha)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError):
         return None  # corrupt or foreign: a miss; the caller rewrites it
 
 
@@ -129,14 +128,21 @@ def store(
     if not enabled() or not sha or not _SHA_RE.match(sha):
         return
     try:
-        data = json.dumps(_encode(repo_id, sha, config, headers, index_metadata, warnings), separators=(",", ":"))
-        _atomic_write(_digest_path(repo_id, sha), data.encode("utf-8"))
+        _atomic_write(_digest_path(repo_id, sha), _encode(repo_id, sha, config, headers, index_metadata, warnings))
     except (OSError, TypeError, ValueError):
         pass
 
 
-def _encode(repo_id, sha, config, headers, index_metadata, warnings) -> dict[str, Any]:
-    return {
+def _encode(repo_id, sha, config, headers, index_metadata, warnings) -> bytes:
+    """Two lines of compact JSON. Line 2, the bulk: per file, tensors in data-offset order as columns
+    [names, dtypes, shapes, nbytes]. Line 1: everything else, with the sha256 of line 2, which is what makes a
+    damaged entry detectable without re-validating 100k tensors on every load."""
+    columns = [
+        [[t.name for t in h.tensors], [t.dtype for t in h.tensors], [list(t.shape) for t in h.tensors], [t.nbytes for t in h.tensors]]
+        for h in headers
+    ]
+    body = json.dumps(columns, separators=(",", ":")).encode("utf-8")
+    meta = {
         "format": FORMAT,
         "version": VERSION,
         "repo": repo_id,
@@ -144,53 +150,41 @@ def _encode(repo_id, sha, config, headers, index_metadata, warnings) -> dict[str
         "config": config,
         "index_metadata": index_metadata,
         "warnings": list(warnings),
-        # Per file, tensors in data-offset order: [name, dtype, shape, nbytes]. numel is recomputed on load.
-        "files": [
-            {
-                "file": h.file,
-                "metadata": h.metadata,
-                "warnings": list(h.warnings),
-                "tensors": [[t.name, t.dtype, list(t.shape), t.nbytes] for t in h.tensors],
-            }
-            for h in headers
-        ],
+        "files": [{"file": h.file, "metadata": h.metadata, "warnings": list(h.warnings)} for h in headers],
+        "tensors_sha256": hashlib.sha256(body).hexdigest(),
     }
+    return json.dumps(meta, separators=(",", ":")).encode("utf-8") + b"\n" + body
 
 
-def _decode(obj: Any, repo_id: str, sha: str) -> tuple[dict[str, Any], list[FileHeader], dict[str, Any] | None, list[str]] | None:
+def _decode(raw: bytes, repo_id: str, sha: str) -> tuple[dict[str, Any], list[FileHeader], dict[str, Any] | None, list[str]] | None:
+    head, newline, body = raw.partition(b"\n")
+    if not newline:
+        return None
+    obj = json.loads(head)
     if not isinstance(obj, dict) or obj.get("format") != FORMAT or obj.get("version") != VERSION:
         return None
     if obj.get("repo") != repo_id or obj.get("sha") != sha:
         return None
+    if hashlib.sha256(body).hexdigest() != obj["tensors_sha256"]:
+        return None  # truncated or altered since it was written
     config, index_metadata, warnings, files = obj["config"], obj["index_metadata"], obj["warnings"], obj["files"]
     if not isinstance(config, dict) or not (index_metadata is None or isinstance(index_metadata, dict)):
         return None
-    if not _str_list(warnings) or not isinstance(files, list):
+    columns = json.loads(body)
+    if not _str_list(warnings) or not isinstance(files, list) or not isinstance(columns, list) or len(columns) != len(files):
         return None
     headers: list[FileHeader] = []
-    for f in files:
-        name, metadata, fwarn, tensors = f["file"], f["metadata"], f["warnings"], f["tensors"]
-        if not isinstance(name, str) or not isinstance(metadata, dict) or not _str_list(fwarn) or not isinstance(tensors, list):
+    prod = math.prod
+    for f, (names, dtypes, shapes, sizes) in zip(files, columns):
+        name, metadata, fwarn = f["file"], f["metadata"], f["warnings"]
+        if not isinstance(name, str) or not isinstance(metadata, dict) or not _str_list(fwarn):
             return None
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+        if not len(names) == len(dtypes) == len(shapes) == len(sizes):
             return None
-        entries = []
-        for t in tensors:
-            tname, dtype, shape, nbytes = t  # ValueError/TypeError on a malformed row
-            if not (isinstance(tname, str) and isinstance(dtype, str) and isinstance(shape, list) and _nonneg_int(nbytes)):
-                return None
-            numel = 1
-            for d in shape:
-                if not _nonneg_int(d):
-                    return None
-                numel *= d
-            if numel > _INT64_MAX:
-                return None
-            bits = dtype_bits(dtype)
-            if bits is not None and numel * bits != nbytes * 8:
-                return None
-            entries.append(TensorEntry(tname, dtype, tuple(shape), numel, nbytes, name))
-        headers.append(FileHeader(name, tuple(entries), dict(metadata), tuple(fwarn)))
+        entries = tuple(
+            TensorEntry(n, d, tuple(shape), prod(shape), size, name) for n, d, shape, size in zip(names, dtypes, shapes, sizes)
+        )
+        headers.append(FileHeader(name, entries, dict(metadata), tuple(fwarn)))
     return config, headers, index_metadata, list(warnings)
 
 
@@ -390,10 +384,6 @@ def _unpack(v: Any) -> Any:
     if isinstance(v, list):
         return [_unpack(x) for x in v]
     return v
-
-
-def _nonneg_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
 def _str_list(v: Any) -> bool:
