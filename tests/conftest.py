@@ -27,6 +27,12 @@ def stub_repo(tmp_path_factory):
     return make
 
 
+@pytest.fixture(autouse=True)
+def _private_hfmem_cache(tmp_path_factory, monkeypatch):
+    """hfmem's digest/normalisation cache (hfmem.cache) per test, never the user's ~/.cache (subprocesses too)."""
+    monkeypatch.setenv("HFMEM_CACHE", str(tmp_path_factory.mktemp("hfmem_cache")))
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES

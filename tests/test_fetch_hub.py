@@ -34,8 +34,8 @@ def test_main_branch_uses_one_shot_metadata_endpoint(hub_env, stub_repo):
     paths = _paths(hub_env)
     assert ("GET", f"/api/models/{QWEN}/safetensors-metadata/model.safetensors.index.json") in paths
     assert not any("resolve" in p and p.endswith(".safetensors") for _, p in paths), "never touches weight files"
-    # config.json: HEAD + GET; headers: one request. Nothing else.
-    assert len(paths) == 3, paths
+    # config.json: one GET (commit from X-Repo-Commit); headers: one request. Nothing else (issue 9).
+    assert len(paths) == 2, paths
 
 
 def test_repeat_run_uses_cached_config(hub_env, stub_repo):

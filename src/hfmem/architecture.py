@@ -80,7 +80,19 @@ def _get(obj: Any, *names: str, default: Any = None) -> Any:
 
 
 def normalise_config(config: dict[str, Any]) -> tuple[Any, Any, str, list[str]]:
-    """(full config object, decoder text config object, how, notes). Objects may be plain dicts (raw fallback)."""
+    """(full config object, decoder text config object, how, notes). Objects may be plain dicts (raw fallback, or
+    transformers' normalisation of this exact config.json replayed from hfmem.cache: no transformers import)."""
+    from . import cache
+
+    hit = cache.load_normalised(config)
+    if hit is not None:
+        return hit
+    result = _normalise_config(config)
+    cache.store_normalised(config, result, _as_dict)
+    return result
+
+
+def _normalise_config(config: dict[str, Any]) -> tuple[Any, Any, str, list[str]]:
     notes: list[str] = []
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:

@@ -14,6 +14,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 from typing import Any, Callable, TypeVar
 
 from .errors import (
@@ -31,7 +32,7 @@ from .errors import (
     ServerError,
     UsageError,
 )
-from .header import FileHeader, parse_header_bytes, read_local_header, validate_header
+from .header import MAX_HEADER_BYTES, FileHeader, header_length, parse_header_bytes, read_local_header, validate_header
 
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
@@ -221,10 +222,31 @@ def _no_safetensors(repo: str, approx: int | None) -> NoSafetensors:
 # The Hub
 
 
+# Speculative first range for a shard header: sized from the index (tensor count and name lengths) when there is
+# one, else this. Over the 2,817 shard files of /work/shared/models the per-shard estimate covered 100 % (mean
+# over-read 20 kB); every single-file (index-less) header there is under 90 kB. See docs/speed.md.
+SPECULATIVE_RANGE = 262_144
+_BYTES_PER_TENSOR = 96  # JSON of one entry beyond its name: {"dtype":..,"shape":[..],"data_offsets":[..,..]},
+_HEADER_SLACK = 4096  # __metadata__ and padding
+MAX_SHARD_WORKERS = 64
+MAX_METADATA_BYTES = 1_000_000_000  # the one-shot answer holds every shard header (each <= 100 MB)
+_NOT_SHARDED = "not-sharded"
+
+
 def read_hub(repo_id: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None) -> ModelFiles:
+    """Config + headers of a Hub repo in as few round trips as the Hub allows (see docs/speed.md):
+
+    - main, sharded: GET config.json and GET the one-shot safetensors-metadata endpoint, concurrently (2 requests);
+    - other revisions / no endpoint: GET config.json and GET the index concurrently, then one range per shard, all
+      shards concurrently, at the commit the config answered with;
+    - repeat runs: the header digest cache (hfmem.cache) keyed by commit sha: 1 request (the config GET that
+      re-resolves the revision), 0 for a full-sha revision or with HF_HUB_OFFLINE=1.
+    """
     from huggingface_hub import constants
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
+
+    from . import cache
 
     try:
         validate_repo_id(repo_id)
@@ -234,29 +256,44 @@ def read_hub(repo_id: str, revision: str | None = None, token: str | bool | None
         raise UsageError(f"invalid revision {revision!r}")
     timeout = timeout if timeout is not None else constants.HF_HUB_DOWNLOAD_TIMEOUT
     ctx = _HubContext(repo_id, revision, token, timeout)
-    on_main = revision in (None, "main")
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        config_future = pool.submit(ctx.guard, ctx.download_config)
-        sharded_future = pool.submit(ctx.guard, ctx.sharded_headers) if on_main and not constants.HF_HUB_OFFLINE else None
-        config_path = config_future.result()
-        sha = _sha_from_cache_path(config_path)
-        sharded = sharded_future.result() if sharded_future else None
-    config = load_json_text(Path(config_path).read_bytes(), "config.json")
-    warnings: list[str] = []
-    index_metadata = None
-    if sharded is not None:
-        headers, index_metadata = sharded
-    else:
-        headers, index_metadata = ctx.guard(lambda: ctx.headers_by_range(sha or revision, warnings))
+    if constants.HF_HUB_OFFLINE:
+        sha = cache.read_ref(repo_id, revision) or _hf_cache_sha(repo_id, revision)
+        hit = _from_digest(repo_id, sha, None, "cache")
+        return hit if hit is not None else ctx.guard(ctx.read_offline)
+    if cache.is_sha(revision):  # a commit names immutable content: a digest hit needs no request at all
+        hit = _from_digest(repo_id, revision, None, "hub")
+        if hit is not None:
+            return hit
+    return ctx.guard(ctx.read_online)
+
+
+def _from_digest(repo_id: str, sha: str | None, config: dict[str, Any] | None, source: str) -> ModelFiles | None:
+    from . import cache
+
+    hit = cache.load(repo_id, sha)
+    if hit is None:
+        return None
+    cached_config, headers, index_metadata, warnings = hit
     return ModelFiles(
         repo=repo_id,
         revision=sha,
-        source="hub",
-        config=config,
+        source=source,
+        config=config if config is not None else cached_config,
         headers=headers,
         index_metadata=index_metadata,
-        warnings=warnings,
+        warnings=list(warnings),
     )
+
+
+def _hf_cache_sha(repo_id: str, revision: str | None) -> str | None:
+    """The commit the HF cache resolves `revision` to (via its refs), if config.json of it is cached."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        path = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+    except Exception:
+        return None
+    return _sha_from_cache_path(path) if isinstance(path, str) else None
 
 
 def _sha_from_cache_path(path: str) -> str | None:
@@ -266,6 +303,45 @@ def _sha_from_cache_path(path: str) -> str | None:
         if _SHA_RE.match(candidate):
             return candidate
     return None
+
+
+def _same_commit(commit: str | None, sha: str | None) -> bool:
+    return commit is None or sha is None or commit == sha
+
+
+def _commit(response: Any) -> str | None:
+    commit = response.headers.get("X-Repo-Commit") if response is not None else None
+    return commit if isinstance(commit, str) and _SHA_RE.match(commit) else None
+
+
+def _total_size(response: Any) -> int | None:
+    """The file size from Content-Range ("bytes 0-99/1234"), or Content-Length of a 200 answer."""
+    content_range = response.headers.get("Content-Range", "")
+    if "/" in content_range and content_range.rsplit("/", 1)[1].isdigit():
+        return int(content_range.rsplit("/", 1)[1])
+    length = response.headers.get("Content-Length", "")
+    return int(length) if response.status_code == 200 and length.isdigit() else None
+
+
+def _load_large_json(data: bytes, file: str) -> dict[str, Any]:
+    """JSON answers that may exceed the config size limit (every shard header of a 1,000-shard repo)."""
+    try:
+        obj = json.loads(data)
+    except RecursionError:
+        raise MalformedHeader(f"{file}: JSON nested too deeply") from None
+    except ValueError as exc:
+        raise MalformedHeader(f"{file}: not valid JSON ({str(exc)[:80]})") from None
+    if not isinstance(obj, dict):
+        raise MalformedHeader(f"{file}: expected a JSON object")
+    return obj
+
+
+def _shard_guesses(index: dict[str, Any]) -> dict[str, int]:
+    """Bytes to ask for in the first range request of each shard, from the index's tensor names."""
+    guesses: dict[str, int] = {}
+    for name, shard in index["weight_map"].items():
+        guesses[shard] = guesses.get(shard, 8 + _HEADER_SLACK) + len(name.encode("utf-8")) + _BYTES_PER_TENSOR
+    return guesses
 
 
 class _HubContext:
@@ -279,60 +355,181 @@ class _HubContext:
         self.api = HfApi()
         self.token_sent = bool(token) or _has_saved_token()
 
-    # -- calls ------------------------------------------------------------------------------------------------
-    def download_config(self) -> str:
-        from huggingface_hub import hf_hub_download
+    # -- flows ------------------------------------------------------------------------------------------------
+    def read_online(self) -> ModelFiles:
+        from . import cache
 
-        return hf_hub_download(
-            self.repo_id, "config.json", revision=self.revision, token=self.token, etag_timeout=self.timeout
+        on_main = self.revision in (None, "main")
+        known = cache.read_ref(self.repo_id, self.revision)
+        early: Any = None
+        if known is not None and cache.has(self.repo_id, known):
+            # Seen before: one request re-resolves the revision; the digest answers if the commit is unchanged.
+            config_bytes, sha = self.get_config()
+            config = load_json_text(config_bytes, "config.json")
+            hit = _from_digest(self.repo_id, sha, config, "hub")
+            if hit is not None:
+                return hit
+        else:
+            # First time: config and the headers (or the index) are fetched in the same round trip.
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                config_future = pool.submit(self.get_config)
+                early_future = pool.submit(self.get_sharded if on_main else self.get_index, self.revision)
+                try:
+                    config_bytes, sha = config_future.result()
+                finally:
+                    early_exc = early_future.exception()  # wait for it either way
+                if early_exc is not None:
+                    raise early_exc
+                early = early_future.result()
+            config = load_json_text(config_bytes, "config.json")
+            hit = _from_digest(self.repo_id, sha, config, "hub")  # e.g. another branch name for a known commit
+            if hit is not None:
+                cache.write_ref(self.repo_id, self.revision, sha)  # type: ignore[arg-type]
+                return hit
+        at = sha or self.revision  # pin every later request to the commit the config came from
+        if known is not None and early is None:  # the digest path missed: the commit moved since last time
+            early = self.get_sharded(at) if on_main else self.get_index(at)
+        warnings: list[str] = []
+        if on_main and isinstance(early, tuple) and _same_commit(early[2], sha):
+            headers, index_metadata = early[0], early[1]
+        elif on_main and early == _NOT_SHARDED:
+            headers, index_metadata = self.headers_from_index(None, at, warnings)
+        else:
+            index, index_commit = early if not on_main else self.get_index(at)
+            if not _same_commit(index_commit, sha):  # the branch moved between the two requests
+                index, _ = self.get_index(at)
+            headers, index_metadata = self.headers_from_index(index, at, warnings)
+        if sha is not None:
+            cache.store(self.repo_id, sha, config, headers, index_metadata, warnings)
+            cache.write_ref(self.repo_id, self.revision, sha)
+        return ModelFiles(
+            repo=self.repo_id,
+            revision=sha,
+            source="hub",
+            config=config,
+            headers=headers,
+            index_metadata=index_metadata,
+            warnings=warnings,
         )
 
-    def sharded_headers(self) -> tuple[list[FileHeader], dict[str, Any] | None] | None:
-        """One request for every shard header; None when the repo is not sharded or the hub lacks the endpoint."""
-        from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
+    def read_offline(self) -> ModelFiles:
+        """HF_HUB_OFFLINE and no digest: the HF cache's config.json, and headers if the snapshot holds the weights."""
+        from huggingface_hub import hf_hub_download
+
+        config_path = hf_hub_download(self.repo_id, "config.json", revision=self.revision, token=self.token)
+        snapshot = Path(config_path).parent
+        if (snapshot / INDEX_FILE).is_file() or (snapshot / SINGLE_FILE).is_file():
+            try:
+                files = read_local(str(snapshot))
+            except (NoSafetensors, LocalPathError):
+                pass  # a partial snapshot (index without its shards)
+            else:
+                files.repo = self.repo_id
+                return files
+        raise NetworkError(f"{self.repo_id}: safetensors headers are not cached and HF_HUB_OFFLINE is set")
+
+    def headers_from_index(
+        self, index: dict[str, Any] | None, revision: str | None, warnings: list[str]
+    ) -> tuple[list[FileHeader], dict[str, Any] | None]:
+        from huggingface_hub.errors import EntryNotFoundError
+
+        if index is None:
+            try:
+                return [self.range_header(SINGLE_FILE, revision)], None
+            except EntryNotFoundError:
+                return self.headers_without_index(revision, warnings), None
+        shards = _index_shards(index, INDEX_FILE)
+        guesses = _shard_guesses(index)
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, min(MAX_SHARD_WORKERS, len(shards)))) as pool:
+                headers = list(pool.map(lambda s: self.range_header(s, revision, guesses.get(s)), shards))
+        except EntryNotFoundError:
+            raise NoSafetensors(f"{self.repo_id}: {INDEX_FILE} names a shard that is missing") from None
+        return _restrict_to_index(headers, index), index.get("metadata")
+
+    # -- requests (huggingface_hub's session, URL builder, headers and error classes) -------------------------
+    def _open(self, url: str, extra: dict[str, str] | None = None):
+        from huggingface_hub.utils import build_hf_headers, get_session
+
+        headers = build_hf_headers(token=self.token)
+        if extra:
+            headers.update(extra)
+        return get_session().stream("GET", url, headers=headers, timeout=self.timeout, follow_redirects=True)
+
+    def _get(self, url: str, limit: int, extra: dict[str, str] | None = None) -> tuple[bytes, Any]:
+        """GET reading at most `limit` body bytes (a server that ignores Range cannot make us download weights)."""
+        from huggingface_hub.utils import hf_raise_for_status
+
+        with self._open(url, extra) as response:
+            if response.status_code >= 400:
+                if response.status_code == 416:
+                    return b"", response
+                response.read()
+                hf_raise_for_status(response)
+            chunks, size = [], 0
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= limit:
+                    break
+            return b"".join(chunks)[:limit], response
+
+    def _url(self, filename: str, revision: str | None) -> str:
+        from huggingface_hub import hf_hub_url
+
+        return hf_hub_url(self.repo_id, filename, revision=revision)
+
+    def get_config(self) -> tuple[bytes, str | None]:
+        """config.json in one GET (hf_hub_download would add a HEAD); the commit comes from X-Repo-Commit."""
+        data, response = self._get(self._url("config.json", self.revision), MAX_CONFIG_BYTES + 1)
+        return data, _commit(response)
+
+    def get_index(self, revision: str | None) -> tuple[dict[str, Any] | None, str | None]:
+        """(model.safetensors.index.json, commit), or (None, commit) when the repo has no index."""
+        from huggingface_hub.errors import EntryNotFoundError
 
         try:
-            meta = self.api.get_sharded_safetensors_metadata(self.repo_id, token=self.token, timeout=self.timeout)
+            data, response = self._get(self._url(INDEX_FILE, revision), MAX_CONFIG_BYTES + 1)
+        except EntryNotFoundError as exc:
+            return None, _commit(getattr(exc, "response", None))
+        return load_json_text(data, INDEX_FILE, MalformedHeader), _commit(response)
+
+    def get_sharded(self, revision: str | None = None) -> tuple[list[FileHeader], dict[str, Any] | None, str | None] | str | None:
+        """Every shard header in one request (main only): (headers, index metadata, commit); _NOT_SHARDED when the
+        repo has no index; None when the hub lacks the endpoint."""
+        from huggingface_hub import constants
+        from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
+        url = f"{constants.ENDPOINT}/api/models/{self.repo_id}/safetensors-metadata/{quote(INDEX_FILE, safe='/')}"
+        try:
+            data, response = self._get(url, MAX_METADATA_BYTES)
         except EntryNotFoundError:
-            return None
+            return _NOT_SHARDED
         except HfHubHTTPError as exc:
             status = exc.response.status_code if exc.response is not None else None
             if status in (400, 404, 405, 501) and not _error_code(exc):
                 return None  # a hub (or mirror) without the endpoint
             raise
-        headers = [_from_hub_file_metadata(name, fm) for name, fm in sorted(meta.files_metadata.items())]
-        return headers, meta.metadata
+        body = _load_large_json(data, "safetensors-metadata")
+        shard_headers, index = body.get("headers"), body.get("index")
+        if not isinstance(shard_headers, dict) or not isinstance(index, dict):
+            raise MalformedHeader("safetensors-metadata: expected 'headers' and 'index' objects")
+        headers = [validate_header(shard_headers[name], name) for name in sorted(shard_headers)]
+        metadata = index.get("metadata")
+        return headers, metadata if isinstance(metadata, dict) else None, _commit(response)
 
-    def headers_by_range(self, revision: str | None, warnings: list[str]) -> tuple[list[FileHeader], dict[str, Any] | None]:
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import EntryNotFoundError
-
-        index = None
-        try:
-            index_path = hf_hub_download(self.repo_id, INDEX_FILE, revision=revision, token=self.token, etag_timeout=self.timeout)
-            index = load_json_text(Path(index_path).read_bytes(), INDEX_FILE, MalformedHeader)
-            shards = _index_shards(index, INDEX_FILE)
-        except EntryNotFoundError:
-            shards = [SINGLE_FILE]
-        try:
-            with ThreadPoolExecutor(max_workers=min(16, len(shards))) as pool:
-                headers = list(pool.map(lambda s: self.parse_remote(s, revision), shards))
-        except EntryNotFoundError:
-            if index is not None:
-                raise NoSafetensors(f"{self.repo_id}: {INDEX_FILE} names a shard that is missing") from None
-            headers = self.headers_without_index(revision, warnings)
-        return _restrict_to_index(headers, index), (index or {}).get("metadata") if index else None
-
-    def parse_remote(self, filename: str, revision: str | None) -> FileHeader:
-        from huggingface_hub.errors import SafetensorsParsingError
-
-        try:
-            fm = self.api.parse_safetensors_file_metadata(
-                self.repo_id, filename, revision=revision, token=self.token, timeout=self.timeout
-            )
-        except SafetensorsParsingError as exc:
-            raise MalformedHeader(f"{filename}: {str(exc)[:200]}") from None
-        return _from_hub_file_metadata(filename, fm)
+    def range_header(self, filename: str, revision: str | None, guess: int | None = None) -> FileHeader:
+        """One range request for the header (a second only if it is longer than the speculative first read)."""
+        url = self._url(filename, revision)
+        first = max(8, min(guess or SPECULATIVE_RANGE, MAX_HEADER_BYTES + 8))
+        data, response = self._get(url, first, {"Range": f"bytes=0-{first - 1}"})
+        length = header_length(data[:8], filename, _total_size(response))
+        need = 8 + length
+        if len(data) < need and len(data) >= first:
+            more, _ = self._get(url, need - len(data), {"Range": f"bytes={len(data)}-{need - 1}"})
+            data += more
+        if len(data) < need:
+            raise MalformedHeader(f"{filename}: header truncated ({len(data) - 8} of {length} bytes)")
+        return parse_header_bytes(data[8:need], filename)
 
     def headers_without_index(self, revision: str | None, warnings: list[str]) -> list[FileHeader]:
         names = self.api.list_repo_files(self.repo_id, revision=revision, token=self.token)
@@ -340,15 +537,14 @@ class _HubContext:
         if not shards:
             approx = None
             if "pytorch_model.bin.index.json" in names:
-                from huggingface_hub import hf_hub_download
-
-                path = hf_hub_download(self.repo_id, "pytorch_model.bin.index.json", revision=revision, token=self.token)
-                approx = _approximate_from_bin_index(Path(path).read_bytes(), "pytorch_model.bin.index.json")
+                data, _ = self._get(self._url("pytorch_model.bin.index.json", revision), MAX_CONFIG_BYTES + 1)
+                approx = _approximate_from_bin_index(data, "pytorch_model.bin.index.json")
             err = _no_safetensors(self.repo_id, approx)
             if any(n.endswith(".gguf") for n in names):
                 err.message += " (the repo has GGUF files)"
             raise err
-        return [self.parse_remote(s, revision) for s in shards]
+        with ThreadPoolExecutor(max_workers=max(1, min(MAX_SHARD_WORKERS, len(shards)))) as pool:
+            return list(pool.map(lambda s: self.range_header(s, revision), shards))
 
     # -- errors -----------------------------------------------------------------------------------------------
     def guard(self, call: Callable[[], T]) -> T:
@@ -416,14 +612,6 @@ def _has_saved_token() -> bool:
         return get_token() is not None
     except Exception:
         return False
-
-
-def _from_hub_file_metadata(filename: str, fm: Any) -> FileHeader:
-    """Re-validate what huggingface_hub parsed, with hfmem's own rules."""
-    raw = {"__metadata__": fm.metadata or {}}
-    for name, info in fm.tensors.items():
-        raw[name] = {"dtype": info.dtype, "shape": info.shape, "data_offsets": list(info.data_offsets)}
-    return validate_header(raw, filename)
 
 
 __all__ = ["ModelFiles", "read_hub", "read_local", "looks_local", "load_json_text", "parse_header_bytes"]

@@ -1,0 +1,353 @@
+"""Issue 9 (speed): request counts and round trips against the local Hub, the header digest cache (hit, miss,
+corrupt, offline, moved branch), start-up imports, and linear-time classification of a 139,644-tensor repo.
+
+Round trips are checked from the hub's request log (which requests were in flight together), never by timing
+the whole call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import hfmem
+from hfmem import cache, fetch, inventory
+from hub_server import RepoSpec
+from stubs import header_bytes
+
+QWEN = "Qwen/Qwen2-7B-Instruct"  # 4 shards
+SMALL = "Qwen/Qwen2-0.5B-Instruct"  # one model.safetensors, no index
+LATENCY = 0.4
+
+
+def _serve(hub, stub_repo, repo=QWEN, **spec):
+    hub.add_repo(repo, RepoSpec(root=stub_repo(repo), **spec))
+    return hub.repos[repo]
+
+
+def _log(hub):
+    return [(r.method, r.path.split("?")[0], r.range) for r in hub.requests]
+
+
+def _waves(hub):
+    """Group logged requests into round trips. With `LATENCY` injected per request, no answer leaves the hub before
+    a wave's first request arrived + LATENCY, so a request arriving earlier cannot depend on that wave: it is part of
+    it (however slowly a loaded machine spreads a burst of 64 requests)."""
+    waves: list[list] = []
+    for r in hub.requests:
+        if waves and r.started < waves[-1][0].started + LATENCY:
+            waves[-1].append(r)
+        else:
+            waves.append([r])
+    return waves
+
+
+def _many_shards(tmp_path: Path, n: int, tensors_per_shard: int = 3, name_pad: str = "") -> Path:
+    root = tmp_path / f"shards{n}"
+    root.mkdir()
+    (root / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    weight_map = {}
+    for s in range(n):
+        file = f"model-{s + 1:05d}-of-{n:05d}.safetensors"
+        tensors = [(f"model.layers.{s}.mlp.experts.{e}.{name_pad}down_proj.weight", "BF16", [8, 4]) for e in range(tensors_per_shard)]
+        (root / file).write_bytes(header_bytes(tensors, {"format": "pt"}))
+        weight_map.update({t[0]: file for t in tensors})
+    (root / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map}))
+    return root
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Request counts and round trips
+
+
+def test_main_sharded_is_two_concurrent_requests(hub_env, stub_repo):
+    spec = _serve(hub_env, stub_repo)
+    hub_env.latency_s = LATENCY
+    report = hfmem.analyze(QWEN)
+    assert report.parameters.total == 7_615_616_512 and report.revision == spec.sha
+    assert sorted(_log(hub_env)) == sorted([
+        ("GET", f"/api/models/{QWEN}/safetensors-metadata/model.safetensors.index.json", None),
+        ("GET", f"/{QWEN}/resolve/main/config.json", None),
+    ])
+    assert len(_waves(hub_env)) == 1, "config and headers must be in flight together (one round trip)"
+
+
+def test_single_file_main_is_two_round_trips(hub_env, stub_repo):
+    spec = _serve(hub_env, stub_repo, SMALL)
+    hub_env.latency_s = LATENCY
+    assert hfmem.analyze(SMALL).parameters.total == 494_032_768
+    log = _log(hub_env)
+    assert len(log) == 3, log  # config || metadata (404: not sharded), then one range at the commit
+    ranged = [r for r in hub_env.requests if r.range]
+    assert len(ranged) == 1 and ranged[0].status == 206 and spec.sha in ranged[0].path
+    assert len(_waves(hub_env)) == 2
+
+
+def test_other_revision_is_config_index_and_one_range_per_shard(hub_env, tmp_path):
+    root = _many_shards(tmp_path, 64)
+    hub_env.add_repo("org/moe", RepoSpec(root=root, revisions={"v1": ("b" * 40, root)}))
+    hub_env.latency_s = LATENCY
+    files = fetch.read_hub("org/moe", revision="v1")
+    assert files.revision == "b" * 40 and len(files.headers) == 64
+    log = _log(hub_env)
+    ranged = [r for r in hub_env.requests if r.range]
+    assert len(log) == 2 + 64 and len(ranged) == 64, "config + index + exactly one range per shard"
+    assert all(r.status == 206 and "b" * 40 in r.path for r in ranged), "shards are read at the resolved commit"
+    assert not any("safetensors-metadata" in p for _, p, _ in log), "the one-shot endpoint only serves main"
+    waves = _waves(hub_env)
+    assert len(waves) == 2, [len(w) for w in waves]  # config || index, then all 64 shards together
+    assert {r.path.rsplit("/", 1)[1] for r in waves[0]} == {"config.json", "model.safetensors.index.json"}
+
+
+def test_hub_without_endpoint_is_three_round_trips(hub_env, stub_repo):
+    _serve(hub_env, stub_repo, sharded_endpoint=False)
+    hub_env.latency_s = LATENCY
+    assert hfmem.analyze(QWEN).parameters.total == 7_615_616_512
+    ranged = [r for r in hub_env.requests if r.range]
+    assert len(hub_env.requests) == 3 + 4 and len(ranged) == 4
+    assert len(_waves(hub_env)) == 3  # config || metadata (404), index, 4 shards
+
+
+def test_speculative_range_is_sized_from_the_index(hub_env, tmp_path):
+    # 4 shards with ~200 kB headers each (long names): still one range per shard, none larger than needed x2.
+    root = _many_shards(tmp_path, 4, tensors_per_shard=600, name_pad="x" * 200 + ".")
+    hub_env.add_repo("org/long", RepoSpec(root=root, revisions={"v1": ("c" * 40, root)}))
+    files = fetch.read_hub("org/long", revision="v1")
+    assert sum(len(h.tensors) for h in files.headers) == 2400
+    ranged = [r for r in hub_env.requests if r.range]
+    assert len(ranged) == 4
+    for r in ranged:
+        size = len((root / r.path.rsplit("/", 1)[1]).read_bytes())  # the stub file is exactly 8 + header
+        assert size <= r.bytes_sent <= 2 * size + 8192
+
+
+def test_second_range_only_for_a_header_beyond_the_first_read(hub_env, tmp_path):
+    root = tmp_path / "big-single"
+    root.mkdir()
+    (root / "config.json").write_text('{"model_type": "llama"}')
+    tensors = [(f"model.layers.{i}.self_attn.q_proj.{'y' * 300}.weight", "F16", [2, 2]) for i in range(1200)]
+    raw = header_bytes(tensors)
+    assert len(raw) > fetch.SPECULATIVE_RANGE
+    (root / "model.safetensors").write_bytes(raw + b"\0" * (1 << 20))  # with "weights" after the header
+    hub_env.add_repo("org/big", RepoSpec(root=root))
+    files = fetch.read_hub("org/big")
+    assert len(files.headers[0].tensors) == 1200
+    ranged = [r for r in hub_env.requests if r.range]
+    assert [r.range for r in ranged] == [f"bytes=0-{fetch.SPECULATIVE_RANGE - 1}", f"bytes={fetch.SPECULATIVE_RANGE}-{len(raw) - 1}"]
+    assert sum(r.bytes_sent for r in ranged) == len(raw), "never a byte of the weights"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The header digest cache
+
+
+def test_repeat_run_is_one_request_and_identical(hub_env, stub_repo):
+    _serve(hub_env, stub_repo)
+    first = hfmem.analyze(QWEN).to_dict()
+    hub_env.clear_log()
+    second = hfmem.analyze(QWEN).to_dict()
+    assert _log(hub_env) == [("GET", f"/{QWEN}/resolve/main/config.json", None)]
+    assert second == first
+
+
+def test_offline_repeat_is_zero_requests(hub_env, stub_repo, monkeypatch):
+    from huggingface_hub import constants
+
+    _serve(hub_env, stub_repo)
+    first = hfmem.analyze(QWEN)
+    hub_env.clear_log()
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    again = hfmem.analyze(QWEN)
+    assert hub_env.requests == []
+    assert again.source == "cache" and again.revision == first.revision
+    assert again.parameters.to_dict() == first.parameters.to_dict()
+
+
+def test_full_sha_revision_hit_needs_no_request(hub_env, stub_repo):
+    spec = _serve(hub_env, stub_repo)
+    hfmem.analyze(QWEN)
+    hub_env.clear_log()
+    assert hfmem.analyze(QWEN, revision=spec.sha).parameters.total == 7_615_616_512
+    assert hub_env.requests == []
+
+
+def test_moved_branch_refetches_headers(hub_env, stub_repo, tmp_path):
+    spec = _serve(hub_env, stub_repo)
+    hfmem.analyze(QWEN)
+    spec.sha = "d" * 40  # main now points at another commit
+    hub_env.clear_log()
+    files = fetch.read_hub(QWEN)
+    assert files.revision == "d" * 40
+    assert [p.rsplit("/", 1)[1] for _, p, _ in _log(hub_env)] == ["config.json", "model.safetensors.index.json"]
+    assert cache.read_ref(QWEN, None) == "d" * 40 and cache.load(QWEN, "d" * 40) is not None
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda p: p.write_bytes(b"\x00garbage"),
+        lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),  # truncated
+        lambda p: p.write_text(p.read_text().replace(f'"version":{cache.VERSION},', '"version":999,', 1)),  # another format
+        lambda p: p.write_text(p.read_text().replace('"BF16"', '"F32"', 1)),  # tensor data altered after writing
+        lambda p: p.write_text(p.read_text().replace('"sha":"', '"sha":"e', 1)),  # someone else's entry
+    ],
+    ids=["garbage", "truncated", "version", "inconsistent", "foreign"],
+)
+def test_corrupt_entry_is_ignored_and_rewritten(hub_env, stub_repo, damage):
+    spec = _serve(hub_env, stub_repo)
+    first = hfmem.analyze(QWEN).to_dict()
+    entry = cache.cache_root() / f"models--{QWEN.replace('/', '--')}" / "digests" / f"{spec.sha}.json"
+    assert entry.is_file()
+    damage(entry)
+    assert cache.load(QWEN, spec.sha) is None
+    hub_env.clear_log()
+    assert hfmem.analyze(QWEN).to_dict() == first
+    assert any("safetensors-metadata" in p for _, p, _ in _log(hub_env)), "headers re-read from the Hub"
+    assert cache.load(QWEN, spec.sha) is not None, "entry rewritten"
+
+
+def test_atomic_write_leaves_old_entry_and_no_temp_files(hub_env, stub_repo, monkeypatch):
+    spec = _serve(hub_env, stub_repo)
+    hfmem.analyze(QWEN)
+    digests = cache.cache_root() / f"models--{QWEN.replace('/', '--')}" / "digests"
+    before = (digests / f"{spec.sha}.json").read_bytes()
+
+    def boom(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(cache.os, "replace", boom)
+    hit = cache.load(QWEN, spec.sha)
+    cache.store(QWEN, spec.sha, *hit)  # a failed write does not raise ...
+    assert (digests / f"{spec.sha}.json").read_bytes() == before  # ... nor touch the old entry
+    assert sorted(p.name for p in digests.iterdir()) == [f"{spec.sha}.json"]
+
+
+def test_cache_can_be_disabled(hub_env, stub_repo, monkeypatch):
+    _serve(hub_env, stub_repo)
+    monkeypatch.setenv("HFMEM_DISABLE_CACHE", "1")
+    hfmem.analyze(QWEN)
+    hub_env.clear_log()
+    hfmem.analyze(QWEN)
+    assert len(hub_env.requests) == 2
+    assert not any(cache.cache_root().rglob("*.json"))
+
+
+def test_cache_location_follows_hf_home_or_hfmem_cache(hub_env, stub_repo, monkeypatch, tmp_path):
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("HFMEM_CACHE")  # conftest gives every test a private one
+    assert cache.cache_root() == Path(constants.HF_HOME) / "hfmem"
+    monkeypatch.setenv("HFMEM_CACHE", str(tmp_path / "elsewhere"))
+    _serve(hub_env, stub_repo)
+    hfmem.analyze(QWEN)
+    assert list((tmp_path / "elsewhere").glob("models--Qwen--Qwen2-7B-Instruct/digests/*.json"))
+    assert (tmp_path / "elsewhere" / "models--Qwen--Qwen2-7B-Instruct" / "refs" / "main").read_text() == hub_env.repos[QWEN].sha
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Start-up and linear time
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_import_nothing_heavy(flag):
+    code = (
+        "import sys\nfrom hfmem.cli import main\ntry:\n    main([%r])\nexcept SystemExit: pass\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'huggingface_hub', 'httpx', 'httpx2', 'tabulate') if m in sys.modules))"
+    ) % flag
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_analysis_modules_do_not_import_transformers_or_torch():
+    code = "import sys, hfmem.analysis, hfmem.fetch, hfmem.cache, hfmem.render\nprint(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_classification_runs_the_rules_once_per_name_pattern(monkeypatch):
+    """Linear time on a 139,644-tensor MoE: the name rules run per name *pattern* (layer/expert numbers replaced),
+    not per tensor. Counted through _is_tower, which the rules call for every name they classify (whichever
+    memoisation lands: this branch's dict or an lru_cache)."""
+    from stubs import load_inventory
+
+    names = [t[0] for t in load_inventory("moonshotai/Kimi-K2-Instruct")["tensors"]]
+    assert len(names) == 139_644
+    for memo in ("_memo", "_classify_pattern"):
+        target = getattr(inventory, memo, None)
+        if isinstance(target, dict):
+            monkeypatch.setattr(inventory, memo, {})
+        elif hasattr(target, "cache_clear"):
+            target.cache_clear()
+    calls = []
+    real = inventory._is_tower
+    monkeypatch.setattr(inventory, "_is_tower", lambda n: calls.append(n) or real(n))
+    got = [inventory.classify_component(n, 61) for n in names]
+    assert len(calls) < 200, len(calls)  # a few dozen distinct patterns, not 139,644 tensors
+    assert got.count("moe_experts") > 100_000 and "mtp" not in got
+    layer3 = [n for n in names if ".layers.3." in n]
+    assert layer3 and {inventory.classify_component(n, 3) for n in layer3} == {"mtp"}  # the layer-number rule holds
+
+
+def test_cli_repeat_is_one_request_offline_zero_and_imports_no_transformers(hub_env, stub_repo):
+    _serve(hub_env, stub_repo)
+    code = (
+        "import sys, json\nfrom hfmem.cli import main\ntry:\n    main([%r, '--format', 'json'])\nexcept SystemExit as e:\n"
+        "    assert not e.code, e.code\nprint(json.dumps(sorted(m for m in ('torch', 'transformers') if m in sys.modules)))"
+    ) % QWEN
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert cold.returncode == 0, cold.stderr
+    assert json.loads(cold.stdout.strip().splitlines()[-1]) == ["torch", "transformers"]  # first run: transformers
+    for extra, requests in (({}, 1), ({"HF_HUB_OFFLINE": "1"}, 0)):
+        hub_env.clear_log()
+        warm = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env | extra, timeout=120)
+        assert warm.returncode == 0, warm.stderr
+        assert len(hub_env.requests) == requests, (extra, _log(hub_env))
+        assert json.loads(warm.stdout.strip().splitlines()[-1]) == [], extra
+        report = lambda out: {k: v for k, v in json.loads("".join(out.splitlines(True)[:-1])).items() if k != "source"}  # noqa: E731
+        assert report(warm.stdout) == report(cold.stdout), "the same report"
+
+
+def test_replayed_normalisation_equals_transformers_on_every_fixture_config(fixtures_dir, tmp_path, monkeypatch):
+    from hfmem import architecture
+
+    monkeypatch.setenv("HFMEM_CACHE", str(tmp_path / "c"))
+    replayed = 0
+    for path in sorted((fixtures_dir / "configs").glob("*/*/config.json")):
+        config = json.loads(path.read_text())
+        if cache.load_normalised(config) is not None:
+            continue  # the same config.json under two repo names
+        try:
+            live, live_notes = architecture.build_architecture(config)  # transformers; stored if replayable
+        except Exception:
+            continue
+        if cache.load_normalised(config) is None:
+            continue  # not replayable (e.g. nested multimodal sub-configs): transformers runs every time
+        again, again_notes = architecture.build_architecture(config)  # from the replay
+        assert again.to_dict() == live.to_dict(), path
+        assert again.text_config == live.text_config, path
+        assert again_notes == live_notes, path
+        replayed += 1
+    assert replayed >= 25, replayed
+
+
+def test_normalisation_cache_survives_corruption(tmp_path, monkeypatch, fixtures_dir):
+    from hfmem import architecture
+
+    monkeypatch.setenv("HFMEM_CACHE", str(tmp_path / "c"))
+    config = json.loads((fixtures_dir / "configs" / "Qwen" / "Qwen2-7B-Instruct" / "config.json").read_text())
+    first = architecture.build_architecture(config)[0].to_dict()
+    [entry] = (tmp_path / "c" / "configs").glob("*.json")
+    entry.write_bytes(entry.read_bytes()[:100])
+    assert cache.load_normalised(config) is None
+    assert architecture.build_architecture(config)[0].to_dict() == first
+    assert cache.load_normalised(config) is not None  # rewritten
