@@ -93,3 +93,16 @@ def test_help_does_not_import_heavy_modules():
     code = "import sys; from hfmem.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit: pass\nprint(sorted(m for m in ('torch', 'transformers', 'huggingface_hub') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_api_and_cli_json_identical_with_every_section(runner, fixtures_dir):
+    import hfmem
+
+    path = str(fixtures_dir / "models/Qwen/Qwen2-7B-Instruct")
+    args = [path, "--ctx", "4k,32k", "--gpu", "4090", "--dtype", "int4", "--train", "lora", "--seq", "1024", "--format", "json"]
+    cli = json.loads(runner.invoke(main, args).output)
+    api = hfmem.analyze(path, ctx="4k,32k", gpu="4090", precision="int4", train="lora", seq=1024).to_dict()
+    assert cli == api
+    assert [k["total_bytes"] for k in cli["kv_cache"]] == [4096 * 57_344, 32_768 * 57_344]
+    assert cli["inference"]["gpu"]["key"] == "rtx4090" and cli["inference"]["fits"] is True
+    assert set(cli["training"]) == {"lora"} and cli["training"]["lora"]["trainable_parameters"] == 40_370_176
