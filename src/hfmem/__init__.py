@@ -10,13 +10,21 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "analyze", "Report"]
+__all__ = ["__version__", "analyze", "analyze_many", "Report", "HfmemError"]
 
 
 def __getattr__(name: str):
     # Keep `import hfmem` (and so `hfmem --help`) free of huggingface_hub/transformers imports.
-    if name in ("analyze", "Report", "read_model", "analyze_files"):
+    if name in ("analyze", "Report", "read_model", "analyze_files", "attach_sections"):
         from . import analysis
 
         return getattr(analysis, name)
+    if name == "analyze_many":
+        from .batch import analyze_many
+
+        return analyze_many
+    if name == "HfmemError":
+        from .errors import HfmemError
+
+        return HfmemError
     raise AttributeError(name)

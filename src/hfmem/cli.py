@@ -353,3 +353,32 @@ def compare_cmd(models: tuple[str, ...], revision: str | None, token: str | None
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+@main.command("batch")
+@click.argument("source", type=click.File("r"))
+@click.option("--jobs", type=click.IntRange(1, 64), default=8, show_default=True, help="Repos analysed at once.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "markdown", "table", "json"]), default="jsonl", show_default=True)
+@click.option("--quiet", is_flag=True, help="No progress bar (it is off anyway when stderr is not a terminal).")
+@common_source_options
+@kv_options
+@planner_options
+def batch_cmd(source: Any, jobs: int, fmt: str, quiet: bool, revision: str | None, token: str | None,
+              timeout: float | None, debug: bool, **opts: Any) -> None:
+    """Analyse the repo ids in SOURCE (a file, or - for stdin; one per line, # comments) concurrently.
+
+    One result per line in input order; a failing repo is reported with its error and does not stop the others.
+    Exit code 0 when every repo succeeded, 3 when some failed."""
+    _require_ctx(opts)
+
+    def body() -> None:
+        from .batch_output import parse_repo_list, render_batch, run_batch
+
+        refs = parse_repo_list(source.read())
+        show_progress = not quiet and sys.stderr.isatty()
+        results = run_batch(refs, jobs, revision=revision, token=token, timeout=timeout, options=_options(opts), progress=show_progress)
+        click.echo(render_batch(refs, results, fmt), nl=False)
+        if any(not hasattr(r, "to_dict") or isinstance(r, HfmemError) for r in results):
+            sys.exit(3)
+
+    run_guarded(debug, body)
