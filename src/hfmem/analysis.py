@@ -8,6 +8,7 @@ from typing import Any
 from .architecture import Architecture, build_architecture
 from .fetch import ModelFiles, looks_local, read_hub, read_local
 from .inventory import CountedTensor, Parameters, count_tensors, summarize
+from .validate import check_config
 
 
 @dataclass
@@ -46,11 +47,12 @@ def read_model(ref: str, revision: str | None = None, token: str | bool | None =
 
 
 def analyze_files(files: ModelFiles) -> Report:
+    config_warnings = check_config(files.config)  # before transformers or hfmem trust any value
     entries = [t for h in files.headers for t in h.tensors]
     arch, arch_notes = build_architecture(files.config, entries)
     counted, scheme, tie_notes = count_tensors(files.headers, files.config, arch.num_layers, arch.tie_word_embeddings)
     params = summarize(counted, scheme, tie_notes)
-    warnings = list(files.warnings) + [w for h in files.headers for w in h.warnings]
+    warnings = list(files.warnings) + config_warnings + [w for h in files.headers for w in h.warnings]
     notes = list(arch_notes) + params.notes
     if scheme is not None and scheme.method.startswith("gptq-or-awq"):
         warnings.append("quantized tensors found without quantization_config: logical count assumes 4-bit packing")
