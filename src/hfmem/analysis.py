@@ -80,4 +80,12 @@ def analyze(ref: str, revision: str | None = None, token: str | bool | None = No
     >>> report.parameters.total
     7615616512
     """
-    return analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout))
+    from .errors import HfmemError
+
+    try:
+        return analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout))
+    except HfmemError as exc:
+        if ref not in exc.message:  # "config.json: ..." says which file; say which model too (batches, logs)
+            exc.message = f"{ref}: {exc.message}"
+            exc.args = (exc.message,)
+        raise

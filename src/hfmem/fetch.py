@@ -30,9 +30,10 @@ from .errors import (
     RevisionNotFound,
     ServerError,
     UsageError,
+    redact,
 )
 from .header import FileHeader, parse_header_bytes, read_local_header, validate_header
-from .retry import DeadlineExceeded, attempts_of, call_with_retries, status_of
+from .retry import DeadlineExceeded, attempts_of, call_with_retries, is_incomplete_body, is_transient, status_of, transient_for_downloads
 
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
@@ -341,9 +342,10 @@ class _HubContext:
         self.api = HfApi()
         self.token_sent = bool(token) or _has_saved_token()
 
-    def call(self, fn: Callable[[], T]) -> T:
+    def call(self, fn: Callable[[], T], download: bool = False) -> T:
         """One Hub operation, retried on transient failures, all within the --timeout deadline (see retry.py)."""
-        return call_with_retries(fn, deadline_s=self.timeout)
+        retryable = transient_for_downloads if download else is_transient
+        return call_with_retries(fn, deadline_s=self.timeout, retryable=retryable)
 
     # -- calls ------------------------------------------------------------------------------------------------
     def download_config(self) -> str:
@@ -352,7 +354,8 @@ class _HubContext:
         return self.call(
             lambda: hf_hub_download(
                 self.repo_id, "config.json", revision=self.revision, token=self.token, etag_timeout=self.timeout
-            )
+            ),
+            download=True,
         )
 
     def sharded_headers(self) -> tuple[list[FileHeader], dict[str, Any] | None] | None:
@@ -384,8 +387,9 @@ class _HubContext:
             index_path = self.call(
                 lambda: hf_hub_download(
                     self.repo_id, INDEX_FILE, revision=revision, token=self.token, etag_timeout=self.timeout
-                )
-            )
+                ),
+            download=True,
+             )
             index = load_json_text(read_bounded(Path(index_path)), INDEX_FILE, MalformedHeader)
             shards = _index_shards(index, INDEX_FILE)
         except EntryNotFoundError:
@@ -425,8 +429,9 @@ class _HubContext:
                 path = self.call(
                     lambda: hf_hub_download(
                         self.repo_id, "pytorch_model.bin.index.json", revision=revision, token=self.token
-                    )
-                )
+                    ),
+            download=True,
+                 )
                 approx = _approximate_from_bin_index(read_bounded(Path(path)), "pytorch_model.bin.index.json")
             err = _no_safetensors(self.repo_id, approx)
             if any(n.endswith(".gguf") for n in names):
@@ -469,10 +474,18 @@ class _HubContext:
         if isinstance(exc, hf.RevisionNotFoundError):
             return RevisionNotFound(f"revision {self.revision!r} not found in {self.repo_id}")
         if isinstance(exc, DeadlineExceeded):
-            return NetworkError(
-                f"{self.repo_id}: timed out: no complete answer from {endpoint} within {exc.seconds:g} s "
-                f"(--timeout, default HF_HUB_DOWNLOAD_TIMEOUT){self.cache_hint()}"
-            )
+            budget = f"within {exc.seconds:g} s (--timeout, default HF_HUB_DOWNLOAD_TIMEOUT)"
+            if exc.last_status == 429:
+                return RateLimited(f"{self.repo_id}: rate limited by {endpoint} (HTTP 429), still {budget}{self.cache_hint()}")
+            if exc.last_status is not None and exc.last_status >= 500:
+                return ServerError(
+                    f"{self.repo_id}: {endpoint} kept answering HTTP {exc.last_status}; gave up {budget}{self.cache_hint()}"
+                )
+            if exc.last_error:
+                return NetworkError(
+                    f"{self.repo_id}: cannot reach {endpoint} ({redact(exc.last_error)}); gave up {budget}{self.cache_hint()}"
+                )
+            return NetworkError(f"{self.repo_id}: timed out: no complete answer from {endpoint} {budget}{self.cache_hint()}")
         if isinstance(exc, hf.LocalEntryNotFoundError):
             cause = exc.__cause__
             if cause is not None and not isinstance(cause, hf.LocalEntryNotFoundError):
@@ -513,7 +526,7 @@ class _HubContext:
             text = str(exc)
             if "Timeout" in name:
                 what = f"timed out talking to {endpoint}"
-            elif "complete message body" in text or "incomplete" in text.lower():
+            elif is_incomplete_body(exc):
                 what = f"{endpoint} sent an incomplete (truncated) response"
             elif name == "ConnectError" and ("Name or service" in text or "nodename" in text or "resolv" in text):
                 what = f"cannot resolve the host of {endpoint} (DNS)"

@@ -16,7 +16,9 @@ Nothing here knows about hfmem's errors; ``fetch._HubContext.guard`` translates 
 from __future__ import annotations
 
 import contextvars
+import logging
 import random
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -44,12 +46,60 @@ DEFAULT_POLICY = RetryPolicy()
 
 
 class DeadlineExceeded(Exception):
-    """The operation (all its attempts) did not finish within the deadline."""
+    """The operation (all its attempts) did not finish within the deadline.
 
-    def __init__(self, seconds: float, attempts: int):
+    ``last_client_message`` is the last retry warning huggingface_hub logged inside the abandoned attempt (it
+    retries some failures itself, with sleeps of its own), so the error can say what was really going on:
+    ``last_status`` (e.g. 500) or ``last_error`` (e.g. "[Errno 111] Connection refused").
+    """
+
+    def __init__(self, seconds: float, attempts: int, last_client_message: str | None = None):
         super().__init__(f"no answer within {seconds:g} s")
         self.seconds = seconds
         self.attempts = attempts
+        self.last_client_message = last_client_message
+        self.last_status: int | None = None
+        self.last_error: str | None = None
+        if last_client_message:
+            m = _STATUS_MSG_RE.search(last_client_message)
+            if m:
+                self.last_status = int(m.group(1))
+            m = _ERROR_MSG_RE.search(last_client_message)
+            if m and self.last_status is None:
+                self.last_error = (m.group(1) or m.group(2) or "").strip()[:160] or None
+
+
+_STATUS_MSG_RE = re.compile(r"HTTP Error (\d{3}) thrown")
+_ERROR_MSG_RE = re.compile(r"^'(.+)' thrown while requesting|^Error while downloading from \S+: (.+)", re.S)
+
+
+# -- huggingface_hub's own retry warnings -------------------------------------------------------------------------
+# The client logs "Retrying in 1s" etc. to stderr for its internal retries. Inside hfmem's Hub calls these are
+# captured (for DeadlineExceeded) and kept off stderr, which carries one line per error; --debug shows them.
+_CLIENT_LOGGERS = ("huggingface_hub.utils._http", "huggingface_hub.file_download")
+_ours: dict[int, str | None] = {}  # thread ident of a running attempt -> last client warning in it
+_ours_lock = threading.Lock()
+show_client_logs = False  # set by the CLI's --debug
+
+
+class _CaptureClientLogs(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        with _ours_lock:
+            if record.thread not in _ours:
+                return True  # not an hfmem call: leave it alone
+            if record.levelno >= logging.WARNING and not record.getMessage().startswith("Retrying in"):
+                _ours[record.thread] = record.getMessage()[:400]
+        return show_client_logs
+
+
+_capture = _CaptureClientLogs()
+
+
+def _install_capture() -> None:
+    for name in _CLIENT_LOGGERS:
+        logger = logging.getLogger(name)
+        if _capture not in logger.filters:
+            logger.addFilter(_capture)
 
 
 def status_of(exc: BaseException) -> int | None:
@@ -94,31 +144,52 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, (ConnectionError, TimeoutError))
 
 
+def is_incomplete_body(exc: BaseException) -> bool:
+    """A response cut short (Content-Length not reached), as opposed to a connection dropped before answering."""
+    text = str(exc)
+    return "complete message body" in text or "incomplete" in text.lower()
+
+
+def transient_for_downloads(exc: BaseException) -> bool:
+    """For hf_hub_download, which already resumes a cut-short body 5 times itself: do not multiply that."""
+    return is_transient(exc) and not is_incomplete_body(exc)
+
+
 def _run_bounded(fn: Callable[[], T], seconds: float) -> T:
     """Run fn in a daemon thread; raise TimeoutError if it has not returned after `seconds`."""
+    _install_capture()
     done = threading.Event()
     box: dict[str, Any] = {}
     ctx = contextvars.copy_context()
 
     def target() -> None:
+        ident = threading.get_ident()
+        with _ours_lock:
+            _ours[ident] = None
         try:
             box["value"] = ctx.run(fn)
         except BaseException as exc:  # handed to the caller
             box["error"] = exc
         finally:
+            with _ours_lock:
+                box["last"] = _ours.pop(ident, None)
             done.set()
 
     # A daemon, so an abandoned (stalled) attempt never keeps the process alive at exit.
-    threading.Thread(target=target, name="hfmem-hub-call", daemon=True).start()
+    thread = threading.Thread(target=target, name="hfmem-hub-call", daemon=True)
+    thread.start()
     if not done.wait(max(seconds, 0.0)):
-        raise _Abandoned()
+        with _ours_lock:
+            raise _Abandoned(_ours.get(thread.ident) if thread.ident is not None else None)
     if "error" in box:
         raise box["error"]
     return box["value"]
 
 
 class _Abandoned(Exception):
-    pass
+    def __init__(self, last: str | None):
+        super().__init__(last)
+        self.last = last
 
 
 def call_with_retries(
@@ -145,8 +216,8 @@ def call_with_retries(
             raise DeadlineExceeded(deadline_s, attempt - 1)
         try:
             return _run_bounded(fn, remaining)
-        except _Abandoned:
-            raise DeadlineExceeded(deadline_s, attempt) from None
+        except _Abandoned as abandoned:
+            raise DeadlineExceeded(deadline_s, attempt, abandoned.last) from None
         except Exception as exc:
             _mark(exc, attempt)
             if attempt >= policy.attempts or not retryable(exc):
