@@ -66,6 +66,15 @@ def parse_header_bytes(raw: bytes, file: str) -> FileHeader:
     return validate_header(obj, file)
 
 
+def parse_file_bytes(data: bytes, file: str, file_size: int | None = None) -> FileHeader:
+    """Parse a header from the first bytes of a safetensors file (8-byte prefix + JSON; the rest is ignored)."""
+    length = header_length(data[:8], file, file_size)
+    raw = data[8 : 8 + length]
+    if len(raw) < length:
+        raise MalformedHeader(f"{file}: header truncated ({len(raw)} of {length} bytes)")
+    return parse_header_bytes(raw, file)
+
+
 def read_local_header(path: Path, file: str | None = None) -> FileHeader:
     """Read only the first 8 + N bytes of a local safetensors file."""
     name = file or path.name
