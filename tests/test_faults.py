@@ -83,7 +83,7 @@ def test_transient_classification():
 # ----------------------------------------------------------------------------------------- faults through the Hub
 
 
-def test_twenty_percent_5xx_and_drops_still_give_exact_answers(hub_env, stub_repo):
+def test_twenty_percent_5xx_and_drops_still_give_exact_answers(hub_env, stub_repo, caplog):
     hub_env._rng.seed(1234)  # LocalHub's seed-0 stream starts with a long run of no faults
     refs = []
     for i in range(24):
@@ -100,6 +100,8 @@ def test_twenty_percent_5xx_and_drops_still_give_exact_answers(hub_env, stub_rep
     assert injected.count("500") >= 3 and injected.count("drop") >= 3, injected  # the faults really happened
     per_repo = len(hub_env.requests) / len(refs)
     assert per_repo < 8, "retries are bounded"
+    # The client's own "Retrying in 1s" warnings stay off stderr (one line per error is the contract).
+    assert [r for r in caplog.records if r.name.startswith("huggingface_hub")] == []
 
 
 def test_persistent_5xx_is_a_server_error_after_bounded_retries(hub_env, stub_repo):

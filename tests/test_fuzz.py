@@ -397,3 +397,42 @@ def test_deeply_nested_json_is_a_clear_error():
             load_json_text(text, "config.json")
     with pytest.raises(MalformedHeader):
         parse_header_bytes(b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "model.safetensors")
+
+
+# ------------------------------------------------------------------------------ hostile headers served by the Hub
+
+_HOSTILE = {
+    "length_too_big": (200_000_000).to_bytes(8, "little") + b"{}",
+    "not_json": b"\x10\0\0\0\0\0\0\0{not json at all",
+    "not_object": b"\x04\0\0\0\0\0\0\0[{}]",
+    "entry_not_object": b'\x0c\0\0\0\0\0\0\0{"w": [1,2]}',
+    "missing_dtype": header_bytes([("w", "F16", [4])]).replace(b'"dtype":"F16",', b""),
+    "negative_dim": b"",  # filled below
+    "offsets_mismatch": header_bytes([("w", "F16", [4]), ("v", "F16", [4])]).replace(b"[8,16]", b"[8,17]"),
+    "short_file": header_bytes([("w", "F16", [4])])[:12],
+}
+_neg = b'{"w":{"dtype":"F16","shape":[-4],"data_offsets":[0,8]}}'
+_HOSTILE["negative_dim"] = struct.pack("<Q", len(_neg)) + _neg
+
+
+@pytest.mark.parametrize("kind", sorted(_HOSTILE))
+def test_hostile_headers_from_the_hub_are_clear_errors(hub_env, tmp_path, kind):
+    from hub_server import RepoSpec
+
+    folder = tmp_path / kind
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(load_config("Qwen/Qwen2-0.5B-Instruct")))
+    (folder / "model-00001-of-00001.safetensors").write_bytes(_HOSTILE[kind])
+    index = {"metadata": {}, "weight_map": {"w": "model-00001-of-00001.safetensors"}}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    spec = RepoSpec(root=folder)
+    spec.revisions["v1"] = ("c" * 40, folder)
+    hub_env.add_repo("evil/model", spec)
+    import hfmem
+
+    for revision in (None, "v1"):  # main: the one-shot endpoint (or its fallback); v1: range requests
+        with pytest.raises(MalformedHeader) as info:
+            hfmem.analyze("evil/model", revision=revision, timeout=30)
+        assert "model-00001-of-00001.safetensors" in info.value.message or "safetensors" in info.value.message
+        if kind == "missing_dtype":
+            assert "'dtype'" in info.value.message

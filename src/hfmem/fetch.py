@@ -374,7 +374,10 @@ class _HubContext:
                 return None  # a hub (or mirror) without the endpoint
             raise
         except (KeyError, TypeError, AttributeError, ValueError) as exc:  # the client's parsing of a hostile answer
-            raise MalformedHeader(f"{self.repo_id}: unreadable safetensors-metadata answer ({type(exc).__name__})") from None
+            raise MalformedHeader(
+                f"{self.repo_id}: a shard header in the safetensors-metadata answer is not a valid header object "
+                f"({type(exc).__name__})"
+            ) from None
         headers = [_from_hub_file_metadata(name, fm) for name, fm in sorted(meta.files_metadata.items())]
         return headers, meta.metadata
 
@@ -413,7 +416,7 @@ class _HubContext:
                 )
             )
         except SafetensorsParsingError as exc:
-            raise MalformedHeader(f"{filename}: {str(exc)[:200]}") from None
+            raise MalformedHeader(f"{filename}: {_parsing_reason(exc)}") from None
         except (KeyError, TypeError, AttributeError, ValueError) as exc:  # the client's parsing of a hostile header
             raise MalformedHeader(f"{filename}: safetensors header is not a valid header object ({type(exc).__name__})") from None
         return _from_hub_file_metadata(filename, fm)
@@ -545,6 +548,17 @@ class _HubContext:
         if constants.HF_HUB_OFFLINE or cached_snapshot(self.repo_id, self.revision) is None:
             return ""
         return "; the model is in the local cache: set HF_HUB_OFFLINE=1 to use it"
+
+
+def _parsing_reason(exc: Exception) -> str:
+    """The reason in huggingface_hub's "Failed to parse safetensors header for 'f' (repo ...): REASON. Please ..."."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    reason = text.split("): ", 1)[1] if "): " in text else text
+    reason = reason.split(". Please", 1)[0].rstrip(".")[:200]
+    cause = exc.__cause__
+    if isinstance(cause, KeyError) and cause.args:
+        reason += f" (a tensor entry has no {str(cause.args[0])[:40]!r})"
+    return reason
 
 
 def _error_code(exc: Exception) -> str | None:
