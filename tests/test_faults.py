@@ -123,7 +123,7 @@ def test_stalled_server_times_out_within_the_configured_time(hub_env, stub_repo,
     with pytest.raises(errors.NetworkError, match=r"timed out.*within 1.5 s"):
         hfmem.analyze(QWEN, timeout=1.5)
     elapsed = time.monotonic() - start
-    assert 1.4 < elapsed < 1.5 + 1.0, elapsed
+    assert 1.4 < elapsed < 1.5 + 3.0, elapsed  # slack for a loaded CI machine; the client alone would take 60 s+
 
 
 def test_stall_through_the_cli_default_timeout_from_env(hub_env, stub_repo, cli):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,17 @@ from .errors import (
     redact,
 )
 from .header import FileHeader, parse_header_bytes, read_local_header, validate_header
-from .retry import DeadlineExceeded, attempts_of, call_with_retries, is_incomplete_body, is_transient, status_of, transient_for_downloads
+from .retry import (
+    DeadlineExceeded,
+    attempts_of,
+    call_with_retries,
+    is_incomplete_body,
+    is_transient,
+    retry_after,
+    status_of,
+    transient_for_downloads,
+    transient_not_timeout,
+)
 
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
@@ -343,9 +354,34 @@ class _HubContext:
         self.token_sent = bool(token) or _has_saved_token()
 
     def call(self, fn: Callable[[], T], download: bool = False) -> T:
-        """One Hub operation, retried on transient failures, all within the --timeout deadline (see retry.py)."""
-        retryable = transient_for_downloads if download else is_transient
-        return call_with_retries(fn, deadline_s=self.timeout, retryable=retryable)
+        """One Hub operation, retried on transient failures (see retry.py).
+
+        Downloads (config.json, index files: small) go through hf_hub_download, which after a failed HEAD retries
+        on its own with a 60 s timeout: they get a wall-clock deadline of --timeout, retries included. API calls
+        (headers) pass --timeout to the client as its read timeout, so silence for that long raises at once (and is
+        not retried); their wall-clock cap is generous, so a large answer on a slow link still arrives.
+        """
+        # A 429's Retry-After is waited out when it is no longer than --timeout, else reported at once.
+        if download:
+            return call_with_retries(
+                fn, deadline_s=self.timeout, retryable=transient_for_downloads, max_retry_after_s=self.timeout
+            )
+        started = [time.monotonic()]
+
+        def attempt() -> T:
+            started[0] = time.monotonic()
+            return fn()
+
+        def retryable(exc: BaseException) -> bool:
+            # A timeout that took (most of) --timeout was a stall: report it. One raised early (a pool or connect
+            # hiccup) is transient like any other.
+            if transient_not_timeout(exc):
+                return True
+            return is_transient(exc) and time.monotonic() - started[0] < 0.5 * self.timeout
+
+        return call_with_retries(
+            attempt, deadline_s=max(60.0, 10 * self.timeout), retryable=retryable, max_retry_after_s=self.timeout
+        )
 
     # -- calls ------------------------------------------------------------------------------------------------
     def download_config(self) -> str:
@@ -510,10 +546,11 @@ class _HubContext:
         if isinstance(exc, hf.HfHubHTTPError) or status is not None:
             status = status or 0
             if status == 429:
-                return RateLimited(
-                    f"{self.repo_id}: rate limited by {endpoint} (HTTP 429{after}, Retry-After honoured); "
-                    f"try again later{self.cache_hint()}"
-                )
+                asked = retry_after(exc)
+                when = f"the Hub asks to retry after {asked:g} s" if asked is not None else "try again later"
+                if asked is not None and asked > self.timeout:
+                    when += f" (longer than --timeout {self.timeout:g} s, so hfmem did not wait)"
+                return RateLimited(f"{self.repo_id}: rate limited by {endpoint} (HTTP 429{after}); {when}{self.cache_hint()}")
             if status >= 500:
                 return ServerError(f"{self.repo_id}: {endpoint} answered HTTP {status}{after}{self.cache_hint()}")
             if status in (401, 403):
@@ -528,7 +565,10 @@ class _HubContext:
             name = type(exc).__name__
             text = str(exc)
             if "Timeout" in name:
-                what = f"timed out talking to {endpoint}"
+                what = (
+                    f"timed out: no answer from {endpoint} within {self.timeout:g} s "
+                    "(--timeout, default HF_HUB_DOWNLOAD_TIMEOUT)"
+                )
             elif is_incomplete_body(exc):
                 what = f"{endpoint} sent an incomplete (truncated) response"
             elif name == "ConnectError" and ("Name or service" in text or "nodename" in text or "resolv" in text):

@@ -150,6 +150,15 @@ def is_incomplete_body(exc: BaseException) -> bool:
     return "complete message body" in text or "incomplete" in text.lower()
 
 
+def is_timeout(exc: BaseException) -> bool:
+    return "Timeout" in type(exc).__name__ or isinstance(exc, TimeoutError)
+
+
+def transient_not_timeout(exc: BaseException) -> bool:
+    """For calls whose client timeout is --timeout itself: a timeout already took the whole budget."""
+    return is_transient(exc) and not is_timeout(exc)
+
+
 def transient_for_downloads(exc: BaseException) -> bool:
     """For hf_hub_download, which already resumes a cut-short body 5 times itself: do not multiply that."""
     return is_transient(exc) and not is_incomplete_body(exc)
@@ -200,6 +209,7 @@ def call_with_retries(
     retryable: Callable[[BaseException], bool] = is_transient,
     sleep: Callable[[float], None] = time.sleep,
     on_retry: Callable[[int, BaseException, float], None] | None = None,
+    max_retry_after_s: float | None = None,
 ) -> T:
     """fn(), retried on transient errors; all attempts and waits within deadline_s seconds.
 
@@ -208,6 +218,7 @@ def call_with_retries(
     attempt is still running at the deadline.
     """
     end = time.monotonic() + deadline_s
+    longest_asked = policy.max_retry_after_s if max_retry_after_s is None else max_retry_after_s
     attempt = 0
     while True:
         attempt += 1
@@ -223,7 +234,7 @@ def call_with_retries(
             if attempt >= policy.attempts or not retryable(exc):
                 raise
             asked = retry_after(exc) if status_of(exc) in (429, 503) else None
-            if asked is not None and asked > policy.max_retry_after_s:
+            if asked is not None and asked > longest_asked:
                 raise
             wait = asked if asked is not None else policy.backoff(attempt)
             if time.monotonic() + wait >= end:
