@@ -427,8 +427,8 @@ class _HubContext:
                 lambda: hf_hub_download(
                     self.repo_id, INDEX_FILE, revision=revision, token=self.token, etag_timeout=self.timeout
                 ),
-            download=True,
-             )
+                download=True,
+            )
             index = load_json_text(read_bounded(Path(index_path)), INDEX_FILE, MalformedHeader)
             shards = _index_shards(index, INDEX_FILE)
         except EntryNotFoundError:
@@ -469,8 +469,8 @@ class _HubContext:
                     lambda: hf_hub_download(
                         self.repo_id, "pytorch_model.bin.index.json", revision=revision, token=self.token
                     ),
-            download=True,
-                 )
+                    download=True,
+                )
                 approx = _approximate_from_bin_index(read_bounded(Path(path)), "pytorch_model.bin.index.json")
             err = _no_safetensors(self.repo_id, approx)
             if any(n.endswith(".gguf") for n in names):

@@ -7,8 +7,9 @@ it retries with a 60 s timeout of its own (``file_download._ETAG_RETRY_TIMEOUT``
 * transient failures (HTTP 408/429/5xx, dropped or refused connections, DNS failures, timeouts, truncated bodies)
   are retried up to ``RetryPolicy.attempts`` times, with exponential backoff and jitter; a 429's ``Retry-After`` is
   honoured (the wait is exactly what the server asked, when it fits);
-* every attempt and wait fits in one deadline (``--timeout``): each attempt runs in a daemon thread and is abandoned
-  when the deadline passes, so a stalled server gives ``DeadlineExceeded`` on time whatever the client does.
+* every attempt and wait fits in one wall-clock deadline: each attempt runs in a daemon thread and is abandoned
+  when the deadline passes, so a stalled server gives ``DeadlineExceeded`` on time whatever the client does
+  (fetch.py picks the deadline and what is retryable per kind of call).
 
 Nothing here knows about hfmem's errors; ``fetch._HubContext.guard`` translates what comes out.
 """
