@@ -30,7 +30,13 @@ FROM_HEADERS = [
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "openai/gpt-oss-20b", "unsloth/gpt-oss-20b-BF16",
     "google/gemma-4-31B-it", "moonshotai/Kimi-K2-Instruct", "moonshotai/Kimi-Linear-48B-A3B-Instruct",
     "zai-org/GLM-4.7-Flash", "MiniMaxAI/MiniMax-M2.5",
+    # quantized / MoE / composite checkpoints for tests/test_quant.py and tests/test_moe.py (all < 100k tensors)
+    "Qwen/Qwen3-32B", "Qwen/Qwen3-30B-A3B-Thinking-2507-FP8", "zai-org/GLM-4.5-FP8", "MiniMaxAI/MiniMax-M3-MXFP8",
+    "deepseek-ai/DeepSeek-V4-Flash", "Qwen/Qwen3-Omni-30B-A3B-Instruct",
 ]
+# Real inventories too large to keep whole (> 100k tensors): only the tensors outside numbered layers and those of
+# the first N layers are kept (the inventory says "truncated_to_layers": N); tests compare them layer for layer.
+TRUNCATED = {"moonshotai/Kimi-K2.5": 3, "moonshotai/Kimi-K3": 3}
 # Config-only in shared/: inventories derived from transformers' meta-device models.
 DERIVED = {
     "openai-community/gpt2": "AutoModelForCausalLM",
@@ -45,8 +51,23 @@ DERIVED = {
     "tiiuae/falcon-7b-instruct": "AutoModelForCausalLM",
     "Qwen/Qwen2.5-VL-7B-Instruct": "AutoModelForImageTextToText",
     "openai/whisper-large-v3": "AutoModelForSpeechSeq2Seq",
+    "openai/gpt-oss-120b": "AutoModelForCausalLM",
 }
+# Derived inventories are of the unquantized model: their config copy drops quantization_config (noted in the
+# inventory's "config_edits") so the fixture is not a config that contradicts its tensors.
 STUB_FOLDERS = ["Qwen/Qwen2-7B-Instruct"]
+# Config-only fixtures (no inventory): used by the KV-cache tests (tests/test_kv_truth.py, tests/test_kv_vllm.py).
+CONFIG_ONLY = ["nvidia/Nemotron-H-56B-Base-8K", "Qwen/Qwen3-235B-A22B"]  # gpt-oss-120b is in DERIVED
+
+
+def copy_configs(repos: list[str]) -> None:
+    out_cfg = ROOT / "fixtures" / "configs"
+    for repo in repos:
+        cfg_dir = out_cfg / repo
+        cfg_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SHARED / repo / "config.json", cfg_dir / "config.json")
+        shutil.copy(SHARED / repo / "SOURCE.json", cfg_dir / "SOURCE.json")
+        print(f"{repo}: config only")
 
 
 def _shard_evenly(tensors: list[list], n_files: int) -> None:
@@ -100,20 +121,51 @@ def inventory_derived(repo: str, auto_class: str) -> dict:
     return {"derived": True, "derived_with": f"transformers {transformers.__version__} {auto_class} on meta", "tensors": tensors}
 
 
+def inventory_truncated(repo: str, keep_layers: int) -> dict:
+    import re
+
+    layer_re = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+    inv = inventory_from_header(repo)
+    kept = []
+    for t in inv["tensors"]:
+        m = layer_re.search(t[0])
+        if m is None or int(m.group(1)) < keep_layers:
+            kept.append(t)
+    return {"derived": False, "truncated_to_layers": keep_layers, "tensors": kept}
+
+
+def write_inventory(out_inv: Path, repo: str, inv: dict) -> None:
+    dest = out_inv / f"{repo}.json.gz"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.GzipFile(dest, "wb", mtime=0) as fh:
+        fh.write(json.dumps(inv, separators=(",", ":")).encode())
+
+
 def main() -> None:
     out_inv = ROOT / "fixtures" / "inventories"
     out_cfg = ROOT / "fixtures" / "configs"
-    for repo in FROM_HEADERS + list(DERIVED):
-        inv = inventory_from_header(repo) if repo in FROM_HEADERS else inventory_derived(repo, DERIVED[repo])
-        dest = out_inv / f"{repo}.json.gz"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with gzip.GzipFile(dest, "wb", mtime=0) as fh:
-            fh.write(json.dumps(inv, separators=(",", ":")).encode())
+    for repo in FROM_HEADERS + list(TRUNCATED) + list(DERIVED):
+        if repo in FROM_HEADERS:
+            inv = inventory_from_header(repo)
+        elif repo in TRUNCATED:
+            inv = inventory_truncated(repo, TRUNCATED[repo])
+        else:
+            inv = inventory_derived(repo, DERIVED[repo])
+        config = json.loads((SHARED / repo / "config.json").read_text())
+        if inv["derived"] and "quantization_config" in config:
+            config.pop("quantization_config")
+            inv["config_edits"] = ["removed quantization_config: the derived inventory is the unquantized model"]
+        write_inventory(out_inv, repo, inv)
         cfg_dir = out_cfg / repo
         cfg_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copy(SHARED / repo / "config.json", cfg_dir / "config.json")
+        if inv.get("config_edits"):
+            (cfg_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        else:
+            shutil.copy(SHARED / repo / "config.json", cfg_dir / "config.json")
         shutil.copy(SHARED / repo / "SOURCE.json", cfg_dir / "SOURCE.json")
         print(f"{repo}: {len(inv['tensors'])} tensors{' (derived)' if inv['derived'] else ''}")
+    copy_configs(CONFIG_ONLY)
+    make_quant_stubs(out_inv, out_cfg)
     for repo in STUB_FOLDERS:
         inv = json.loads(gzip.open(out_inv / f"{repo}.json.gz").read())
         dest = ROOT / "fixtures" / "models" / repo
@@ -125,6 +177,122 @@ def main() -> None:
     src = SHARED / "sentence-transformers" / "all-MiniLM-L6-v2"
     shutil.copy(src / "model.safetensors.header-only", mini / "model.safetensors")
     shutil.copy(src / "config.json", mini / "config.json")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Quantized stubs of a tiny Llama, for layouts no checkpoint in shared/ has (GPTQ, bitsandbytes).
+
+STUB_ORG = "hfmem-stubs"
+TINY_LLAMA = {
+    "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 128, "intermediate_size": 352,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000,
+    "max_position_embeddings": 256, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+}
+# GPTQ needs in_features % 32 == 0 for 3-bit packing (auto_gptq QuantLinear packs 32 rows into 3 words): 352 = 11 * 32.
+GPTQ_VARIANTS = [(4, 32, False), (4, -1, False), (3, 32, True), (2, 64, False), (8, 32, True)]
+AWQ_VARIANTS = [(4, 32)]
+
+
+def _tiny_llama():
+    import torch
+    import transformers
+
+    cfg = transformers.LlamaConfig(**{k: v for k, v in TINY_LLAMA.items() if k not in ("model_type", "architectures")})
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16)
+    return model, sum(p.numel() for p in model.parameters())
+
+
+def _write_stub(out_inv: Path, out_cfg: Path, name: str, tensors: list, config: dict, source: dict) -> None:
+    repo = f"{STUB_ORG}/{name}"
+    write_inventory(out_inv, repo, {"derived": True, "derived_with": source["generated_with"], "tensors": tensors})
+    cfg_dir = out_cfg / repo
+    cfg_dir.mkdir(parents=True, exist_ok=True)
+    (cfg_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    (cfg_dir / "SOURCE.json").write_text(json.dumps({"repo_id": repo} | source, indent=1) + "\n")
+    print(f"{repo}: {len(tensors)} tensors (generated)")
+
+
+def _linear_names(model) -> list[str]:
+    import torch
+
+    return [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and not n.endswith("lm_head")]
+
+
+def make_quant_stubs(out_inv: Path, out_cfg: Path) -> None:
+    import math
+
+    import torch
+
+    model, n_params = _tiny_llama()
+    base = [[k, "BF16", list(v.shape), "model.safetensors"] for k, v in model.state_dict().items()]
+    measured = {"unquantized_parameters": n_params, "measured_with": "sum(p.numel() for p in LlamaForCausalLM.parameters())"}
+    _write_stub(out_inv, out_cfg, "tiny-llama", base, TINY_LLAMA, measured | {"generated_with": "transformers LlamaForCausalLM state_dict"})
+    linears = {n: m for n, m in model.named_modules() if n in set(_linear_names(model))}
+
+    def packed(layout: str, bits: int, group: int) -> list:
+        out = []
+        for k, v in model.state_dict().items():
+            stem = k[: -len(".weight")]
+            if stem not in linears or not k.endswith(".weight"):
+                out.append([k, "BF16", list(v.shape), "model.safetensors"])
+                continue
+            o, i = v.shape
+            g = i if group == -1 else group
+            if layout == "gptq":  # auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py QuantLinear.__init__
+                out += [[stem + ".qweight", "I32", [i // 32 * bits, o], "model.safetensors"],
+                        [stem + ".qzeros", "I32", [math.ceil(i / g), o // 32 * bits], "model.safetensors"],
+                        [stem + ".scales", "F16", [math.ceil(i / g), o], "model.safetensors"],
+                        [stem + ".g_idx", "I32", [i], "model.safetensors"]]
+            else:  # AutoAWQ WQLinear_GEMM: packed along out_features
+                out += [[stem + ".qweight", "I32", [i, o // (32 // bits)], "model.safetensors"],
+                        [stem + ".qzeros", "I32", [i // g, o // (32 // bits)], "model.safetensors"],
+                        [stem + ".scales", "F16", [i // g, o], "model.safetensors"]]
+        return out
+
+    for bits, group, desc_act in GPTQ_VARIANTS:
+        qc = {"quant_method": "gptq", "bits": bits, "group_size": group, "desc_act": desc_act, "sym": True,
+              "checkpoint_format": "gptq"}
+        _write_stub(out_inv, out_cfg, f"tiny-llama-gptq-{bits}bit-g{group}", packed("gptq", bits, group),
+                    TINY_LLAMA | {"quantization_config": qc},
+                    measured | {"generated_with": "AutoGPTQ QuantLinear buffer shapes (qlinear_cuda_old.py), formula"})
+    for bits, group in AWQ_VARIANTS:
+        qc = {"quant_method": "awq", "bits": bits, "group_size": group, "version": "gemm", "zero_point": True}
+        _write_stub(out_inv, out_cfg, f"tiny-llama-awq-{bits}bit-g{group}", packed("awq", bits, group),
+                    TINY_LLAMA | {"quantization_config": qc},
+                    measured | {"generated_with": "AutoAWQ WQLinear_GEMM buffer shapes, formula"})
+    try:
+        import bitsandbytes as bnb
+    except ImportError:
+        print("bitsandbytes not importable: bitsandbytes stubs kept as committed")
+        return
+    st = {torch.uint8: "U8", torch.int8: "I8", torch.bfloat16: "BF16", torch.float32: "F32", torch.float16: "F16"}
+    variants = [("nf4", True, torch.uint8), ("fp4", False, torch.uint8), ("nf4", True, torch.bfloat16), ("int8", None, None)]
+    for quant_type, double, storage in variants:
+        qmodel, _ = _tiny_llama()
+        for name in _linear_names(qmodel):
+            parent_name, _, child = name.rpartition(".")
+            parent = qmodel.get_submodule(parent_name)
+            lin = getattr(parent, child)
+            if quant_type == "int8":
+                new = bnb.nn.Linear8bitLt(lin.in_features, lin.out_features, bias=lin.bias is not None, has_fp16_weights=False)
+            else:
+                new = bnb.nn.Linear4bit(lin.in_features, lin.out_features, bias=lin.bias is not None,
+                                        compute_dtype=torch.bfloat16, compress_statistics=double,
+                                        quant_type=quant_type, quant_storage=storage)
+            new.load_state_dict(lin.state_dict())
+            setattr(parent, child, new.to("cpu"))  # moving to a device quantizes (bitsandbytes CPU backend)
+        tensors = [[k, st[v.dtype], list(v.shape), "model.safetensors"] for k, v in qmodel.state_dict().items()]
+        if quant_type == "int8":
+            qc = {"quant_method": "bitsandbytes", "load_in_8bit": True, "load_in_4bit": False}
+            name = "tiny-llama-bnb-int8"
+        else:
+            qc = {"quant_method": "bitsandbytes", "load_in_4bit": True, "load_in_8bit": False,
+                  "bnb_4bit_quant_type": quant_type, "bnb_4bit_use_double_quant": double,
+                  "bnb_4bit_compute_dtype": "bfloat16", "bnb_4bit_quant_storage": str(storage).replace("torch.", "")}
+            name = f"tiny-llama-bnb-{quant_type}{'-dq' if double else ''}-{st[storage].lower()}"
+        _write_stub(out_inv, out_cfg, name, tensors, TINY_LLAMA | {"quantization_config": qc},
+                    measured | {"generated_with": f"bitsandbytes {bnb.__version__} Linear4bit/Linear8bitLt quantized on CPU, state_dict shapes"})
 
 
 if __name__ == "__main__":

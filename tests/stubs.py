@@ -72,3 +72,24 @@ def load_config(repo_id: str) -> dict[str, Any]:
 def fixture_repo_ids() -> list[str]:
     root = FIXTURES / "inventories"
     return sorted(str(p.relative_to(root))[: -len(".json.gz")] for p in root.glob("*/*.json.gz"))
+
+
+def model_files(repo_id: str, config: dict[str, Any] | None = None, tensors: list | None = None):
+    """An in-memory ``ModelFiles`` for a fixture inventory (no stub files written): for large inventories and for
+    variants with an edited config or tensor list. Shapes and byte sizes are validated like a real header."""
+    from hfmem.fetch import ModelFiles
+    from hfmem.header import validate_header
+
+    tensors = load_inventory(repo_id)["tensors"] if tensors is None else tensors
+    shards: dict[str, dict[str, Any]] = {}
+    offsets: dict[str, int] = {}
+    for name, dtype, shape, file in tensors:
+        numel = 1
+        for d in shape:
+            numel *= d
+        size = numel * DTYPE_BITS[dtype] // 8
+        start = offsets.get(file, 0)
+        shards.setdefault(file, {})[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [start, start + size]}
+        offsets[file] = start + size
+    headers = [validate_header(obj, file) for file, obj in shards.items()]
+    return ModelFiles(repo_id, None, "local", load_config(repo_id) if config is None else config, headers)

@@ -8,6 +8,7 @@ from typing import Any
 from .architecture import Architecture, build_architecture
 from .fetch import ModelFiles, looks_local, read_hub, read_local
 from .inventory import CountedTensor, Parameters, count_tensors, summarize
+from .moe import summarize_moe
 from .validate import check_config
 
 
@@ -52,16 +53,20 @@ def analyze_files(files: ModelFiles) -> Report:
     arch, arch_notes = build_architecture(files.config, entries)
     counted, scheme, tie_notes = count_tensors(files.headers, files.config, arch.num_layers, arch.tie_word_embeddings)
     params = summarize(counted, scheme, tie_notes)
-    warnings = list(files.warnings) + config_warnings + [w for h in files.headers for w in h.warnings]
+    warnings = list(files.warnings) + config_warnings + [w for h in files.headers for w in h.warnings] + params.warnings
     notes = list(arch_notes) + params.notes
-    if scheme is not None and scheme.method.startswith("gptq-or-awq"):
-        warnings.append("quantized tensors found without quantization_config: logical count assumes 4-bit packing")
+    moe = summarize_moe(counted, arch, params.inference_loaded if params.inference_loaded is not None else params.total, files.config)
+    if moe is not None:
+        params.active = moe.active
+        params.moe = moe.to_dict()
+        warnings.extend(moe.warnings)
     if params.by_component.get("mtp"):
         notes.append(
             f"{params.by_component['mtp']:,} parameters are multi-token-prediction layers: counted in total "
-            "(the Hub's convention) but not loaded by transformers for inference"
+            f"(the Hub's convention) but not built by transformers for inference; inference_loaded = "
+            f"{params.inference_loaded:,} (vLLM loads them only for MTP speculative decoding)"
         )
-    return Report(
+    report = Report(
         repo=files.repo,
         revision=files.revision,
         source=files.source,
@@ -71,21 +76,82 @@ def analyze_files(files: ModelFiles) -> Report:
         notes=notes,
         tensors=counted,
     )
+    return report
 
 
-def analyze(ref: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None) -> Report:
+def attach_sections(
+    report: Report,
+    *,
+    ctx: str | int | list[int] | None = None,
+    batch: int = 1,
+    kv_dtype: str = "auto",
+    engine: str = "vllm",
+    encoder_len: int | None = None,
+    precision: str = "auto",
+    gpu: str | None = None,
+    gpus: int = 1,
+    gpu_util: float | None = None,
+    overhead: str | int | None = None,
+    max_batched_tokens: int | None = None,
+    device: str = "cuda",
+) -> Report:
+    """Add the memory sections to a report: KV cache (when ``ctx`` is given), weights per precision, the inference
+    plan (fit, longest context, concurrency) and download size. The CLI calls exactly this, so its JSON is
+    ``report.to_dict()``."""
+    from .gpus import parse_size, resolve_gpu
+    from .kvcache import kv_section, parse_context, stored_float_dtype
+    from .planner import attach
+
+    contexts = None
+    if ctx is not None:
+        contexts = list(ctx) if isinstance(ctx, (list, tuple)) else parse_context(ctx, report.architecture)
+        report.extra["kv_cache"] = kv_section(
+            report.architecture, contexts, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len,
+            weights_dtype=stored_float_dtype(report.parameters.by_dtype),
+        )
+    planner_kwargs: dict[str, Any] = dict(
+        engine=engine, device=device, tp=gpus, kv_dtype=kv_dtype, max_batched_tokens=max_batched_tokens,
+        encoder_len=encoder_len,
+    )
+    if gpu_util is not None:
+        planner_kwargs["gpu_util"] = gpu_util
+    if overhead is not None:
+        planner_kwargs["overhead"] = overhead if isinstance(overhead, int) else (
+            0 if str(overhead).strip() in ("0", "0GB", "0GiB") else parse_size(str(overhead))
+        )
+    attach(
+        report, precision=precision, context=max(contexts) if contexts else None, batch=batch,
+        gpu=resolve_gpu(gpu) if gpu else None, **planner_kwargs,
+    )
+    return report
+
+
+def analyze(
+    ref: str,
+    ctx: str | int | list[int] | None = None,
+    batch: int = 1,
+    revision: str | None = None,
+    token: str | bool | None = None,
+    timeout: float | None = None,
+    **options: Any,
+) -> Report:
     """Analyse a model without downloading its weights.
 
-    >>> report = analyze("fixtures/models/Qwen/Qwen2-7B-Instruct")  # doctest: +SKIP
-    >>> report.parameters.total
-    7615616512
+    ``ref`` is a Hub repo id, a local folder or a cached snapshot; ``ctx`` (e.g. 32768, "32k", "4k,32k", "max")
+    adds the KV cache; other keyword options are those of :func:`attach_sections` (kv_dtype, engine, precision,
+    gpu, gpus, ...). ``report.to_dict()`` is exactly the CLI's ``--format json``.
+
+    >>> report = analyze("fixtures/models/Qwen/Qwen2-7B-Instruct", ctx="32k")  # doctest: +SKIP
+    >>> report.parameters.total, report.extra["kv_cache"].total_bytes          # doctest: +SKIP
+    (7615616512, 1879048192)
     """
     from .errors import HfmemError
 
     try:
-        return analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout))
+        report = analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout))
     except HfmemError as exc:
         if ref not in exc.message:  # "config.json: ..." says which file; say which model too (batches, logs)
             exc.message = f"{ref}: {exc.message}"
             exc.args = (exc.message,)
         raise
+    return attach_sections(report, ctx=ctx, batch=batch, **options)

@@ -185,7 +185,8 @@ def build_architecture(config: dict[str, Any], entries: list[TensorEntry] | None
     sliding = _get(text, "sliding_window")
     if _get(text, "use_sliding_window") is False or not isinstance(sliding, int) or "sliding_attention" not in layer_list:
         sliding = None if "sliding_attention" not in layer_list else sliding
-    dtype = _get(text, "torch_dtype", "dtype") or _get(full, "torch_dtype", "dtype")
+    # transformers' from_pretrained(dtype="auto") applies the top-level config dtype to every sub-config
+    dtype = _get(full, "torch_dtype", "dtype") or _get(text, "torch_dtype", "dtype")
     dtype = str(dtype).replace("torch.", "") if dtype is not None else None
     is_enc_dec = bool(_get(full, "is_encoder_decoder", default=False))
     num_decoder_layers = _get(text, "num_decoder_layers", "decoder_layers") if is_enc_dec else None
@@ -223,9 +224,17 @@ def _as_dict(cfg: Any) -> dict[str, Any]:
     if isinstance(cfg, dict):
         return dict(cfg)
     try:
-        return cfg.to_dict()
+        out = cfg.to_dict()
     except Exception:
         return {}
+    if not isinstance(out.get("layer_types"), list):  # some configs derive it (property / attribute_map)
+        try:
+            derived = getattr(cfg, "layer_types", None)
+        except Exception:
+            derived = None
+        if isinstance(derived, (list, tuple)) and all(isinstance(x, str) for x in derived):
+            out["layer_types"] = list(derived)
+    return out
 
 
 def _layer_types(text: Any, raw: dict[str, Any], text_type: str, num_layers: int) -> list[str]:
@@ -236,8 +245,11 @@ def _layer_types(text: Any, raw: dict[str, Any], text_type: str, num_layers: int
         names = {"M": "mamba", "*": "full_attention", "-": "mlp_only", "E": "moe_only"}
         return [names.get(ch, "other") for ch in pattern]
     block_types = _get(text, "layers_block_type")
-    if isinstance(block_types, list) and block_types:  # Jamba / Zamba
-        return ["mamba" if str(b).startswith("mamba") else "full_attention" for b in block_types]
+    if isinstance(block_types, list) and block_types:  # Jamba / Zamba / Bamba / Falcon-H1 (transformers' names)
+        block_names = {"linear_attention": "linear_attention", "hybrid": "hybrid", "mlp": "mlp_only", "moe": "moe_only"}
+        return [
+            "mamba" if str(b).startswith("mamba") else block_names.get(str(b), "full_attention") for b in block_types
+        ]
     declared = _get(text, "layer_types")
     if isinstance(declared, list) and declared and all(isinstance(x, str) for x in declared):
         return list(declared)[:num_layers] if len(declared) >= num_layers else list(declared)

@@ -68,19 +68,173 @@ def main() -> None:
     """
 
 
+def _check_ctx(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Syntax check of --ctx before anything is fetched ('max' is resolved once the config is read)."""
+    from .kvcache import parse_context
+
+    if value is None:
+        return None
+    for part in value.split(","):
+        if part.strip().lower() != "max":
+            try:
+                parse_context(part)
+            except HfmemError as exc:
+                raise click.BadParameter(exc.message.removeprefix("--ctx: ")) from None
+    return value
+
+
+def kv_options(f: Callable) -> Callable:
+    from .kvcache import ENGINES, KV_DTYPES
+
+    f = click.option("--encoder-len", type=click.IntRange(min=1), default=None,
+                     help="Encoder-decoder models: encoder tokens for the cross-attention cache (default: the model's max source length).")(f)
+    f = click.option("--engine", type=click.Choice(ENGINES), default=None,
+                     help="Whose KV cache: vLLM's paged blocks or transformers' DynamicCache (default vllm).")(f)
+    f = click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default=None,
+                     help="KV cache dtype (default auto: the model's activation dtype).")(f)
+    f = click.option("--batch", type=click.IntRange(min=1), default=None, help="Sequences (default 1).")(f)
+    f = click.option("--ctx", default=None, callback=_check_ctx,
+                     help="Context tokens for the KV cache: 32768, 32k, 1M, max; several: 4k,32k,128k.")(f)
+    return f
+
+
+# --- planner (issue 4): weights per precision, fit, max context, max concurrency, `check` ----------------------
+
+def planner_options(f: Callable) -> Callable:
+    f = click.option("--dtype", "precision", default="auto", show_default=True,
+                     help="Weight precision: auto (as stored), fp32, bf16, fp8, fp8-block, int8, int4 (AWQ), gptq, nf4, nf4-nodq, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m.")(f)
+    f = click.option("--gpu", default=None, help="A catalog GPU (4090, a100-80gb, h100...) or a size (24GB = 10^9 bytes, 80GiB = 2^30); with --device cpu, the RAM size.")(f)
+    f = click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel GPUs (weights and KV heads split N ways).")(f)
+    f = click.option("--gpu-util", type=click.FloatRange(min=0.01, max=1.0), default=None, help="vLLM gpu_memory_utilization (default 0.9; newer vLLM uses 0.92).")(f)
+    f = click.option("--overhead", default=None, help="Per-GPU runtime overhead, e.g. 0.35GiB (default: 0.5 GiB vllm, 0.75 GiB transformers, 0.5 GiB cpu).")(f)
+    f = click.option("--max-batched-tokens", type=click.IntRange(min=1), default=None, help="Tokens in vLLM's profiling forward pass (default 8192).")(f)
+    f = click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True, help="cpu: RAM = weights + KV + activations + overhead.")(f)
+    return f
+
+
+
+
+def _require_ctx(opts: dict[str, Any]) -> None:
+    if opts.get("ctx") is None:
+        for name in ("batch", "kv_dtype", "engine", "encoder_len"):
+            if opts.get(name) is not None:
+                raise click.BadParameter("needs --ctx (the context length to size the KV cache for)", param_hint="--" + name.replace("_", "-"))
+
+
+def _options(opts: dict[str, Any]) -> dict[str, Any]:
+    """CLI values -> keyword arguments of hfmem.analyze (None means: the API's default)."""
+    return {k: v for k, v in opts.items() if v is not None}
+
+
 @main.command("analyze")
 @click.argument("model")
 @common_source_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-def analyze_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, fmt: str) -> None:
-    """Architecture, exact parameters and stored bytes of MODEL (repo id or folder)."""
+@kv_options
+@planner_options
+@click.option("--gguf-file", default=None, help="GGUF repos: the .gguf file to analyse (first shard for split files).")
+@click.option("--quant", default=None, help="GGUF repos: pick the file by quant type, e.g. Q4_K_M.")
+def analyze_cmd(
+    model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, fmt: str,
+    gguf_file: str | None, quant: str | None, **opts: Any,
+) -> None:  # fmt: skip
+    """Architecture, exact parameters, stored bytes, weights per precision and the inference plan of MODEL
+    (repo id, folder, or .gguf file); KV cache with --ctx."""
+    _require_ctx(opts)
+    gguf_kv = dict(ctx=opts["ctx"], batch=opts["batch"] or 1, kv_dtype=opts["kv_dtype"])
+
+    def body() -> None:
+        import json
+
+        from .analysis import analyze
+        from .errors import NoSafetensors
+        from .render import to_json, to_text
+
+        if _wants_gguf(model, gguf_file, quant):
+            report = _analyze_gguf(model, gguf_file, quant, revision, token, timeout, **gguf_kv)
+            click.echo(json.dumps(report.to_dict(), indent=2) if fmt == "json" else report.to_text(fmt))
+            return
+        try:
+            report = analyze(model, revision=revision, token=token, timeout=timeout, **_options(opts))
+        except NoSafetensors as exc:
+            if "GGUF" not in exc.message:
+                raise
+            report = _analyze_gguf(model, gguf_file, quant, revision, token, timeout, **gguf_kv)
+            click.echo(json.dumps(report.to_dict(), indent=2) if fmt == "json" else report.to_text(fmt))
+            return
+        click.echo(to_json(report) if fmt == "json" else to_text(report, fmt))
+
+    run_guarded(debug, body)
+
+
+def _wants_gguf(model: str, gguf_file: str | None, quant: str | None) -> bool:
+    import os
+
+    if gguf_file or quant or model.lower().endswith(".gguf"):
+        return True
+    if os.path.isdir(model):
+        return not os.path.exists(os.path.join(model, "config.json")) and any(
+            name.endswith(".gguf") for name in os.listdir(model)
+        )
+    return model.lower().endswith("gguf") and not os.path.exists(model)
+
+
+def _analyze_gguf(model: str, gguf_file: str | None, quant: str | None, revision: str | None, token: str | None,
+                  timeout: float | None, ctx: str | None = None, batch: int = 1, kv_dtype: str | None = None):
+    from .gguf_model import LLAMA_CPP_CACHE_TYPES, analyze_gguf
+    from .kvcache import parse_context
+
+    cache_type = LLAMA_CPP_CACHE_TYPES.get(kv_dtype or "auto")
+    if cache_type is None:
+        raise click.BadParameter(f"llama.cpp caches support {', '.join(LLAMA_CPP_CACHE_TYPES)}", param_hint="--kv-dtype")
+    contexts = None
+    if ctx:
+        contexts = [int(c) for part in ctx.split(",") if part.strip().lower() != "max" for c in parse_context(part)]
+    report = analyze_gguf(model, gguf_file=gguf_file, quant=quant, revision=revision, token=token, timeout=timeout,
+                          contexts=contexts, batch=batch, cache_type=cache_type)
+    if ctx and "max" in ctx.lower() and report.architecture.get("context_length"):
+        from .gguf_model import gguf_kv
+
+        report.kv_cache.append(gguf_kv(report.architecture, int(report.architecture["context_length"]), batch, cache_type))
+    return report
+
+
+@main.command("check")
+@click.argument("model")
+@common_source_options
+@kv_options
+@planner_options
+def check_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, **opts: Any) -> None:
+    """Pre-download check for scripts and CI: exit 0 if MODEL fits --gpu at --ctx and its download fits the HF
+    cache's disk, 1 if not; one line says why."""
+
+    _require_ctx(opts)
 
     def body() -> None:
         from .analysis import analyze
-        from .render import to_json, to_text
+        from .planner import cache_free_bytes, hub_download_bytes
+        from .units import fmt_bytes
 
-        report = analyze(model, revision=revision, token=token, timeout=timeout)
-        click.echo(to_json(report) if fmt == "json" else to_text(report, fmt))
+        if not opts.get("gpu"):
+            from .errors import UsageError
+
+            raise UsageError("check needs --gpu (a catalog name or a size such as 24GB)")
+        report = analyze(model, revision=revision, token=token, timeout=timeout, **_options(opts))
+        plan = report.extra["inference"]
+        if report.source == "hub":
+            download = hub_download_bytes(report.repo, report.revision or revision, token)
+            path, free = cache_free_bytes()
+            disk_ok = download <= free
+            disk = f"download {fmt_bytes(download)}, {fmt_bytes(free)} free at {path}"
+        else:
+            disk_ok, disk = True, f"local folder, {fmt_bytes(report.extra.get('download_bytes'))} on disk"
+        if not plan.fits:
+            click.echo(f"{report.repo}: {plan.reason()}; {disk}")
+            sys.exit(1)
+        if not disk_ok:
+            click.echo(f"{report.repo}: not enough disk: {disk}; {plan.reason()}")
+            sys.exit(1)
+        click.echo(f"{report.repo}: {plan.reason()}; {disk}")
 
     run_guarded(debug, body)
 

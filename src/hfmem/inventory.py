@@ -1,19 +1,23 @@
 """Tensor inventory: exact parameter counts per dtype and per component, from safetensors headers alone.
 
 Rules (see MEMORY-FORMULAS §1.2-1.4): a parameter is counted once (a stored copy of a tied lm_head is noted, not
-counted); non-parameter buffers (position_ids, inv_freq, causal-mask biases) are not parameters; packed quantized
-storage is converted to logical elements by ``quant.tensor_role`` and its scales/zeros are overhead bytes.
+counted); non-parameter buffers (position_ids, inv_freq, causal-mask biases, integer lookup tables) are not
+parameters; packed quantized storage is converted to logical elements by ``quant.Quantizer`` and its scales/zeros
+are overhead bytes. ``total`` counts every stored parameter (the Hub's convention, MTP layers included);
+``inference_loaded`` leaves out what transformers does not build (MTP); ``by_part`` splits composite models into
+language model, vision tower, audio tower, projector, speech generator and MTP.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .header import FileHeader, TensorEntry
-from .quant import QuantScheme, detect_scheme, tensor_role
+from .quant import OVERHEAD, PARAM, QUANTIZED, QuantScheme, Quantizer, detect_scheme
 
 # Non-parameter buffers that checkpoints sometimes carry.
 _BUFFER_RE = re.compile(
@@ -34,6 +38,7 @@ COMPONENTS = (
     "vision",
     "audio",
     "projector",
+    "speech_generator",
     "mtp",
     "other",
 )
@@ -53,11 +58,17 @@ class Parameters:
     tied_duplicate_elements: int = 0
     quantization: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    # total minus what transformers does not build for inference (multi-token-prediction layers)
+    inference_loaded: int | None = None
+    by_part: dict[str, int] = field(default_factory=dict)  # language_model / vision_tower / audio_tower / projector ...
+    moe: dict[str, Any] | None = None  # see moe.MoeSummary
+    warnings: list[str] = field(default_factory=list)  # config/tensor disagreements (moved to Report.warnings)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "total": self.total,
             "active": self.active,
+            "inference_loaded": self.total if self.inference_loaded is None else self.inference_loaded,
             "stored_bytes": self.stored_bytes,
             "stored_elements": self.stored_elements,
             "tensors": self.tensors,
@@ -66,7 +77,9 @@ class Parameters:
             "bytes_by_component": dict(self.bytes_by_component),
             "buffer_elements": self.buffers,
             "tied_duplicate_elements": self.tied_duplicate_elements,
+            "by_part": dict(self.by_part),
             "quantization": self.quantization,
+            "moe": self.moe,
         }
 
 
@@ -79,52 +92,102 @@ class CountedTensor:
     layer: int | None
 
 
+_PROJECTOR_KEYS = (
+    "multi_modal_projector", "mm_projector", "vision_projector", "visual.merger", "deepstack_merger", "embed_vision",
+    "mm_input_projection", "audio_projector", "embed_audio", "patch_merge_mlp", "audio_encoder.projection",
+)
+_TOWER_KEYS = (
+    "visual.", "vision_tower", "vision_model", "vision_encoder", "audio_tower", "audio_model", "audio_encoder",
+    "image_encoder", "vit.", "siglip", "speech_embeddings",
+)
+_AUDIO_KEYS = ("audio", "whisper", "speech")
+
+
 def classify_component(name: str, num_layers: int | None = None) -> str:
-    """Which part of the model a tensor belongs to, from its name alone (linear in the name length)."""
+    """Which part of the model a tensor belongs to, from its name alone.
+
+    The name rules do not depend on numeric path parts, so they are evaluated once per name *pattern* (numbers
+    replaced) and cached; only the MTP rule (a layer index past num_hidden_layers) looks at the number itself.
+    """
     n = name.lower()
+    key = _NUMERIC_PART_RE.sub("#", n)
+    base = _classify_pattern(key)
+    if base in ("speech_generator", "mtp") or num_layers is None:
+        return base
+    m = _LAYER_RE.search(n)
+    if m and int(m.group(1)) >= num_layers and base not in ("vision", "audio", "projector"):
+        return "mtp"  # DeepSeek-V3 style next-token-prediction layers stored after the last decoder layer
+    return base
+
+
+_NUMERIC_PART_RE = re.compile(r"(?<=\.)\d+(?=\.)")
+
+
+@lru_cache(maxsize=65536)
+def _classify_pattern(n: str) -> str:
+    if n.startswith(("talker.", "code2wav.", "token2wav.")):
+        return "speech_generator"  # Qwen-Omni style speech output models (their own layers, experts and config)
     if n.startswith("mtp.") or ".mtp." in n or n.startswith("model.mtp"):
         return "mtp"
-    if num_layers is not None:
-        m = _LAYER_RE.search(n)
-        if m and int(m.group(1)) >= num_layers and not _is_tower(n):
-            return "mtp"  # DeepSeek-V3 style next-token-prediction layers stored after the last decoder layer
-    if any(k in n for k in ("multi_modal_projector", "mm_projector", "vision_projector", "visual.merger", "embed_vision", "mm_input_projection", "audio_projector", "embed_audio")):
+    if any(k in n for k in _PROJECTOR_KEYS):
         return "projector"
     if _is_tower(n):
-        return "audio" if any(k in n for k in ("audio", "whisper", "speech")) else "vision"
+        return "audio" if any(k in n for k in _AUDIO_KEYS) else "vision"
     if "shared_expert" in n:
         return "moe_shared_experts"
     if ".experts." in n or n.endswith(".experts") or ".experts_" in n or "experts.gate_up" in n or "experts.down" in n:
         return "moe_experts"
-    if re.search(r"(\.router\.|\.router$|mlp\.gate\.|block_sparse_moe\.gate\.|feed_forward\.gate\.|e_score_correction|\.moe_gate|mlp\.gate$)", n):
+    if _ROUTER_RE.search(n):
         return "moe_router"
-    if re.search(r"(^|\.)(lm_head|embed_out|output)\.(weight|bias)$", n) or n.startswith("cls.predictions") or n.startswith("lm_head"):
+    if _HEAD_RE.search(n) or n.startswith("cls.predictions") or n.startswith("lm_head"):
         return "lm_head"
-    if any(k in n for k in ("embed_tokens", "wte.", "wpe.", "word_embeddings", "position_embeddings", "token_type_embeddings", "tok_embeddings", "embed_positions", "relative_attention_bias")) or n in ("shared.weight", "embeddings.weight"):
+    if any(k in n for k in _EMBED_KEYS) or n in ("shared.weight", "embeddings.weight", "embed.weight"):
         return "embeddings"
-    if re.search(r"(norm|ln_\d|ln_f|layernorm|layer_norm)", n) and not n.endswith(("proj.weight", "dense.weight")):
+    if _NORM_RE.search(n) and not n.endswith(("proj.weight", "dense.weight")):
         return "norms"
-    if any(k in n for k in ("mixer.", "mamba", ".ssm", "linear_attn.", "conv1d", "a_log", "dt_bias", "dt_proj", "x_proj")):
+    if any(k in n for k in _SSM_KEYS):
         return "ssm" if "linear_attn." not in n else "attention"
-    if any(k in n for k in ("self_attn", "self_attention.", "encoder_attn.", ".attn.", ".attention.", "selfattention", "encdecattention", "cross_attn", "out_proj", "q_proj", "k_proj", "v_proj", "o_proj", "query_key_value", "c_attn")):
+    if any(k in n for k in _ATTN_KEYS):
         return "attention"
-    if any(k in n for k in ("mlp", "feed_forward", "ffn", "densereludense", ".intermediate.", ".output.dense", "fc1", "fc2", "gate_proj", "up_proj", "down_proj", "c_fc", "dense_h_to_4h", "dense_4h_to_h")):
+    if any(k in n for k in _MLP_KEYS):
         return "mlp"
     if n.startswith("embeddings.") or ".embeddings." in n:
         return "embeddings"
     return "other"
 
 
+_ROUTER_RE = re.compile(
+    r"(\.router\.|\.router$|mlp\.gate\.|block_sparse_moe\.gate\.|feed_forward\.gate\.|ffn\.gate\.|e_score_correction"
+    r"|\.moe_gate|mlp\.gate$)"
+)
+_HEAD_RE = re.compile(r"(^|\.)(lm_head|embed_out|output|head)\.(weight|bias)$")
+_NORM_RE = re.compile(r"(norm|ln_\d|ln_f|layernorm|layer_norm)")
+_EMBED_KEYS = ("embed_tokens", "wte.", "wpe.", "word_embeddings", "position_embeddings", "token_type_embeddings",
+               "tok_embeddings", "embed_positions", "relative_attention_bias")
+_ATTN_KEYS = ("self_attn", "self_attention.", "encoder_attn.", ".attn.", ".attention.", "selfattention", "encdecattention",
+              "cross_attn", "out_proj", "q_proj", "k_proj", "v_proj", "o_proj", "query_key_value", "c_attn")
+_MLP_KEYS = ("mlp", "feed_forward", "ffn", "densereludense", ".intermediate.", ".output.dense", "fc1", "fc2", "gate_proj",
+             "up_proj", "down_proj", "c_fc", "dense_h_to_4h", "dense_4h_to_h")
+
+_SSM_KEYS = ("mixer.", "mamba", ".ssm", "linear_attn.", "conv1d", "a_log", "dt_bias", "dt_proj", "x_proj")
+
+
+# Which model of a composite checkpoint a component belongs to (parameters.by_part).
+PART_OF = {"vision": "vision_tower", "audio": "audio_tower", "projector": "projector", "mtp": "mtp",
+           "speech_generator": "speech_generator"}
+PARTS = ("language_model", "vision_tower", "audio_tower", "projector", "speech_generator", "mtp")
+
+
 def _is_tower(n: str) -> bool:
-    return any(
-        k in n
-        for k in ("visual.", "vision_tower", "vision_model", "vision_encoder", "audio_tower", "audio_model", "audio_encoder", "image_encoder", "vit.", "siglip")
-    ) or n.startswith(("vision.", "audio.", "thinker.visual", "thinker.audio"))
+    return any(k in n for k in _TOWER_KEYS) or n.startswith(("vision.", "audio.", "thinker.visual", "thinker.audio"))
 
 
 def layer_index(name: str) -> int | None:
     m = _LAYER_RE.search(name)
     return int(m.group(1)) if m else None
+
+
+_INDEX_DTYPES = frozenset({"BOOL", "I16", "U16", "I32", "I64", "U64"})
 
 
 def count_tensors(
@@ -133,12 +196,20 @@ def count_tensors(
     num_layers: int | None = None,
     tie_word_embeddings: bool = False,
 ) -> tuple[list[CountedTensor], QuantScheme | None, list[str]]:
+    """Classify every stored tensor once (linear time: sibling look-ups go through one name -> entry dict).
+
+    The returned scheme carries the ``Quantizer`` that saw the tensors (``scheme.quantizer``) for ``summarize``.
+    """
     entries = [t for h in headers for t in h.tensors]
     scheme = detect_scheme(config, entries)
+    index = {t.name: t for t in entries}
+    quantizer = Quantizer(scheme, index)
+    if scheme is not None:
+        scheme.quantizer = quantizer
     notes: list[str] = []
-    names = {t.name for t in entries}
     counted: list[CountedTensor] = []
     embed = _find_input_embedding(entries)
+    index_tables: list[str] = []
     for t in entries:
         component = classify_component(t.name, num_layers)
         layer = layer_index(t.name)
@@ -157,8 +228,18 @@ def count_tensors(
                 f"{t.name} is stored although tie_word_embeddings is true; counted once (shares {embed.name})"
             )
             continue
-        role, logical = tensor_role(t, scheme, names)
+        role, logical, _ = quantizer.role(t)
+        if role == PARAM and t.dtype in _INDEX_DTYPES:
+            # Integer/bool tensors that no quantized layout claims are lookup tables or masks, not trainable weights.
+            counted.append(CountedTensor(t, component, 0, "buffer", layer))
+            index_tables.append(t.name)
+            continue
         counted.append(CountedTensor(t, component, logical, role, layer))
+    if index_tables:
+        notes.append(
+            f"{len(index_tables)} integer tensors (e.g. {index_tables[0]}) are lookup tables, not parameters: "
+            "stored bytes counted, parameters not"
+        )
     return counted, scheme, notes
 
 
@@ -187,25 +268,34 @@ def summarize(counted: list[CountedTensor], scheme: QuantScheme | None, notes: l
             tied += c.entry.numel
             continue
         bytes_by_component[c.component] += c.entry.nbytes
-        if c.role == "quant_overhead":
+        if c.role == OVERHEAD:
             overhead += c.entry.nbytes
             continue
         by_dtype[c.entry.dtype] += c.entry.numel
         by_component[c.component] += c.logical
         total += c.logical
-        if c.role == "quantized":
+        if c.role == QUANTIZED:
             quantized_params += c.logical
     quantization = None
+    warnings: list[str] = []
     if scheme is not None:
+        quantizer = getattr(scheme, "quantizer", None)
         quantization = scheme.to_dict() | {
             "overhead_bytes": overhead,
             "quantized_parameters": quantized_params,
             "unquantized_parameters": total - quantized_params,
         }
+        if quantizer is not None:
+            quantization |= quantizer.details()
+            warnings = quantizer.check(quantized_params)
     ordered = {k: by_component[k] for k in COMPONENTS if by_component.get(k)}
+    by_part: Counter[str] = Counter()
+    for k, n in ordered.items():
+        by_part[PART_OF.get(k, "language_model")] += n
+    mtp = by_component.get("mtp", 0)
     return Parameters(
         total=total,
-        active=total,
+        active=total - mtp,
         stored_bytes=stored_bytes,
         stored_elements=stored_elements,
         by_dtype=dict(sorted(by_dtype.items())),
@@ -216,4 +306,7 @@ def summarize(counted: list[CountedTensor], scheme: QuantScheme | None, notes: l
         tied_duplicate_elements=tied,
         quantization=quantization,
         notes=list(notes),
+        inference_loaded=total - mtp,
+        by_part={k: by_part[k] for k in PARTS if by_part.get(k)},
+        warnings=warnings,
     )

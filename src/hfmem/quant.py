@@ -1,155 +1,630 @@
-"""Quantized checkpoint layouts: which stored tensors are packed weights (and how many logical values each
-holds) and which are bookkeeping (scales, zeros, indices, serialized quant state) that is overhead, not parameters.
+"""Quantized checkpoint layouts: which stored tensors are packed weights (and how many logical values each holds)
+and which are bookkeeping (scales, zeros, indices, serialized quant state) that is overhead, not parameters.
 
-Layouts followed:
-- GPTQ: ``qweight`` I32 [in*bits/32, out] (packed along the input dim), ``qzeros`` I32, ``scales`` F16, ``g_idx``
-  (vllm/model_executor/layers/quantization/gptq.py ``create_weights``).
-- AWQ (GEMM): ``qweight`` I32 [in, out*bits/32] (packed along the output dim) (vllm .../quantization/awq.py).
-- bitsandbytes 4-bit: U8 (or ``bnb_4bit_quant_storage``) weight holding two codes per byte, plus ``absmax``,
-  ``quant_map``, ``nested_absmax``, ``nested_quant_map``, ``quant_state.bitsandbytes__nf4|fp4``; 8-bit: I8 weight
-  + ``SCB`` + ``weight_format`` (bitsandbytes/nn/modules.py ``_save_to_state_dict``).
-- FP8: F8_E4M3 weights with ``weight_scale``/``weight_scale_inv``/``input_scale`` (transformers
-  integrations/finegrained_fp8.py); compressed-tensors ``weight_packed`` I32 + ``weight_scale`` + ``weight_shape``.
-- MXFP4 (gpt-oss): ``*_blocks`` U8 (two FP4 values per byte) + ``*_scales`` U8 (transformers integrations/mxfp4.py).
+One recogniser per layout, each looking only at a tensor's own name/dtype/shape and at its siblings by exact name
+(dictionary look-ups), so a checkpoint is classified in time linear in its tensor count. Layouts and sources:
+
+- GPTQ (AutoGPTQ ``QuantLinear``, auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py; vllm quantization/gptq.py
+  ``create_weights``): ``qweight`` I32 ``[in*bits/32, out]`` (packed along the input dim), ``qzeros`` I32
+  ``[ceil(in/g), out*bits/32]``, ``scales`` F16 ``[ceil(in/g), out]``, ``g_idx`` I32 ``[in]``.
+- AWQ GEMM (AutoAWQ ``WQLinear_GEMM``; vllm quantization/awq.py, ``packed_dim=1``): ``qweight`` I32
+  ``[in, out*bits/32]`` (packed along the output dim), ``qzeros`` I32 ``[in/g, out*bits/32]``, ``scales`` F16
+  ``[in/g, out]``. The two layouts are told apart by shape: GPTQ's qweight has as many columns as ``scales``.
+- bitsandbytes 4-bit (bitsandbytes/nn/modules.py ``Linear4bit._save_to_state_dict``, functional.py
+  ``QuantState.as_dict``; shapes confirmed by quantizing a Linear with bitsandbytes 0.50.2 on CPU, see
+  scripts/make_fixtures.py): ``weight`` U8 ``[ceil(n/2), 1]`` (or ``bnb_4bit_quant_storage`` dtype, ``[n/(2*itemsize),
+  1]``), ``weight.absmax`` ``[ceil(n/blocksize)]``, ``weight.quant_map`` F32 ``[16]``, ``weight.nested_absmax``,
+  ``weight.nested_quant_map`` (double quant), ``weight.quant_state.bitsandbytes__nf4|fp4`` (U8 JSON: tensor DATA,
+  never read). Logical n = numel * itemsize * 2. 8-bit (``Linear8bitLt``): ``weight`` I8 ``[out, in]`` + ``SCB`` F32
+  ``[out]`` + ``weight_format`` U8 scalar.
+- Scaled 8-bit / MX weights: fine-grained FP8 (transformers integrations/finegrained_fp8.py): ``weight`` F8_E4M3 +
+  ``weight_scale_inv`` F32 ``[ceil(out/b0), ceil(in/b1)]``; per-tensor/channel FP8 and compressed-tensors
+  float/int-quantized: ``weight`` F8/I8 + ``weight_scale`` ``[1]``/``[out, 1]`` (+ ``input_scale``); MXFP8
+  (OCP Microscaling spec, 32 values per E8M0 scale): ``weight`` F8_E4M3 + U8/E8M0 ``weight_scale_inv`` ``[out, in/32]``;
+  DeepSeek-V4 style ``weight`` + ``scale`` F8_E8M0: a byte-wide weight whose per-row E8M0 scales cover twice its
+  width (``scale.shape[-1] * 32 == 2 * weight.shape[-1]``) holds two FP4 (E2M1) values per byte, i.e. MXFP4.
+- compressed-tensors pack-quantized (compressed_tensors compressors; module matching follows
+  compressed_tensors/utils/match.py: ``re:`` targets use ``re.match``, other targets are exact names or class names):
+  ``weight_packed`` (I32 or U8 container, ``container_bits/num_bits`` values per element, ``num_bits`` from the
+  config group that targets the module) + ``weight_scale`` ``[out, in/g]`` + optional ``weight_zero_point``,
+  ``weight_g_idx``, ``weight_global_scale`` and ``weight_shape`` (I32/I64 ``[2]``: its values are data, not read).
+- MXFP4 (gpt-oss; transformers integrations/mxfp4.py): ``*_blocks`` U8 ``[..., in/32, 16]`` (two FP4 per byte) +
+  ``*_scales`` U8 ``[..., in/32]``.
+- MLX (mlx/nn/layers/quantized.py ``QuantizedLinear``): ``weight`` U32 ``[out, in*bits/32]`` + ``scales`` and
+  ``biases`` ``[out, in/group_size]``; config key ``quantization`` (not ``quantization_config``).
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from fractions import Fraction
+from typing import Any, Mapping, NamedTuple
 
+from .dtypes import dtype_bits
 from .header import TensorEntry
 
-_OVERHEAD_SUFFIXES = (
-    ".qzeros",
-    ".scales",
-    ".g_idx",
-    ".weight_scale",
-    ".weight_scale_inv",
-    ".input_scale",
-    ".output_scale",
-    ".k_scale",
-    ".v_scale",
-    ".weight_zero_point",
-    ".weight_g_idx",
-    ".weight_shape",
-    ".weight_global_scale",
-    ".input_global_scale",
-    ".weight.absmax",
-    ".weight.quant_map",
-    ".weight.nested_absmax",
-    ".weight.nested_quant_map",
-    ".SCB",
-    ".weight_format",
-    "_scales",
-    ".scale_inv",
-)
+PARAM = "param"
+QUANTIZED = "quantized"
+OVERHEAD = "quant_overhead"
+
+_FP8 = {"F8_E4M3": "fp8_e4m3", "F8_E5M2": "fp8_e5m2", "F8_E4M3FNUZ": "fp8_e4m3fnuz", "F8_E5M2FNUZ": "fp8_e5m2fnuz"}
+_BYTE = ("I8", "U8")
+# Activation / KV-cache scales stored beside quantized modules: never parameters.
+_ACTIVATION_SCALE_SUFFIXES = (".input_scale", ".output_scale", ".k_scale", ".v_scale", ".q_scale", ".kv_scale",
+                              ".input_global_scale", ".input_zero_point")
+_BNB4_SUFFIXES = (".absmax", ".quant_map", ".nested_absmax", ".nested_quant_map")
+_CT_SUFFIXES = (".weight_scale", ".weight_zero_point", ".weight_g_idx", ".weight_shape", ".weight_global_scale")
+_MX_BLOCK = 32  # OCP Microscaling: one E8M0 scale per 32 elements
+
+
+class Role(NamedTuple):
+    role: str  # PARAM | QUANTIZED | OVERHEAD
+    logical: int  # logical parameters (0 for overhead)
+    fmt: str | None = None  # storage format of a quantized tensor, e.g. "awq-int4", "fp8_e4m3", "mxfp4"
 
 
 @dataclass
 class QuantScheme:
+    """What the checkpoint says (config) and shows (tensors) about its quantization."""
+
     method: str
     bits: int | None = None
     group_size: int | None = None
     details: dict[str, Any] = field(default_factory=dict)
-    # bits per compressed-tensors group are resolved per tensor by pack factor when available
-    pack_factor: float | None = None
+    source: str = "config"  # "config" | "tensors"
+    config: dict[str, Any] = field(default_factory=dict, repr=False)
+    quantizer: Any = field(default=None, repr=False, compare=False)  # the Quantizer that classified the tensors
 
     def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "bits": self.bits, "group_size": self.group_size} | self.details
+        return {"method": self.method, "bits": self.bits, "group_size": self.group_size, "source": self.source} | self.details
 
 
-def _quant_config(config: dict[str, Any]) -> dict[str, Any] | None:
-    for holder in (config, config.get("text_config") or {}):
-        q = holder.get("quantization_config") if isinstance(holder, dict) else None
+# ---------------------------------------------------------------------------------------------------------------
+# Scheme detection: config first, tensors as the fallback (and the cross-check, see Quantizer.check)
+
+
+def quant_config(config: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """(quantization config, key) from config.json, also nested under text_config; MLX uses ``quantization``."""
+    for holder in (config, config.get("text_config") if isinstance(config.get("text_config"), dict) else {}):
+        q = holder.get("quantization_config")
         if isinstance(q, dict):
-            return q
+            return q, "quantization_config"
+        q = holder.get("quantization")
+        if isinstance(q, dict) and ("bits" in q or "group_size" in q):
+            return q, "quantization"
+    return None, None
+
+
+def _int_or_none(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def scheme_from_config(q: dict[str, Any], key: str = "quantization_config") -> QuantScheme:
+    if key == "quantization":
+        return QuantScheme("mlx", _int_or_none(q.get("bits")), _int_or_none(q.get("group_size")), {}, "config", q)
+    method = str(q.get("quant_method") or q.get("quant_type") or "unknown").lower()
+    if method == "bitsandbytes":
+        four = bool(q.get("load_in_4bit") or q.get("_load_in_4bit"))
+        if four:
+            details = {
+                "quant_type": q.get("bnb_4bit_quant_type", "fp4"),
+                "double_quant": bool(q.get("bnb_4bit_use_double_quant", False)),
+                "quant_storage": q.get("bnb_4bit_quant_storage", "uint8"),
+            }
+            return QuantScheme("bitsandbytes-4bit", 4, 64, details, "config", q)
+        return QuantScheme("bitsandbytes-8bit", 8, None, {}, "config", q)
+    if method == "compressed-tensors":
+        groups = []
+        for name, grp in (q.get("config_groups") or {}).items():
+            w = (grp or {}).get("weights") or {}
+            groups.append({
+                "name": name,
+                "targets": list((grp or {}).get("targets") or []),
+                "num_bits": _int_or_none(w.get("num_bits")),
+                "type": w.get("type"),
+                "strategy": w.get("strategy"),
+                "group_size": _int_or_none(w.get("group_size")),
+                "block_structure": w.get("block_structure"),
+                "format": (grp or {}).get("format") or q.get("format"),
+            })
+        bits = {g["num_bits"] for g in groups}
+        sizes = {g["group_size"] for g in groups}
+        details = {"format": q.get("format"), "groups": groups, "ignore": len(q.get("ignore") or [])}
+        return QuantScheme(method, bits.pop() if len(bits) == 1 else None, sizes.pop() if len(sizes) == 1 else None,
+                           details, "config", q)
+    if method == "fp8":
+        details = {k: q[k] for k in ("weight_block_size", "fmt", "activation_scheme", "scale_fmt") if k in q}
+        return QuantScheme(method, 8, None, details, "config", q)
+    if method == "mxfp8":
+        return QuantScheme(method, 8, _MX_BLOCK, {"weight_block_size": q.get("weight_block_size")}, "config", q)
+    if method == "mxfp4":
+        return QuantScheme(method, 4, _MX_BLOCK, {}, "config", q)
+    bits = _int_or_none(q.get("bits") or q.get("w_bit") or q.get("num_bits") or q.get("wbits"))
+    group = _int_or_none(q.get("group_size") if "group_size" in q else q.get("q_group_size"))
+    keys = ("version", "desc_act", "sym", "zero_point", "checkpoint_format", "backend")
+    return QuantScheme(method, bits, group, {k: q[k] for k in keys if k in q}, "config", q)
+
+
+def scheme_from_tensors(entries: list[TensorEntry]) -> QuantScheme | None:
+    """A scheme from tensor names/dtypes alone (no quantization_config), one pass."""
+    seen: set[str] = set()
+    for t in entries:
+        n = t.name
+        if n.endswith(".qweight"):
+            seen.add("gptq-or-awq")
+        elif n.endswith(".weight_packed"):
+            seen.add("compressed-tensors")
+        elif n.endswith("_blocks") and t.dtype == "U8":
+            seen.add("mxfp4")
+        elif n.endswith(".absmax"):
+            seen.add("bitsandbytes-4bit")
+        elif n.endswith(".SCB"):
+            seen.add("bitsandbytes-8bit")
+        elif t.dtype in _FP8:
+            seen.add("fp8")
+        elif t.dtype == "F8_E8M0":
+            seen.add("mx")
+    for method in ("gptq-or-awq", "compressed-tensors", "bitsandbytes-4bit", "bitsandbytes-8bit", "mxfp4", "fp8", "mx"):
+        if method in seen:
+            bits = {"mxfp4": 4, "fp8": 8, "bitsandbytes-8bit": 8, "bitsandbytes-4bit": 4}.get(method)
+            return QuantScheme(method, bits, None, {}, "tensors")
     return None
 
 
 def detect_scheme(config: dict[str, Any], entries: list[TensorEntry]) -> QuantScheme | None:
     """From quantization_config when present, else from tensor names/dtypes."""
-    q = _quant_config(config)
-    names_dtypes = {t.dtype for t in entries}
+    q, key = quant_config(config)
     if q is not None:
-        method = str(q.get("quant_method") or q.get("quant_type") or "unknown").lower()
-        if method == "bitsandbytes":
-            method = "bitsandbytes-4bit" if q.get("load_in_4bit") or q.get("_load_in_4bit") else "bitsandbytes-8bit"
-            bits = 4 if "4bit" in method else 8
-            details = {}
-            if bits == 4:
-                details = {
-                    "quant_type": q.get("bnb_4bit_quant_type", "fp4"),
-                    "double_quant": bool(q.get("bnb_4bit_use_double_quant", False)),
-                    "quant_storage": q.get("bnb_4bit_quant_storage", "uint8"),
-                }
-            return QuantScheme(method, bits, 64 if bits == 4 else None, details)
-        if method == "compressed-tensors":
-            bits = None
-            group = None
-            for grp in (q.get("config_groups") or {}).values():
-                w = (grp or {}).get("weights") or {}
-                bits = bits or w.get("num_bits")
-                group = group or w.get("group_size")
-            return QuantScheme(method, bits, group, {"format": q.get("format")})
-        if method == "fp8":
-            block = q.get("weight_block_size")
-            return QuantScheme(method, 8, None, {"weight_block_size": block, "fmt": q.get("fmt")})
-        if method == "mxfp4":
-            return QuantScheme(method, 4, 32, {})
-        bits = q.get("bits") or q.get("w_bit") or q.get("num_bits")
-        group = q.get("group_size") or q.get("q_group_size")
-        return QuantScheme(method, bits, group, {k: q[k] for k in ("version", "desc_act", "zero_point") if k in q})
-    if any(t.name.endswith(".qweight") for t in entries):
-        return QuantScheme("gptq-or-awq (no quantization_config)", 4, None)
-    if any(t.name.endswith("_blocks") and t.dtype == "U8" for t in entries):
-        return QuantScheme("mxfp4", 4, 32)
-    if "F8_E4M3" in names_dtypes and any(t.name.endswith(("weight_scale_inv", "weight_scale")) for t in entries):
-        return QuantScheme("fp8", 8, None)
-    return None
+        return scheme_from_config(q, key or "quantization_config")
+    return scheme_from_tensors(entries)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Geometry helpers
 
 
 def _itemsize(dtype: str) -> int:
-    from .dtypes import dtype_bits
-
-    return (dtype_bits(dtype) or 8) // 8 or 1
+    return max(1, (dtype_bits(dtype) or 8) // 8)
 
 
-def tensor_role(t: TensorEntry, scheme: QuantScheme | None, names: set[str]) -> tuple[str, int]:
-    """(role, logical parameter count) of one stored tensor."""
-    name = t.name
-    if scheme is None:
-        return "param", t.numel
-    method = scheme.method
-    if name.endswith(".quant_state.bitsandbytes__nf4") or name.endswith(".quant_state.bitsandbytes__fp4") or ".quant_state." in name:
-        return "quant_overhead", 0
-    if name.endswith(_OVERHEAD_SUFFIXES) and t.dtype not in ("BF16", "F16", "F32") or name.endswith(_OVERHEAD_SUFFIXES) and _is_scale_companion(name, names):
-        return "quant_overhead", 0
-    if t.dtype == "F8_E8M0":
-        return "quant_overhead", 0
-    if name.endswith(".qweight"):
-        bits = scheme.bits or 4
-        return "quantized", (t.numel * 32) // bits
-    if name.endswith(".weight_packed"):
-        bits = scheme.bits or 4
-        return "quantized", (t.numel * _itemsize(t.dtype) * 8) // bits
-    if name.endswith("_blocks") and t.dtype == "U8":
-        return "quantized", t.numel * 2
-    if method == "bitsandbytes-4bit" and name.endswith(".weight") and (name + ".absmax") in names:
-        # Two 4-bit codes per byte of storage (quant_storage may be wider than a byte).
-        return "quantized", t.numel * _itemsize(t.dtype) * 2
-    if method == "bitsandbytes-8bit" and t.dtype == "I8" and (name[: -len("weight")] + "SCB") in names:
-        return "quantized", t.numel
-    if t.dtype.startswith("F8_") and (name + "_scale_inv" in names or name + "_scale" in names or name.endswith(".weight")):
-        return "quantized", t.numel
-    return "param", t.numel
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
 
 
-def _is_scale_companion(name: str, names: set[str]) -> bool:
-    """A 16/32-bit tensor is bookkeeping only when it sits beside the weight it scales (AWQ scales are F16)."""
-    stem = name.rsplit(".", 1)[0]
-    base = stem
-    for candidate in (stem + ".qweight", stem + ".weight", stem + ".weight_packed", name.replace("_scales", "_blocks")):
-        if candidate in names:
-            return True
-    return base + ".weight" in names and name.endswith((".weight_scale", ".weight_scale_inv", ".input_scale", ".weight_zero_point", ".weight_global_scale", ".SCB", ".weight_shape", ".weight_g_idx"))
+@dataclass(frozen=True)
+class PackedLinear:
+    """A GPTQ/AWQ linear recovered from its tensor shapes."""
+
+    layout: str  # "gptq" (packed along in) | "awq" (packed along out)
+    bits: int
+    in_features: int
+    out_features: int
+    group_size: int  # -1: one group per column (per-channel)
+
+
+def packed_linear_geometry(
+    qweight: TensorEntry,
+    scales: TensorEntry | None,
+    qzeros: TensorEntry | None,
+    g_idx: TensorEntry | None,
+    config_bits: int | None,
+    config_method: str | None,
+    config_group: int | None = None,
+) -> PackedLinear | None:
+    """Recover (layout, bits, in, out, group) of a GPTQ or AWQ linear from shapes; None if they do not fit."""
+    if len(qweight.shape) != 2:
+        return None
+    q0, q1 = qweight.shape
+    s = scales.shape if scales is not None and len(scales.shape) == 2 else None
+    if s is not None and s[1] == q1:
+        layout, out = "gptq", q1
+    elif s is not None and q1 and s[1] % q1 == 0 and s[1] > q1:
+        layout, out = "awq", s[1]
+    elif s is None and config_method in ("gptq", "awq"):
+        layout, out = config_method, None
+    else:
+        return None
+    bits: Fraction | None = None
+    if layout == "awq":
+        bits = Fraction(32 * q1, out)
+    elif g_idx is not None and len(g_idx.shape) == 1 and g_idx.shape[0]:
+        bits = Fraction(32 * q0, g_idx.shape[0])
+    elif qzeros is not None and len(qzeros.shape) == 2 and out:
+        bits = Fraction(32 * qzeros.shape[1], out)
+    if bits is None or bits.denominator != 1 or bits not in (2, 3, 4, 8):
+        if config_bits is None:
+            return None
+        bits = Fraction(config_bits)
+    b = int(bits)
+    if layout == "gptq":
+        in_f = Fraction(q0 * 32, b)
+        out = q1
+    else:
+        in_f = Fraction(q0)
+        out = out if out is not None else q1 * 32 // b
+    if in_f.denominator != 1:
+        return None
+    in_features = int(in_f)
+    group = -1
+    if s is not None and s[0] > 1:
+        if config_group and config_group > 0 and _ceil_div(in_features, config_group) == s[0]:
+            group = config_group  # when in_features % group != 0 the last group is short: only the config says g
+        else:
+            group = in_features // s[0] if in_features % s[0] == 0 else _ceil_div(in_features, s[0])
+    return PackedLinear(layout, b, in_features, out, group)
+
+
+def _compile_targets(targets: list[str]) -> tuple[set[str], list[re.Pattern[str]], bool]:
+    exact = {t for t in targets if not t.startswith("re:") and "." in t}
+    regex = [re.compile(t[3:]) for t in targets if t.startswith("re:")]
+    # Anything else is a class name ("Linear", "Conv1D"...): a quantized weight is stored only for such modules.
+    by_class = any(not t.startswith("re:") and "." not in t for t in targets)
+    return exact, regex, by_class
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The classifier
+
+
+class Quantizer:
+    """Classifies every tensor of one checkpoint and collects what it saw for the summary and the cross-check."""
+
+    def __init__(self, scheme: QuantScheme | None, index: Mapping[str, TensorEntry]):
+        self.scheme = scheme
+        self.index = index
+        self.method = scheme.method if scheme else None
+        self.formats: Counter[str] = Counter()  # fmt -> logical parameters
+        self.linears: Counter[tuple[str, int, int, int, int]] = Counter()  # GPTQ/AWQ (layout, bits, in, out, group)
+        self.bnb_blocksizes: Counter[int] = Counter()
+        self.bnb_quant_types: Counter[str] = Counter()
+        self.bnb_nested = 0
+        self.scale_kinds: Counter[str] = Counter()  # granularity of FP8/int8/MX weight scales -> tensors
+        self.problems: Counter[str] = Counter()  # message -> occurrences
+        self._ct_groups = self._prepare_ct_groups()
+        self._ignore_exact, self._ignore_regex = self._prepare_ignore()
+        self._dispatch = self._build_dispatch()
+
+    # -- config helpers ------------------------------------------------------------------------------------------
+
+    def _prepare_ct_groups(self) -> list[tuple[dict[str, Any], set[str], list[re.Pattern[str]], bool]]:
+        if not self.scheme or self.method != "compressed-tensors":
+            return []
+        out = []
+        for g in self.scheme.details.get("groups", []):
+            try:
+                exact, regex, by_class = _compile_targets(g["targets"])
+            except re.error:
+                self.problems[f"compressed-tensors group {g['name']}: invalid target regex"] += 1
+                continue
+            out.append((g, exact, regex, by_class))
+        return out
+
+    def _prepare_ignore(self) -> tuple[set[str], list[re.Pattern[str]]]:
+        cfg = self.scheme.config if self.scheme else {}
+        names = cfg.get("ignore") if self.method == "compressed-tensors" else None
+        if not isinstance(names, list):
+            return set(), []
+        exact = {n for n in names if isinstance(n, str) and not n.startswith("re:")}
+        regex = []
+        for n in names:
+            if isinstance(n, str) and n.startswith("re:"):
+                try:
+                    regex.append(re.compile(n[3:]))
+                except re.error:
+                    pass
+        return exact, regex
+
+    def _ignored(self, module: str) -> bool:
+        """compressed-tensors ``ignore``: exact module names or ``re:`` patterns (re.match), like its targets."""
+        return module in self._ignore_exact or any(p.match(module) for p in self._ignore_regex)
+
+    def _ct_group_for(self, module: str) -> dict[str, Any] | None:
+        by_name = next((g for g, exact, regex, _ in self._ct_groups if module in exact or any(p.match(module) for p in regex)), None)
+        if by_name is not None:
+            return by_name
+        return next((g for g, _, _, by_class in self._ct_groups if by_class), None)
+
+    def _get(self, name: str) -> TensorEntry | None:
+        return self.index.get(name)
+
+    # -- entry point ---------------------------------------------------------------------------------------------
+
+    def role(self, t: TensorEntry) -> Role:
+        """(role, logical parameter count, format) of one stored tensor: O(1), dispatched on the name's last part."""
+        if self.scheme is None:
+            return Role(PARAM, t.numel)
+        tail = t.name.rpartition(".")[2]
+        r = None
+        for recognise in self._dispatch.get(tail, ()):
+            r = recognise(t)
+            if r is not None:
+                break
+        if r is None and tail.endswith(("_blocks", "_scales")):
+            r = self._mxfp4_blocks(t)
+        if r is None and tail.startswith("bitsandbytes__"):
+            r = self._bnb4(t)
+        if r is not None:
+            if r.role == QUANTIZED and r.fmt:
+                self.formats[r.fmt] += r.logical
+            return r
+        if t.dtype in _FP8:  # an FP8 tensor without a scale companion is still 8-bit storage of one value each
+            self.formats[_FP8[t.dtype]] += t.numel
+            return Role(QUANTIZED, t.numel, _FP8[t.dtype])
+        if t.dtype == "F8_E8M0":  # power-of-two scales (MX formats); never weights
+            return Role(OVERHEAD, 0)
+        return Role(PARAM, t.numel)
+
+    def _build_dispatch(self) -> dict[str, tuple[Any, ...]]:
+        """Last name component -> the recognisers that may claim it (each still checks its own siblings)."""
+        d: dict[str, tuple[Any, ...]] = {
+            "qweight": (self._gptq_awq,), "qzeros": (self._gptq_awq,), "g_idx": (self._gptq_awq,),
+            "scales": (self._gptq_awq, self._mlx), "biases": (self._mlx,),
+            "weight_packed": (self._compressed_packed,),
+            "absmax": (self._bnb4,), "quant_map": (self._bnb4,), "nested_absmax": (self._bnb4,),
+            "nested_quant_map": (self._bnb4,),
+            "SCB": (self._bnb8,), "weight_format": (self._bnb8,),
+            "weight": (self._bnb4, self._bnb8, self._mlx, self._scaled_weight),
+            "weight_scale_inv": (self._scaled_weight,), "scale": (self._scaled_weight,),
+        }
+        for suffix in _CT_SUFFIXES:
+            d[suffix[1:]] = (self._compressed_packed,)
+        for suffix in _ACTIVATION_SCALE_SUFFIXES:
+            d[suffix[1:]] = (self._activation_scale,)
+        return d
+
+    # -- one recogniser per layout --------------------------------------------------------------------------------
+
+    def _gptq_awq(self, t: TensorEntry) -> Role | None:
+        name = t.name
+        if name.endswith((".qzeros", ".scales", ".g_idx")):
+            stem = name.rsplit(".", 1)[0]
+            return Role(OVERHEAD, 0) if self._get(stem + ".qweight") is not None else None
+        if not name.endswith(".qweight"):
+            return None
+        stem = name[: -len(".qweight")]
+        cfg_method = self.method if self.method in ("gptq", "awq") else None
+        s = self.scheme
+        geo = packed_linear_geometry(t, self._get(stem + ".scales"), self._get(stem + ".qzeros"),
+                                     self._get(stem + ".g_idx"), s.bits if s else None, cfg_method,
+                                     s.group_size if s else None)
+        if geo is None:
+            bits = (self.scheme.bits if self.scheme else None) or 4
+            self.problems[f"qweight shapes do not fit GPTQ or AWQ; assumed {bits}-bit packing along one dim"] += 1
+            return Role(QUANTIZED, t.numel * 32 // bits, f"int{bits}-packed")
+        self.linears[(geo.layout, geo.bits, geo.in_features, geo.out_features, geo.group_size)] += 1
+        return Role(QUANTIZED, geo.in_features * geo.out_features, f"{geo.layout}-int{geo.bits}")
+
+    def _compressed_packed(self, t: TensorEntry) -> Role | None:
+        name = t.name
+        if name.endswith(_CT_SUFFIXES):  # names only quantized checkpoints use
+            return Role(OVERHEAD, 0)
+        if not name.endswith(".weight_packed"):
+            return None
+        module = name[: -len(".weight_packed")]
+        group = self._ct_group_for(module) if self._ct_groups else None
+        bits = (group or {}).get("num_bits") or (self.scheme.bits if self.scheme else None)
+        if not bits:
+            bits = 4
+            self.problems["weight_packed without a config group giving num_bits; assumed 4-bit"] += 1
+        if self._ignored(module):
+            self.problems["modules listed in quantization_config ignore are stored packed"] += 1
+        container = _itemsize(t.dtype) * 8
+        logical = t.numel * container // bits
+        scale = self._get(module + ".weight_scale")
+        gsize = (group or {}).get("group_size")
+        if scale is not None and gsize and len(scale.shape) == 2 and len(t.shape) == 2:
+            expected_rows, width = scale.shape[0], scale.shape[1] * gsize
+            if expected_rows != t.shape[0] or not (width - gsize < logical // t.shape[0] <= width):
+                self.problems["weight_packed does not match its weight_scale groups"] += 1
+        fmt = (group or {}).get("format") or (self.scheme.details.get("format") if self.scheme else None) or "pack-quantized"
+        kind = (group or {}).get("type") or "int"
+        label = {"nvfp4-pack-quantized": "nvfp4", "mxfp4-pack-quantized": "mxfp4"}.get(fmt, f"{kind}{bits}")
+        return Role(QUANTIZED, logical, label)
+
+    def _mxfp4_blocks(self, t: TensorEntry) -> Role | None:
+        name = t.name
+        if name.endswith("_scales") and t.dtype == "U8":
+            return Role(OVERHEAD, 0) if self._get(name[: -len("_scales")] + "_blocks") is not None else None
+        if not (name.endswith("_blocks") and t.dtype == "U8"):
+            return None
+        scales = self._get(name[: -len("_blocks")] + "_scales")
+        if scales is None or t.shape[-1:] != (16,) or scales.shape != t.shape[:-1]:
+            self.problems["MXFP4 *_blocks without a matching *_scales [..., in/32]"] += 1
+        return Role(QUANTIZED, t.numel * 2, "mxfp4")
+
+    def _bnb4(self, t: TensorEntry) -> Role | None:
+        name = t.name
+        if ".quant_state.bitsandbytes__" in name:
+            self.bnb_quant_types[name.rsplit("__", 1)[1]] += 1
+            return Role(OVERHEAD, 0)
+        if name.endswith(_BNB4_SUFFIXES):
+            if name.endswith(".nested_absmax"):
+                self.bnb_nested += 1
+            return Role(OVERHEAD, 0) if self._get(name.rsplit(".", 1)[0]) is not None else None
+        absmax = self._get(name + ".absmax")
+        if absmax is None:
+            return None
+        logical = t.numel * _itemsize(t.dtype) * 2
+        sizes = [b for b in (32, 64, 128, 256, 512, 1024, 2048, 4096) if _ceil_div(logical, b) == absmax.numel]
+        if sizes:
+            self.bnb_blocksizes[sizes[0]] += 1
+        else:
+            self.problems["bitsandbytes absmax length fits no blocksize for the packed weight"] += 1
+        return Role(QUANTIZED, logical, "bnb-4bit")
+
+    def _bnb8(self, t: TensorEntry) -> Role | None:
+        name = t.name
+        if name.endswith((".SCB", ".weight_format")):
+            return Role(OVERHEAD, 0) if self._get(name.rsplit(".", 1)[0] + ".weight") is not None else None
+        if t.dtype == "I8" and name.endswith(".weight") and self._get(name[: -len("weight")] + "SCB") is not None:
+            return Role(QUANTIZED, t.numel, "bnb-int8")
+        return None
+
+    def _mlx(self, t: TensorEntry) -> Role | None:
+        if self.method != "mlx":
+            return None
+        name = t.name
+        if name.endswith((".scales", ".biases")):
+            w = self._get(name.rsplit(".", 1)[0] + ".weight")
+            return Role(OVERHEAD, 0) if w is not None and w.dtype == "U32" else None
+        if t.dtype == "U32" and name.endswith(".weight") and self._get(name[: -len("weight")] + "scales") is not None:
+            bits = (self.scheme.bits if self.scheme else None) or 4
+            return Role(QUANTIZED, t.numel * 32 // bits, f"mlx-int{bits}")
+        return None
+
+    def _scaled_weight(self, t: TensorEntry) -> Role | None:
+        """FP8 / int8 / MX weights with scale companions (per tensor, channel, 2-D block or 1x32 MX groups)."""
+        name = t.name
+        for suffix in (".weight_scale_inv", ".scale"):
+            if name.endswith(suffix):
+                w = self._get(name[: -len(suffix)] + ".weight")
+                if w is not None and (w.dtype in _FP8 or w.dtype in _BYTE):
+                    return Role(OVERHEAD, 0)
+                return Role(OVERHEAD, 0) if suffix == ".weight_scale_inv" else None
+        if not name.endswith(".weight") or not (t.dtype in _FP8 or t.dtype in _BYTE):
+            return None
+        stem = name[: -len(".weight")]
+        scale = self._get(stem + ".weight_scale_inv") or self._get(stem + ".weight_scale") or self._get(stem + ".scale")
+        if scale is None:
+            return None
+        mx_pack = self._mx_pack(t, scale)
+        self.scale_kinds[self._scale_kind(t, scale, mx_pack)] += 1
+        if mx_pack == 2:
+            return Role(QUANTIZED, t.numel * 2, "mxfp4")
+        if t.dtype in _FP8:
+            return Role(QUANTIZED, t.numel, "mxfp8" if mx_pack == 1 else _FP8[t.dtype])
+        return Role(QUANTIZED, t.numel, "int8")
+
+    def _scale_kind(self, weight: TensorEntry, scale: TensorEntry, mx_pack: int | None) -> str:
+        """Scale granularity: per tensor, per channel, MX 1x32, or 2-D blocks (size from the config when it fits)."""
+        if mx_pack:
+            return f"mx 1x{_MX_BLOCK}"
+        if scale.numel == 1:
+            return "tensor"
+        if len(weight.shape) != 2:
+            return "other"
+        out, inp = weight.shape
+        if scale.shape in ((out,), (out, 1)):
+            return "channel"
+        if len(scale.shape) != 2:
+            return "other"
+        block = (self.scheme.details.get("weight_block_size") if self.scheme else None) or []
+        if len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block):
+            r0, r1 = _ceil_div(out, block[0]), _ceil_div(inp, block[1])
+            # fused projections (e.g. MiMo qkv_proj) round each part up separately: a few extra rows/columns
+            if r0 <= scale.shape[0] <= r0 + 4 and r1 <= scale.shape[1] <= r1 + 4:
+                return f"block {block[0]}x{block[1]}"
+        b0, b1 = _ceil_div(out, scale.shape[0]), _ceil_div(inp, scale.shape[1])
+        return f"block ~{b0}x{b1}"
+
+    @staticmethod
+    def _mx_pack(weight: TensorEntry, scale: TensorEntry) -> int | None:
+        """Values per stored byte when scale is a per-row MX scale (one byte-wide scale per 32 values), else None."""
+        if scale.dtype not in ("F8_E8M0", "U8") or len(weight.shape) < 2 or scale.shape[:-1] != weight.shape[:-1]:
+            return None
+        values, stored = scale.shape[-1] * _MX_BLOCK, weight.shape[-1]
+        if values == stored:
+            return 1
+        if values == 2 * stored and weight.dtype in _BYTE:
+            return 2
+        return None
+
+    def _activation_scale(self, t: TensorEntry) -> Role | None:
+        return Role(OVERHEAD, 0) if t.name.endswith(_ACTIVATION_SCALE_SUFFIXES) else None
+
+    # -- after all tensors ---------------------------------------------------------------------------------------
+
+    def details(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"formats": dict(sorted(self.formats.items()))}
+        if self.linears:
+            layouts = Counter(k[0] for k in self.linears.elements())
+            bits = Counter(k[1] for k in self.linears.elements())
+            groups = Counter(k[4] for k in self.linears.elements())
+            out["layout"] = {"gptq": "gptq (packed along in_features)", "awq": "awq (packed along out_features)"}[
+                layouts.most_common(1)[0][0]] if len(layouts) == 1 else dict(layouts)
+            out["bits_from_shapes"] = bits.most_common(1)[0][0] if len(bits) == 1 else dict(bits)
+            out["group_size_from_shapes"] = groups.most_common(1)[0][0] if len(groups) == 1 else dict(groups)
+            out["linears"] = [
+                {"layout": lay, "bits": b, "in_features": i, "out_features": o, "group_size": g, "count": n}
+                for (lay, b, i, o, g), n in sorted(self.linears.items())
+            ]
+        if self.scale_kinds:
+            out["scales"] = dict(sorted(self.scale_kinds.items()))
+        if self.scheme is not None and self.scheme.source == "tensors" and self.linears:
+            lay = {k[0] for k in self.linears}
+            bits = {k[1] for k in self.linears}
+            if len(lay) == 1:
+                out["method"] = lay.pop()
+            if len(bits) == 1:
+                out["bits"] = bits.pop()
+        if self.bnb_blocksizes:
+            out["blocksize_from_shapes"] = self.bnb_blocksizes.most_common(1)[0][0]
+        if self.bnb_quant_types:
+            out["quant_type_from_tensors"] = self.bnb_quant_types.most_common(1)[0][0]
+        return out
+
+    def check(self, quantized_parameters: int) -> list[str]:
+        """Cross-check the config against the tensors; one warning per disagreement."""
+        s = self.scheme
+        if s is None:
+            return []
+        warnings = [f"{msg} ({n} tensors)" for msg, n in self.problems.items()]
+        formats = set(self.formats)
+        if s.source == "tensors":
+            seen = ", ".join(sorted(formats)) or s.method
+            warnings.append(f"no quantization_config in config.json; quantization detected from tensors: {seen}")
+            return warnings
+        if not quantized_parameters:
+            warnings.append(
+                f"quantization_config declares {s.method} but no stored tensor is in a quantized layout: the weights "
+                "are stored unquantized (quantized when loading, if at all)"
+            )
+            return warnings
+        expected = {
+            "gptq": {"gptq-"}, "awq": {"awq-"}, "bitsandbytes-4bit": {"bnb-4bit"}, "bitsandbytes-8bit": {"bnb-int8"},
+            "fp8": {"fp8_"}, "mxfp8": {"mxfp8"}, "mxfp4": {"mxfp4"}, "mlx": {"mlx-"},
+        }.get(s.method)
+        if expected is not None:
+            odd = sorted(f for f in formats if not any(f.startswith(p) for p in expected))
+            if odd:
+                n = sum(self.formats[f] for f in odd)
+                warnings.append(
+                    f"quantization_config says {s.method} but {n:,} parameters are stored as {', '.join(odd)} "
+                    "(detected from tensor shapes and dtypes)"
+                )
+        if self.linears and s.method in ("gptq", "awq"):
+            layouts = {k[0] for k in self.linears}
+            if s.method not in layouts:
+                warnings.append(f"quantization_config says {s.method} but qweight shapes are packed the "
+                                f"{'gptq (along in_features)' if 'gptq' in layouts else 'awq (along out_features)'} way")
+            bits = {k[1] for k in self.linears}
+            if s.bits is not None and bits != {s.bits}:
+                warnings.append(f"quantization_config says {s.bits}-bit but qweight/qzeros shapes give {sorted(bits)}-bit")
+            groups = {k[4] for k in self.linears}
+            if s.group_size is not None and groups != {s.group_size} and not (s.group_size == -1 or groups == {-1}):
+                warnings.append(f"quantization_config group_size {s.group_size} but scales shapes give {sorted(groups)}")
+        block = s.details.get("weight_block_size")
+        if s.method in ("fp8", "mxfp8") and isinstance(block, list) and len(block) == 2:
+            want = f"mx 1x{_MX_BLOCK}" if s.method == "mxfp8" else f"block {block[0]}x{block[1]}"
+            odd = {k: n for k, n in self.scale_kinds.items() if k.startswith(("block", "mx")) and k != want}
+            if odd and not (s.method == "fp8" and set(odd) == {f"mx 1x{_MX_BLOCK}"}):  # FP4 experts warned above
+                warnings.append(f"quantization_config weight_block_size {block} but weight scales are "
+                                + ", ".join(f"{k} ({n} tensors)" for k, n in sorted(odd.items())))
+        if s.method == "bitsandbytes-4bit":
+            qt = self.bnb_quant_types.most_common(1)[0][0] if self.bnb_quant_types else None
+            if qt and qt != s.details.get("quant_type"):
+                warnings.append(f"quantization_config bnb_4bit_quant_type {s.details.get('quant_type')} but tensors hold {qt} state")
+            if bool(self.bnb_nested) != bool(s.details.get("double_quant")):
+                warnings.append(
+                    f"quantization_config bnb_4bit_use_double_quant is {bool(s.details.get('double_quant'))} but "
+                    f"{self.bnb_nested} nested_absmax tensors are stored"
+                )
+        return warnings
+
+
+def tensor_role(t: TensorEntry, scheme: QuantScheme | None, index: Mapping[str, TensorEntry]) -> tuple[str, int]:
+    """(role, logical parameter count) of one stored tensor (convenience wrapper around ``Quantizer``)."""
+    r = Quantizer(scheme, index).role(t)
+    return r.role, r.logical

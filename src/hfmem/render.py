@@ -36,14 +36,26 @@ def _tables(report: Any) -> list[tuple[str, list[str], list[list[Any]]]]:
     if a.moe:
         arch_rows.append(["MoE", f"{a.moe['num_experts']} experts, top-{a.moe['experts_per_token']}"])
     param_rows = [["total", fmt_count(p.total)]]
+    if p.inference_loaded is not None and p.inference_loaded != p.total:
+        param_rows.append(["loaded for inference (no MTP)", fmt_count(p.inference_loaded)])
     if p.active != p.total:
         param_rows.append(["active per token", fmt_count(p.active)])
+    if p.moe:
+        m = p.moe
+        param_rows.append(["MoE", f"top-{m['experts_per_token']} of {m['num_experts']} experts, {m['moe_layers']} MoE + "
+                                  f"{m['dense_layers']} dense layers; active excl. embeddings {fmt_count(m['active_excluding_embeddings'])}"])
+    if len(p.by_part) > 1:
+        param_rows.append(["parts", ", ".join(f"{k} {fmt_count(v)}" for k, v in p.by_part.items())])
     for dtype, n in p.by_dtype.items():
         param_rows.append([f"stored as {dtype}", f"{n:,}"])
     param_rows.append(["stored bytes", f"{p.stored_bytes:,} ({fmt_bytes(p.stored_bytes)})"])
     if p.quantization:
         q = p.quantization
-        param_rows.append(["quantization", f"{q['method']} {q.get('bits') or ''}-bit, overhead {fmt_bytes(q['overhead_bytes'])}"])
+        bits = f" {q['bits']}-bit" if q.get("bits") else ""
+        group = f", group {q['group_size']}" if q.get("group_size") else ""
+        formats = ", ".join(f"{k} {fmt_count(v)}" for k, v in (q.get("formats") or {}).items())
+        param_rows.append(["quantization", f"{q['method']}{bits}{group}, overhead {fmt_bytes(q['overhead_bytes'])}"
+                                           + (f" ({formats})" if formats else "")])
     comp_rows = [
         [name, f"{n:,}", f"{100 * n / p.total:.2f}%" if p.total else "-", fmt_bytes(p.bytes_by_component.get(name))]
         for name, n in p.by_component.items()

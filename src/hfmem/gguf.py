@@ -1,0 +1,220 @@
+"""GGUF headers (llama.cpp / Ollama / LM Studio files): parse metadata and tensor infos, never tensor data.
+
+Layout (ggml/docs/gguf.md): magic "GGUF", u32 version (2 or 3), u64 tensor_count, u64 kv_count, kv pairs
+(gguf string key, u32 value type, value), then tensor infos (name, u32 n_dims, u64 dims[n_dims], u32 ggml type,
+u64 offset). Weight bytes per ggml type come from the block sizes of ggml's type traits (ggml/src/ggml.c
+``type_traits``; the same table as gguf-py's ``GGML_QUANT_SIZES``): e.g. Q4_K is 144 bytes per 256 values, Q8_0 is
+34 bytes per 32. The remote reader fetches the header with range requests in growing chunks, because metadata
+(tokenizer arrays) can be megabytes.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .errors import MalformedHeader
+
+# ggml type id -> (name, values per block, bytes per block)
+GGML_TYPES: dict[int, tuple[str, int, int]] = {
+    0: ("F32", 1, 4), 1: ("F16", 1, 2), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20), 6: ("Q5_0", 32, 22),
+    7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 9: ("Q8_1", 32, 40), 10: ("Q2_K", 256, 84), 11: ("Q3_K", 256, 110),
+    12: ("Q4_K", 256, 144), 13: ("Q5_K", 256, 176), 14: ("Q6_K", 256, 210), 15: ("Q8_K", 256, 292),
+    16: ("IQ2_XXS", 256, 66), 17: ("IQ2_XS", 256, 74), 18: ("IQ3_XXS", 256, 98), 19: ("IQ1_S", 256, 50),
+    20: ("IQ4_NL", 32, 18), 21: ("IQ3_S", 256, 110), 22: ("IQ2_S", 256, 82), 23: ("IQ4_XS", 256, 136),
+    24: ("I8", 1, 1), 25: ("I16", 1, 2), 26: ("I32", 1, 4), 27: ("I64", 1, 8), 28: ("F64", 1, 8),
+    29: ("IQ1_M", 256, 56), 30: ("BF16", 1, 2), 34: ("TQ1_0", 256, 54), 35: ("TQ2_0", 256, 66),
+    39: ("MXFP4", 32, 17), 40: ("NVFP4", 64, 36), 41: ("Q1_0", 128, 18),
+}  # fmt: skip
+TYPE_BY_NAME = {name: (block, size) for name, block, size in GGML_TYPES.values()}
+
+_MAGIC = b"GGUF"
+_MAX_TENSORS = 10_000_000
+_MAX_KV = 1_000_000
+_MAX_STRING = 64 * 2**20
+_MAX_DIMS = 8
+_MAX_HEADER = 512 * 2**20
+_KEEP_ARRAY = 64  # longer arrays (tokenizer vocab) are skipped, only their length kept
+
+# value types: fmt for fixed-size scalars
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_STRING, _ARRAY = 8, 9
+
+
+@dataclass(frozen=True, slots=True)
+class GGUFTensor:
+    name: str
+    ggml_type: str
+    shape: tuple[int, ...]
+    numel: int
+    nbytes: int
+
+
+@dataclass
+class GGUFHeader:
+    file: str
+    version: int
+    metadata: dict[str, Any]
+    tensors: list[GGUFTensor]
+    header_bytes: int
+    array_lengths: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def parameters(self) -> int:
+        return sum(t.numel for t in self.tensors)
+
+    @property
+    def weight_bytes(self) -> int:
+        return sum(t.nbytes for t in self.tensors)
+
+    def by_type(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for t in self.tensors:
+            out[t.ggml_type] = out.get(t.ggml_type, 0) + t.numel
+        return dict(sorted(out.items()))
+
+
+class _Reader:
+    """Sequential reader over a byte source ``fetch(offset, size) -> bytes`` with a growing buffer."""
+
+    def __init__(self, fetch: Callable[[int, int], bytes], file: str, first_chunk: int = 1 << 20):
+        self.fetch = fetch
+        self.file = file
+        self.buf = b""
+        self.pos = 0
+        self.chunk = first_chunk
+        self.eof = False
+
+    def _need(self, n: int) -> None:
+        while len(self.buf) - self.pos < n:
+            if self.eof:
+                raise MalformedHeader(f"{self.file}: GGUF header truncated at byte {len(self.buf)}")
+            if len(self.buf) > _MAX_HEADER:
+                raise MalformedHeader(f"{self.file}: GGUF header larger than {_MAX_HEADER} bytes")
+            data = self.fetch(len(self.buf), self.chunk)
+            if len(data) < self.chunk:
+                self.eof = True
+            self.buf += data
+            self.chunk = min(self.chunk * 2, 64 << 20)
+
+    def take(self, n: int) -> bytes:
+        self._need(n)
+        out = self.buf[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def unpack(self, fmt: str) -> Any:
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+
+    def string(self, what: str) -> str:
+        n = self.unpack("<Q")
+        if n > _MAX_STRING:
+            raise MalformedHeader(f"{self.file}: {what} string of {n} bytes is too long")
+        raw = self.take(n)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise MalformedHeader(f"{self.file}: {what} is not UTF-8") from None
+
+    def skip(self, n: int) -> None:
+        self._need(n)
+        self.pos += n
+
+
+def _value(r: _Reader, vtype: int, key: str, lengths: dict[str, int]) -> Any:
+    if vtype in _SCALARS:
+        return r.unpack(_SCALARS[vtype])
+    if vtype == _STRING:
+        return r.string(key)
+    if vtype == _ARRAY:
+        etype = r.unpack("<I")
+        count = r.unpack("<Q")
+        if count > 100_000_000:
+            raise MalformedHeader(f"{r.file}: array {key!r} declares {count} elements")
+        lengths[key] = count
+        if etype in _SCALARS and count > _KEEP_ARRAY:
+            r.skip(count * struct.calcsize(_SCALARS[etype]))
+            return None
+        items = []
+        for _ in range(count):
+            item = _value(r, etype, key, lengths) if etype != _ARRAY else _value(r, _ARRAY, key, {})
+            if count <= _KEEP_ARRAY:
+                items.append(item)
+        return items if count <= _KEEP_ARRAY else None
+    raise MalformedHeader(f"{r.file}: unknown GGUF value type {vtype} for key {key!r}")
+
+
+def parse_gguf(fetch: Callable[[int, int], bytes], file: str, first_chunk: int = 1 << 20) -> GGUFHeader:
+    r = _Reader(fetch, file, first_chunk)
+    if r.take(4) != _MAGIC:
+        raise MalformedHeader(f"{file}: not a GGUF file (bad magic)")
+    version = r.unpack("<I")
+    if version not in (2, 3):
+        raise MalformedHeader(f"{file}: unsupported GGUF version {version}")
+    n_tensors = r.unpack("<Q")
+    n_kv = r.unpack("<Q")
+    if n_tensors > _MAX_TENSORS or n_kv > _MAX_KV:
+        raise MalformedHeader(f"{file}: implausible counts ({n_tensors} tensors, {n_kv} keys)")
+    metadata: dict[str, Any] = {}
+    lengths: dict[str, int] = {}
+    for _ in range(n_kv):
+        key = r.string("key")
+        metadata[key] = _value(r, r.unpack("<I"), key, lengths)
+    tensors = []
+    for _ in range(n_tensors):
+        name = r.string("tensor name")
+        n_dims = r.unpack("<I")
+        if n_dims > _MAX_DIMS:
+            raise MalformedHeader(f"{file}: tensor {name!r} has {n_dims} dimensions")
+        dims = tuple(r.unpack("<Q") for _ in range(n_dims))
+        type_id = r.unpack("<I")
+        r.unpack("<Q")  # data offset, not needed
+        if type_id not in GGML_TYPES:
+            raise MalformedHeader(f"{file}: tensor {name!r} has unknown ggml type {type_id}")
+        type_name, block, size = GGML_TYPES[type_id]
+        numel = 1
+        for d in dims:
+            numel *= d
+        if numel > 2**63 - 1:
+            raise MalformedHeader(f"{file}: tensor {name!r} shape overflows int64")
+        if dims and dims[0] % block:
+            raise MalformedHeader(f"{file}: tensor {name!r} row of {dims[0]} is not a multiple of the {type_name} block {block}")
+        # GGUF lists dims innermost first; report them in torch order.
+        tensors.append(GGUFTensor(name, type_name, tuple(reversed(dims)), numel, numel // block * size))
+    return GGUFHeader(file, version, metadata, tensors, r.pos, lengths)
+
+
+def read_local_gguf(path: str) -> GGUFHeader:
+    import os
+
+    with open(path, "rb") as fh:
+
+        def fetch(offset: int, size: int) -> bytes:
+            fh.seek(offset)
+            return fh.read(size)
+
+        return parse_gguf(fetch, os.path.basename(path))
+
+
+def remote_fetcher(repo_id: str, filename: str, revision: str | None, token: str | bool | None, timeout: float | None, counter: list[int] | None = None) -> Callable[[int, int], bytes]:
+    """Range reads through huggingface_hub's session, URL builder, auth headers and error mapping."""
+    from huggingface_hub import constants, hf_hub_url
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    url = hf_hub_url(repo_id, filename, revision=revision, endpoint=constants.ENDPOINT)
+    headers = build_hf_headers(token=token)
+
+    def fetch(offset: int, size: int) -> bytes:
+        response = get_session().get(url, headers={**headers, "Range": f"bytes={offset}-{offset + size - 1}"}, timeout=timeout, follow_redirects=True)
+        if response.status_code == 416:
+            return b""
+        hf_raise_for_status(response)
+        if counter is not None:
+            counter.append(size)
+        data = response.content
+        if response.status_code == 200:  # server ignored the range
+            data = data[offset : offset + size]
+        return data
+
+    return fetch

@@ -1,0 +1,288 @@
+"""Analyse GGUF repos and files: exact weights per file from GGUF headers, and llama.cpp's KV cache.
+
+KV follows llama.cpp's cache (src/llama-kv-cache.cpp, llama-kv-cache-iswa.cpp): per layer K of
+n_head_kv x key_length and V of n_head_kv x value_length per cell, in the cache type (f16 default; q8_0 = 34 bytes
+per 32 values, q4_0 = 18 per 32), for a context padded up to 256 cells; sliding-window layers of iSWA models keep
+min(context, pad(window + n_ubatch, 256)) cells per sequence (n_ubatch = 512 by default).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import HfmemError, MalformedHeader, NoSafetensors, UsageError
+from .gguf import TYPE_BY_NAME, GGUFHeader, parse_gguf, read_local_gguf, remote_fetcher
+
+_SHARD_RE = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$")
+_QUANT_RE = re.compile(r"(?i)(?:^|[-_.])((?:I?Q\d(?:_[A-Z0-9]+)*)|BF16|F16|F32|FP16|MXFP4(?:_MOE)?)(?=[-_.](?:\d{5}-of|gguf))")
+# Sliding-window layer patterns llama.cpp hard-codes per architecture (llama-model.cpp: set_swa_pattern):
+# every n-th layer is full attention, the others use the window.
+_SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "cohere2": 4, "gpt-oss": 2, "llama4": 4}
+_N_UBATCH = 512
+_PAD = 256
+# --kv-dtype spellings -> llama.cpp cache types (auto = llama.cpp's default f16).
+LLAMA_CPP_CACHE_TYPES = {"auto": "f16", "fp16": "f16", "bf16": "bf16", "fp32": "f32", "q8_0": "q8_0", "q4_0": "q4_0"}
+KV_TYPES = {"f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24)}
+
+
+def _pad(n: int, to: int = _PAD) -> int:
+    return -(-n // to) * to
+
+
+@dataclass
+class GGUFFile:
+    name: str  # first shard's path in the repo (or the file name)
+    quant: str
+    size_bytes: int | None
+    shards: list[str]
+    is_projector: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.name, "quant": self.quant, "size_bytes": self.size_bytes, "shards": len(self.shards), "mmproj": self.is_projector}
+
+
+def quant_from_name(name: str) -> str:
+    m = _QUANT_RE.search(Path(name).name)
+    return m.group(1).upper() if m else "?"
+
+
+def group_gguf_files(files: dict[str, int | None]) -> list[GGUFFile]:
+    """Group shards (-00001-of-0000N.gguf) and mark mmproj-*.gguf vision projectors."""
+    groups: dict[str, GGUFFile] = {}
+    for path in sorted(files):
+        if not path.endswith(".gguf"):
+            continue
+        m = _SHARD_RE.search(path)
+        key = path[: m.start()] if m else path
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = GGUFFile(path, quant_from_name(path), 0, [], Path(path).name.lower().startswith("mmproj"))
+        g.shards.append(path)
+        size = files[path]
+        g.size_bytes = None if size is None or g.size_bytes is None else g.size_bytes + size
+    return list(groups.values())
+
+
+@dataclass
+class GGUFKV:
+    context: int
+    batch: int
+    dtype: str
+    cells: int
+    bytes_per_token: int
+    constant_bytes: int
+    total_bytes: int
+    by_layer_type: dict[str, dict[str, int]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": "llama.cpp", "dtype": self.dtype, "context": self.context, "batch": self.batch,
+            "cells": self.cells, "bytes_per_token": self.bytes_per_token, "constant_bytes": self.constant_bytes,
+            "total_bytes": self.total_bytes, "by_layer_type": self.by_layer_type,
+        }  # fmt: skip
+
+
+@dataclass
+class GGUFReport:
+    repo: str
+    revision: str | None
+    source: str
+    files: list[GGUFFile]
+    selected: GGUFFile | None
+    header: GGUFHeader | None
+    architecture: dict[str, Any] = field(default_factory=dict)
+    kv_cache: list[GGUFKV] = field(default_factory=list)
+    request_count: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def parameters(self) -> dict[str, Any]:
+        if self.header is None:
+            return {}
+        h = self.header
+        return {
+            "total": h.parameters,
+            "weight_bytes": h.weight_bytes,
+            "bits_per_weight": round(8 * h.weight_bytes / h.parameters, 4) if h.parameters else None,
+            "by_ggml_type": h.by_type(),
+            "tensors": len(h.tensors),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "repo": self.repo, "revision": self.revision, "source": self.source, "format": "gguf",
+            "gguf_files": [f.to_dict() for f in self.files],
+            "selected_file": self.selected.name if self.selected else None,
+            "architecture": self.architecture, "parameters": self.parameters(),
+        }  # fmt: skip
+        if self.kv_cache:
+            kv = [k.to_dict() for k in self.kv_cache]
+            out["kv_cache"] = kv[0] if len(kv) == 1 else kv
+        out["warnings"] = list(self.warnings)
+        return out
+
+    def to_text(self, fmt: str = "table") -> str:
+        from tabulate import tabulate
+
+        from .units import fmt_bytes, fmt_count
+
+        tablefmt = "github" if fmt == "markdown" else "simple"
+        out = [f"{self.repo} (GGUF, {self.source})"]
+        rows = [[f.name, f.quant, fmt_bytes(f.size_bytes), len(f.shards), "vision projector" if f.is_projector else ""] for f in self.files]
+        out += ["", "GGUF files", tabulate(rows, headers=["file", "quant", "size", "shards", ""], tablefmt=tablefmt)]
+        if self.header is not None:
+            p = self.parameters()
+            a = self.architecture
+            out += ["", f"Selected: {self.selected.name if self.selected else self.header.file}"]
+            arch_rows = [[k, v] for k, v in a.items() if v is not None]
+            out += [tabulate(arch_rows, tablefmt="plain")]
+            out += ["", f"parameters {fmt_count(p['total'])}; weights {p['weight_bytes']:,} bytes ({fmt_bytes(p['weight_bytes'])}), {p['bits_per_weight']} bits/weight"]
+            type_rows = [[t, f"{n:,}"] for t, n in p["by_ggml_type"].items()]
+            out += [tabulate(type_rows, headers=["ggml type", "parameters"], tablefmt=tablefmt)]
+        for kv in self.kv_cache:
+            out += ["", f"KV cache (llama.cpp, {kv.dtype}) at {kv.context:,} tokens x {kv.batch}: {fmt_bytes(kv.total_bytes)} ({kv.total_bytes:,} bytes; {kv.cells:,} cells)"]
+            out += [tabulate([[t, v["layers"], f"{v['tokens']:,}", f"{v['bytes']:,}"] for t, v in kv.by_layer_type.items()], headers=["layers", "count", "cells", "bytes"], tablefmt=tablefmt)]
+        for w in self.warnings:
+            out.append(f"warning: {w}")
+        return "\n".join(out)
+
+
+def architecture_from_metadata(md: dict[str, Any], array_lengths: dict[str, int]) -> dict[str, Any]:
+    arch = md.get("general.architecture")
+    if not isinstance(arch, str):
+        raise MalformedHeader("GGUF metadata has no general.architecture")
+
+    def key(name: str, default: Any = None) -> Any:
+        return md.get(f"{arch}.{name}", default)
+
+    heads = key("attention.head_count")
+    kv_heads = key("attention.head_count_kv", heads)
+    embd = key("embedding_length")
+    layers = key("block_count")
+    head_for_dim = max(heads) if isinstance(heads, list) and heads else heads
+    key_len = key("attention.key_length", embd // head_for_dim if embd and head_for_dim else None)
+    return {
+        "architecture": arch,
+        "name": md.get("general.name"),
+        "file_type": md.get("general.file_type"),
+        "num_layers": layers,
+        "hidden_size": embd,
+        "num_attention_heads": heads,
+        "num_kv_heads": kv_heads,
+        "key_length": key_len,
+        "value_length": key("attention.value_length", key_len),
+        "context_length": key("context_length"),
+        "sliding_window": key("attention.sliding_window"),
+        "vocab_size": key("vocab_size", array_lengths.get("tokenizer.ggml.tokens")),
+        "expert_count": key("expert_count"),
+        "expert_used_count": key("expert_used_count"),
+    }
+
+
+def gguf_kv(arch: dict[str, Any], context: int, batch: int = 1, cache_type: str = "f16") -> GGUFKV:
+    if cache_type not in KV_TYPES:
+        raise UsageError(f"unknown llama.cpp cache type {cache_type!r}; use one of {', '.join(KV_TYPES)}")
+    block, size = KV_TYPES[cache_type]
+    layers = int(arch["num_layers"] or 0)
+    kv_heads = arch["num_kv_heads"]
+    per_layer_heads = kv_heads if isinstance(kv_heads, list) else [kv_heads] * layers
+    k_len, v_len = int(arch["key_length"] or 0), int(arch["value_length"] or 0)
+    window = arch.get("sliding_window")
+    pattern = _SWA_PATTERN.get(arch["architecture"]) if window else None
+    cells = _pad(context)
+    swa_cells = min(cells, _pad(int(window) * batch + _N_UBATCH)) if pattern else cells
+    by_type: dict[str, dict[str, int]] = {}
+    per_token = constant = total = 0
+    for i, n_kv in enumerate(per_layer_heads):
+        if not n_kv:
+            continue  # attention-free / recurrent layers keep no KV
+        values = int(n_kv) * (k_len + v_len)
+        if values % block:
+            raise UsageError(f"cache type {cache_type} needs head sizes divisible by {block}")
+        cell_bytes = values // block * size
+        is_swa = pattern is not None and (i + 1) % pattern != 0
+        kind = "sliding_attention" if is_swa else "full_attention"
+        n_cells = swa_cells if is_swa else cells
+        entry = by_type.setdefault(kind, {"layers": 0, "tokens": n_cells, "bytes": 0})
+        entry["layers"] += 1
+        if is_swa and swa_cells < cells:
+            constant += cell_bytes * n_cells
+            layer_total = cell_bytes * n_cells  # the window cache is shared by all sequences (unified)
+        else:
+            per_token += cell_bytes
+            layer_total = cell_bytes * n_cells * batch
+        entry["bytes"] += layer_total
+        total += layer_total
+    return GGUFKV(context, batch, cache_type, cells, per_token, constant, total, by_type)
+
+
+def analyze_gguf(
+    ref: str,
+    gguf_file: str | None = None,
+    quant: str | None = None,
+    revision: str | None = None,
+    token: str | bool | None = None,
+    timeout: float | None = None,
+    contexts: list[int] | None = None,
+    batch: int = 1,
+    cache_type: str = "f16",
+) -> GGUFReport:
+    """List the GGUF files of a repo/folder, read the selected file's header (all shards), and size its KV cache."""
+    path = Path(ref).expanduser()
+    counter: list[int] = []
+    if path.exists():
+        if path.is_file():
+            files = {path.name: path.stat().st_size}
+            root = path.parent
+        else:
+            root = path
+            files = {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*.gguf")}
+        source, repo, sha = "local", ref, None
+        read = lambda name: read_local_gguf(str(root / name))  # noqa: E731
+    else:
+        from huggingface_hub import HfApi
+
+        from .fetch import _HubContext
+
+        ctx = _HubContext(ref, revision, token, timeout or 10.0)
+        # One request: the commit sha and every file's size.
+        info = ctx.guard(lambda: HfApi().model_info(ref, revision=revision, token=token, files_metadata=True))
+        files = {s.rfilename: s.size for s in info.siblings or [] if s.rfilename.endswith(".gguf")}
+        sha = info.sha
+        source, repo = "hub", ref
+        read = lambda name: ctx.guard(lambda: parse_gguf(remote_fetcher(ref, name, revision, token, timeout, counter), name))  # noqa: E731
+    groups = group_gguf_files(files)
+    if not groups:
+        raise NoSafetensors(f"{ref}: no GGUF files found")
+    selected = None
+    if gguf_file:
+        selected = next((g for g in groups if gguf_file in (g.name, Path(g.name).name) or gguf_file in g.shards), None)
+        if selected is None:
+            raise UsageError(f"{ref}: no GGUF file named {gguf_file!r} (have: {', '.join(g.name for g in groups)[:300]})")
+    elif quant:
+        matches = [g for g in groups if g.quant == quant.upper() and not g.is_projector]
+        if not matches:
+            raise UsageError(f"{ref}: no GGUF file with quant {quant!r} (have: {', '.join(sorted({g.quant for g in groups}))})")
+        selected = matches[0]
+    else:
+        models = [g for g in groups if not g.is_projector]
+        if len(models) == 1:
+            selected = models[0]
+    report = GGUFReport(repo, sha, source, groups, selected, None)
+    if selected is None:
+        return report
+    headers = [read(name) for name in selected.shards]
+    merged = headers[0]
+    for extra in headers[1:]:
+        merged.tensors.extend(extra.tensors)
+    report.header = merged
+    report.architecture = architecture_from_metadata(merged.metadata, merged.array_lengths)
+    for context in contexts or []:
+        report.kv_cache.append(gguf_kv(report.architecture, context, batch, cache_type))
+    report.request_count = len(counter)
+    return report
+
+
+__all__ = ["analyze_gguf", "gguf_kv", "group_gguf_files", "GGUFReport", "HfmemError", "TYPE_BY_NAME"]

@@ -1,0 +1,703 @@
+"""Inference planner: will this model run on this GPU, with what context, and for how many concurrent users?
+
+    total (per GPU) = weights + KV cache + activation workspace + runtime overhead
+
+Every term is computed and printed; nothing is folded into a fudge factor.
+
+- weights: ``precision.py`` per tensor, split across ``--gpus`` by vLLM's tensor-parallel rules (see ``shard``);
+  for vLLM also the rotary cos/sin cache (``RotaryEmbedding.cos_sin_cache``: ``[max_position, rotary_dim]`` in
+  the model dtype, one copy shared by all layers), which is the 32 MiB between Llama-3.1-8B's 14.9575 GiB of
+  parameters and the 14.9888 GiB vLLM logs (vllm-project/vllm#10517).
+- KV cache: ``hfmem.kvcache.estimate_kv`` (MEMORY-FORMULAS §2).
+- activation workspace: the peak of one forward pass of ``T`` tokens (vLLM: ``--max-batched-tokens``, the
+  profile run of ``gpu_worker.determine_available_memory``; transformers: the whole prompt, ``batch x ctx``).
+  The peak is the largest of three phases, each shown: the MLP (or MoE) block, attention projections, and the
+  logits buffer (``V x rows x 4`` bytes for the rows whose logits are computed, plus the final hidden states).
+  MEMORY-FORMULAS §3.1/§3.2: vLLM dense MLP ``T x (2*2I + 2I + 3*2h)`` bytes (fused gate_up, activation output,
+  residual/normed hidden); transformers ``T x (3*2I + 2*2h)``.
+- overhead: per-GPU memory outside PyTorch's tensors: ``DEFAULT_OVERHEAD`` below, ``--overhead`` overrides.
+
+vLLM budget (``vllm/v1/worker/gpu_worker.py`` ``determine_available_memory``): ``requested = util x total``,
+``available_kv = requested - weights - activation peak - non-torch``; the CUDA context is created before the
+baseline snapshot and sits outside ``requested``. KV blocks: ``available_kv // (bytes_per_token x block_size)``;
+"Maximum concurrency" = ``blocks / cdiv(ctx, block_size)`` (``kv_cache_utils.py``).
+We assume ``gpu_memory_utilization = 0.9``, vLLM's long-standing default (``vllm/config/cache.py`` moved it to
+0.92 @002f10e0, MEMORY-FORMULAS §2.2 "version drift"); pass ``--gpu-util 0.92`` to model newer releases.
+transformers budgets the whole device; ``--device cpu`` budgets RAM (``--gpu`` then gives the RAM size).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .architecture import Architecture
+from .errors import UsageError
+from .gpus import CATALOG, GPU, GiB
+from .precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
+
+DEFAULT_GPU_UTIL = 0.9
+DEFAULT_MAX_BATCHED_TOKENS = 8192  # vLLM API-server default (EngineArgs.get_batch_defaults), MEMORY-FORMULAS §3.1
+DEFAULT_MAX_NUM_SEQS = 256  # vLLM default on GPUs < 70 GiB; the sampler's dummy run uses min(seqs, tokens) rows
+APPLE_WORKING_SET = 0.75  # Metal's default recommendedMaxWorkingSetSize is ~75% of unified memory
+# Per-GPU memory outside the tensors hfmem counts:
+# - vllm: non-torch allocations (cuBLAS/cuBLASLt handles and workspaces, NCCL and attention-backend buffers);
+#   vllm#10517 measured 0.35 GiB on one RTX 3090; TP adds NCCL buffers. The CUDA context is outside the budget.
+# - transformers (CUDA): the CUDA context (0.3-0.8 GiB, MEMORY-FORMULAS §7 row 14) + cuBLAS workspaces.
+# - cpu: the Python process with torch + transformers imported (resident libraries).
+DEFAULT_OVERHEAD = {"vllm": GiB // 2, "transformers": 3 * GiB // 4, "cpu": GiB // 2}
+ENGINES = ("vllm", "transformers")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# KV cache: the real module when present, else a minimal standard-attention fallback
+
+
+@dataclass
+class _KVFallbackEstimate:
+    bytes_per_token: int
+    constant_bytes: int
+    total_bytes: int
+    context: int
+    batch: int
+    engine: str
+    dtype: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def tables(self) -> list:
+        return []
+
+
+_KV_DTYPE_BYTES = {"auto": None, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2, "float32": 4, "fp32": 4,
+                   "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1}
+
+
+def _act_bytes_of(arch: Architecture) -> int:
+    return 4 if (arch.torch_dtype or "").replace("torch.", "") in ("float32", "fp32") else 2
+
+
+def _kv_fallback(arch: Architecture, context: int, batch: int = 1, kv_dtype: str = "auto", engine: str = "vllm",
+                 encoder_len: int | None = None, tp: int = 1, block_size: int = 16,
+                 max_batched_tokens: int = DEFAULT_MAX_BATCHED_TOKENS) -> _KVFallbackEstimate:
+    """Standard attention only (MEMORY-FORMULAS §2.1): per token sum over attention layers of
+    2 x max(1, n_kv // tp) x head_dim x bytes; MLA: (kv_lora_rank + qk_rope_head_dim) per layer, not split by tp.
+    vLLM rounds each sequence up to whole blocks of ``block_size`` tokens. Used only without ``hfmem.kvcache``."""
+    width = _KV_DTYPE_BYTES.get(kv_dtype.lower())
+    if width is None:
+        if kv_dtype.lower() != "auto":
+            raise UsageError(f"unknown KV dtype {kv_dtype!r}")
+        width = _act_bytes_of(arch)
+    if arch.layer_type_list:
+        layers = sum(1 for t in arch.layer_type_list if "attention" in t)
+    else:
+        layers = arch.num_layers if arch.attention_kind != "none" else 0
+    if arch.attention_kind == "mla" and arch.mla:
+        per_layer = (arch.mla["kv_lora_rank"] + arch.mla["qk_rope_head_dim"]) * width
+    elif arch.attention_kind == "none":
+        per_layer = 0
+    else:
+        per_layer = 2 * max(1, arch.num_kv_heads // tp) * arch.head_dim * width
+    per_token = layers * per_layer
+    tokens = math.ceil(context / block_size) * block_size if engine == "vllm" else context
+    return _KVFallbackEstimate(per_token, 0, batch * per_token * tokens, context, batch, engine, kv_dtype)
+
+
+def _parse_context_fallback(text: str, arch: Architecture) -> list[int]:
+    out = []
+    for part in str(text).replace(" ", "").split(","):
+        p = part.lower()
+        if p == "max":
+            out.append(arch.max_position_embeddings or 4096)
+            continue
+        mult = 1
+        if p.endswith("k"):
+            mult, p = 1024, p[:-1]
+        elif p.endswith("m"):
+            mult, p = 1024**2, p[:-1]
+        try:
+            value = float(p)
+        except ValueError:
+            raise UsageError(f"invalid context {part!r} (use e.g. 4096, 32k, 1M or max)") from None
+        n = int(value * mult)
+        if n <= 0:
+            raise UsageError(f"invalid context {part!r}")
+        out.append(n)
+    return out
+
+
+try:  # the lead switches to the real module by merging hfmem.kvcache; nothing else changes here
+    from .kvcache import estimate_kv, parse_context  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - depends on the merge state
+    estimate_kv = _kv_fallback  # type: ignore[assignment]
+    parse_context = _parse_context_fallback  # type: ignore[assignment]
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Tensor parallelism
+
+
+def _pad(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+def shard(t: WeightTensor, nbytes: int, arch: Architecture, tp: int) -> tuple[int, str]:
+    """(bytes on one of ``tp`` GPUs, rule) following vLLM's layers: column/row-parallel linears split ``tp`` ways;
+    embeddings/lm_head vocab-parallel (vocab padded to a multiple of 64, ``vocab_parallel_embedding.py``); norms,
+    MoE routers and MLA's ``q_a_proj``/``kv_a_proj_with_mqa`` replicated (``ReplicatedLinear``); K/V projections
+    hold ``max(1, n_kv // tp)`` heads per GPU (``QKVParallelLinear`` replicates KV heads when tp > n_kv)."""
+    if tp <= 1:
+        return nbytes, "whole"
+    n = t.name.lower()
+    if t.kind in ("embedding", "lm_head"):
+        rows = t.out if t.count == 1 else t.out * t.count
+        if rows and nbytes % rows == 0:
+            per_row = nbytes // rows
+            return per_row * -(-_pad(rows, 64) // tp), "vocab-parallel"
+        return -(-nbytes // tp), "vocab-parallel"
+    if t.kind in ("router",) or t.component == "norms" or any(k in n for k in ("q_a_proj", "kv_a_proj_with_mqa", "q_a_layernorm", "kv_a_layernorm")):
+        return nbytes, "replicated"
+    if t.kind == "vector":
+        if any(k in n for k in ("o_proj", "down_proj", "out_proj", "dense.bias", "w2", "fc2", "c_proj")):
+            return nbytes, "replicated"  # row-parallel biases are added once, after the all-reduce, on every rank
+        if any(k in n for k in ("k_proj", "v_proj")) and arch.num_kv_heads:
+            return nbytes * max(1, arch.num_kv_heads // tp) // arch.num_kv_heads, "kv-heads"
+        if t.component in ("attention", "mlp", "moe_experts", "moe_shared_experts", "ssm"):
+            return -(-nbytes // tp), "split"
+        return nbytes, "replicated"
+    if any(k in n for k in ("k_proj", "v_proj")) and arch.num_kv_heads and arch.attention_kind != "mla":
+        kv = arch.num_kv_heads
+        return nbytes * max(1, kv // tp) // kv, "kv-heads"
+    if any(k in n for k in ("qkv_proj", "query_key_value", "c_attn", "wqkv")) and arch.num_attention_heads:
+        q, kv = arch.num_attention_heads, arch.num_kv_heads
+        per_rank = q / tp + 2 * max(1, kv // tp)
+        return math.ceil(nbytes * per_rank / (q + 2 * kv)), "qkv (kv heads replicated)"
+    if t.kind == "bookkeeping" or t.kind in ("linear", "other"):
+        return -(-nbytes // tp), "split"
+    return nbytes, "replicated"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Activation workspace
+
+
+def _gated(tensors: list[WeightTensor]) -> bool:
+    names = " ".join(t.name for t in tensors[:400]).lower()
+    return any(k in names for k in ("gate_proj", "gate_up_proj", ".w1.", ".w3.", "experts", "gate_up"))
+
+
+def activation_terms(arch: Architecture, tokens: int, *, engine: str, act_bytes: int, tp: int = 1,
+                     logits_rows: int, gated: bool = True, positions: int | None = None) -> dict[str, int]:
+    """Peak bytes of each phase of one forward pass over ``tokens`` tokens (per GPU); the workspace is their max.
+
+    Hidden-state copies alive at the peak: vLLM 3 (residual, normed input, layer output; MEMORY-FORMULAS §3.1);
+    transformers 4 (the embedding output, which the model's forward keeps referenced, the decoder layer's input,
+    the residual and the normed input), plus the rotary cos/sin ``[positions, head_dim]`` pair and int64
+    positions. Measured on CPU with a TorchDispatchMode (tests/test_planner_truth.py).
+    """
+    h = arch.hidden_size
+    a = act_bytes
+    T = tokens
+    hidden_live = 3 * h if engine == "vllm" else 4 * h
+    terms: dict[str, int] = {}
+    inter = arch.intermediate_size or 4 * h
+    up = (2 if gated else 1) * inter
+    split = tp if engine == "vllm" else 1
+    rope = 0
+    if engine != "vllm" and arch.num_attention_heads and _uses_rope(arch):
+        rotary = arch.mla["qk_rope_head_dim"] if arch.mla else arch.head_dim
+        rope = (positions if positions is not None else T) * (2 * rotary * a + 8)
+    moe = arch.moe
+    if moe:
+        top_k = int(moe.get("experts_per_token") or 1)
+        experts = int(moe.get("num_experts") or 1)
+        mi = int(moe.get("moe_intermediate_size") or inter)
+        mup = (2 if gated else 1) * mi
+        if engine == "vllm":
+            # fused_moe: intermediate_cache1 [T, k, 2I], cache2 [T*k, I], cache3 [T, k, h]; router logits [T, E] fp32
+            per_tok = hidden_live * a + top_k * (mup // split + mi // split + h) * a + experts * 4
+            terms["moe (fused experts)"] = T * per_tok
+        else:
+            # transformers grouped_mm experts (integrations/moe.py): T*k routed rows hold the gathered input,
+            # the gate_up output, the activation and the gated product at once; router logits fp32 and the
+            # sort/permutation indices (int64) per routed row
+            per_tok = hidden_live * a + top_k * (h + mup + 2 * mi) * a + experts * 4 + top_k * 20
+            terms["moe (grouped experts)"] = T * per_tok + rope
+        dense_layers = int(moe.get("first_k_dense_replace") or 0)
+        if dense_layers and arch.intermediate_size:
+            terms["mlp (dense layers)"] = T * a * (hidden_live + (up + inter) // split) + rope
+    else:
+        terms["mlp"] = T * a * (hidden_live + (up + inter) // split) + rope
+    heads = arch.num_attention_heads or 0
+    if heads:
+        d = arch.head_dim
+        q = heads // split
+        kv = max(1, arch.num_kv_heads // split)
+        if arch.attention_kind == "mla" and arch.mla:
+            kv = q  # re-expanded K/V of every head
+            d = arch.mla["qk_nope_head_dim"] + arch.mla["qk_rope_head_dim"]
+        terms["attention"] = T * a * (hidden_live + (q + 2 * kv) * d + q * d) + rope
+    terms["logits"] = logits_rows * arch.vocab_size * 4 + T * h * a
+    return terms
+
+
+def _uses_rope(arch: Architecture) -> bool:
+    cfg = arch.text_config or {}
+    if cfg.get("position_embedding_type") == "absolute":
+        return False
+    return arch.model_type not in ("gpt2", "bert", "t5", "whisper", "opt", "bloom", "mamba", "falcon_mamba", "mamba2")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The plan
+
+
+@dataclass
+class FitRow:
+    gpu: GPU
+    fits: bool
+    margin_bytes: int
+    max_context: int | None
+    max_concurrency: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gpu": self.gpu.key, "memory_bytes": self.gpu.memory_bytes, "fits": self.fits,
+                "margin_bytes": self.margin_bytes, "max_context": self.max_context,
+                "max_concurrency": self.max_concurrency}
+
+
+@dataclass
+class InferencePlan:
+    precision: str
+    engine: str
+    device: str
+    context: int
+    batch: int
+    gpus: int
+    gpu_util: float | None
+    max_batched_tokens: int
+    weights_bytes: int
+    kv_bytes: int
+    activation_bytes: int
+    overhead_bytes: int
+    total_bytes: int
+    weight_terms: dict[str, int]
+    activation_terms: dict[str, int]
+    activation_tokens: int
+    kv_bytes_per_token: int
+    kv_dtype: str
+    gpu: GPU | None = None
+    budget_bytes: int | None = None
+    fits: bool | None = None
+    margin_bytes: int | None = None
+    max_context: int | None = None
+    max_context_capped: bool = False
+    max_concurrency: int | None = None
+    concurrency: float | None = None
+    kv_available_bytes: int | None = None
+    kv_blocks: int | None = None
+    kv_pool_tokens: int | None = None
+    replicated: list[str] = field(default_factory=list)
+    fits_on: list[FitRow] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "precision": self.precision,
+            "engine": self.engine,
+            "device": self.device,
+            "context": self.context,
+            "batch": self.batch,
+            "gpus": self.gpus,
+            "gpu_util": self.gpu_util,
+            "max_batched_tokens": self.max_batched_tokens,
+            "weights_bytes": self.weights_bytes,
+            "kv_bytes": self.kv_bytes,
+            "activation_bytes": self.activation_bytes,
+            "overhead_bytes": self.overhead_bytes,
+            "total_bytes": self.total_bytes,
+            "weight_terms": dict(self.weight_terms),
+            "activation_terms": dict(self.activation_terms),
+            "activation_tokens": self.activation_tokens,
+            "kv_bytes_per_token": self.kv_bytes_per_token,
+            "kv_dtype": self.kv_dtype,
+            "gpu": self.gpu.to_dict() if self.gpu else None,
+            "budget_bytes": self.budget_bytes,
+            "fits": self.fits,
+            "margin_bytes": self.margin_bytes,
+            "max_context": self.max_context,
+            "max_context_capped": self.max_context_capped,
+            "max_concurrency": self.max_concurrency,
+            "concurrency": self.concurrency,
+            "kv_available_bytes": self.kv_available_bytes,
+            "kv_blocks": self.kv_blocks,
+            "kv_pool_tokens": self.kv_pool_tokens,
+            "replicated": list(self.replicated),
+            "fits_on": [r.to_dict() for r in self.fits_on] if self.fits_on is not None else None,
+            "notes": list(self.notes),
+        }
+
+    def reason(self) -> str:
+        """One line for ``hfmem check``."""
+        from .units import fmt_bytes
+
+        where = f"{self.gpu.name}" + (f" x{self.gpus}" if self.gpus > 1 else "") if self.gpu else self.device
+        terms = (f"weights {fmt_bytes(self.weights_bytes)} + KV {fmt_bytes(self.kv_bytes)} + activations "
+                 f"{fmt_bytes(self.activation_bytes)} + overhead {fmt_bytes(self.overhead_bytes)}")
+        ctx = f"{self.context:,} tokens x {self.batch}"
+        unit = " of RAM" if self.device == "cpu" else " per GPU"
+        if self.fits:
+            return (f"fits: {self.precision} on {where} at {ctx}: needs {fmt_bytes(self.total_bytes)} of "
+                    f"{fmt_bytes(self.budget_bytes)}{unit} (margin {fmt_bytes(self.margin_bytes)}; {terms})")
+        longest = f"; longest context that fits: {self.max_context:,}" if self.max_context else "; the weights alone do not fit" if (self.budget_bytes or 0) < self.weights_bytes + self.overhead_bytes else ""
+        return (f"does not fit: {self.precision} on {where} at {ctx}: needs {fmt_bytes(self.total_bytes)} > "
+                f"{fmt_bytes(self.budget_bytes)}{unit} by {fmt_bytes(-(self.margin_bytes or 0))} ({terms}){longest}")
+
+    def tables(self) -> list[tuple[str, list[str], list[list[Any]]]]:
+        from .units import fmt_bytes
+
+        def row(name: str, n: int | None, note: str = "") -> list[Any]:
+            return [name, fmt_bytes(n), f"{n:,}" if n is not None else "-", note]
+
+        per = " per GPU" if self.gpus > 1 else ""
+        rows = [row(f"weights ({self.precision}){per}", self.weights_bytes, ", ".join(f"{k} {fmt_bytes(v)}" for k, v in self.weight_terms.items()))]
+        rows.append(row(f"KV cache ({self.kv_dtype}){per}", self.kv_bytes, f"{self.context:,} tokens x {self.batch} seq, {self.kv_bytes_per_token:,} B/token"))
+        peak = max(self.activation_terms, key=self.activation_terms.get) if self.activation_terms else "-"
+        rows.append(row(f"activations{per}", self.activation_bytes, f"one forward of {self.activation_tokens:,} tokens, peak in {peak}"))
+        for k, v in self.activation_terms.items():
+            rows.append(row(f"- phase: {k}", v, "peak" if k == peak else ""))
+        rows.append(row(f"runtime overhead{per}", self.overhead_bytes, "CUDA/library workspaces (--overhead)" if self.device != "cpu" else "process + libraries (--overhead)"))
+        rows.append(row(f"total{per}", self.total_bytes, ""))
+        tables: list[tuple[str, list[str], list[list[Any]]]] = [
+            (f"Inference ({self.engine}, {self.device}{', TP=' + str(self.gpus) if self.gpus > 1 else ''})", ["term", "GiB", "bytes", "detail"], rows)
+        ]
+        if self.gpu is not None:
+            fit = [
+                ["GPU", f"{self.gpu.name} ({fmt_bytes(self.gpu.memory_bytes)})" + (f" x{self.gpus}" if self.gpus > 1 else "")],
+                ["budget per GPU", f"{fmt_bytes(self.budget_bytes)}" + (f" (gpu-util {self.gpu_util})" if self.gpu_util else "")],
+                ["fits", ("yes" if self.fits else "NO") + f" (margin {fmt_bytes(self.margin_bytes)})"],
+                ["longest context at batch " + str(self.batch), f"{self.max_context:,}" + (" (model limit)" if self.max_context_capped else "") if self.max_context else "none"],
+                [f"max concurrency at {self.context:,} tokens", f"{self.concurrency:.2f}x" if self.concurrency is not None else "-"],
+            ]
+            if self.kv_blocks is not None:
+                fit.append(["KV pool", f"{fmt_bytes(self.kv_available_bytes)} = {self.kv_blocks:,} blocks = {self.kv_pool_tokens:,} tokens"])
+            if self.replicated:
+                fit.append(["replicated per GPU", ", ".join(self.replicated)])
+            tables.append(("Fit", ["", ""], fit))
+        if self.fits_on is not None:
+            yes = [r.gpu.key for r in self.fits_on if r.fits]
+            no = [r.gpu.key for r in self.fits_on if not r.fits]
+            tables.append(("Fits on", ["", ""], [["fits", ", ".join(yes) or "none of the catalog"],
+                                                 ["does not fit", ", ".join(no) or "-"]]))
+            rows2 = [[r.gpu.key, fmt_bytes(r.gpu.memory_bytes), "yes" if r.fits else "no", fmt_bytes(r.margin_bytes),
+                      f"{r.max_context:,}" if r.max_context else "-", f"{r.max_concurrency:,}" if r.max_concurrency is not None else "-"]
+                     for r in self.fits_on]
+            tables.append((f"Catalog ({self.precision}, {self.context:,} tokens x {self.batch}{', TP=' + str(self.gpus) if self.gpus > 1 else ''})",
+                           ["gpu", "memory", "fits", "margin", "max context", "max concurrency"], rows2))
+        return tables
+
+
+def _budget(gpu: GPU, device: str, engine: str, util: float) -> int:
+    if device == "cpu":
+        return gpu.memory_bytes
+    if gpu.kind == "apple":
+        return int(gpu.memory_bytes * APPLE_WORKING_SET)
+    if engine == "vllm":
+        return int(gpu.memory_bytes * util)
+    return gpu.memory_bytes
+
+
+def _rope_cache_bytes(arch: Architecture, act_bytes: int) -> int:
+    """vLLM's RotaryEmbedding cos_sin_cache: [max_position_embeddings, rotary_dim] in the model dtype."""
+    if not arch.num_attention_heads or not arch.max_position_embeddings:
+        return 0
+    cfg = arch.text_config or {}
+    rotary = arch.mla["qk_rope_head_dim"] if arch.mla else int(arch.head_dim * float(cfg.get("partial_rotary_factor") or 1.0))
+    if not _uses_rope(arch):
+        return 0
+    return arch.max_position_embeddings * rotary * act_bytes
+
+
+class Planner:
+    """Weights fixed at one precision; everything else as a function of context and batch."""
+
+    def __init__(self, report: Any, precision: str = CHECKPOINT, *, engine: str = "vllm", device: str = "cuda",
+                 tp: int = 1, kv_dtype: str = "auto", max_batched_tokens: int | None = None,
+                 overhead: int | None = None, gpu_util: float = DEFAULT_GPU_UTIL, encoder_len: int | None = None,
+                 block_size: int = 16, max_num_seqs: int = DEFAULT_MAX_NUM_SEQS):
+        self.arch: Architecture = report.architecture
+        self.precision = resolve_precision(precision)
+        if engine not in ENGINES:
+            raise UsageError(f"unknown engine {engine!r}; use one of: {', '.join(ENGINES)}")
+        if device not in ("cuda", "cpu"):
+            raise UsageError(f"unknown device {device!r}; use cuda or cpu")
+        if tp < 1:
+            raise UsageError("--gpus must be at least 1")
+        if device == "cpu":
+            engine = "transformers"
+            tp = 1
+        self.engine, self.device, self.tp = engine, device, tp
+        self.kv_dtype = kv_dtype
+        self.block_size = block_size
+        self.encoder_len = encoder_len
+        self.gpu_util = gpu_util
+        if not 0 < gpu_util <= 1:
+            raise UsageError("--gpu-util must be in (0, 1]")
+        self.max_batched_tokens = max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS
+        self.max_num_seqs = max_num_seqs
+        self.overhead = overhead if overhead is not None else DEFAULT_OVERHEAD["cpu" if device == "cpu" else engine]
+        self.tensors, self.weights = for_report(report, [] if self.precision == CHECKPOINT else [self.precision])
+        self.act_bytes = 4 if self.precision == "fp32" else _act_bytes_of(self.arch) if self.precision == CHECKPOINT else 2
+        if self.precision == CHECKPOINT and report.parameters.quantization:
+            self.act_bytes = 2
+        self.gated = _gated(self.tensors)
+        self._weights_per_gpu()
+
+    # -- fixed terms ----------------------------------------------------------------------------------------
+    def _weights_per_gpu(self) -> None:
+        arch = self.arch
+        moe = bool(arch.moe)
+        from .precision import _GGUFContext  # the GGUF type mix depends on model facts
+
+        gctx = None
+        if self.precision in ("q8_0", "q6_k", "q5_k_m", "q4_k_m"):
+            gctx = _GGUFContext(self.precision, arch.num_layers, int((arch.moe or {}).get("num_experts") or 0),
+                                arch.tie_word_embeddings, arch.model_type == "llama" and arch.num_layers == 80)
+        total = 0
+        replicated: dict[str, int] = {}
+        memo: dict[tuple, int] = {}
+        for t in self.tensors:
+            sig = (t.kind, t.component, t.out, t.inn, t.count, t.stored_bytes, t.layer if gctx else None, t.name.rsplit(".", 1)[-1] if gctx else None)
+            b = memo.get(sig)
+            if b is None or gctx is not None:
+                b = memo[sig] = tensor_bytes(t, self.precision, moe=moe, gguf=gctx)
+            per, rule = shard(t, b, arch, self.tp)
+            total += per
+            if self.tp > 1 and rule in ("replicated", "kv-heads") and per:
+                label = {"norms": "norms", "moe_router": "MoE routers"}.get(t.component, t.name.split(".")[-2] if "." in t.name else t.name)
+                if rule == "kv-heads" and arch.num_kv_heads < self.tp:
+                    label = f"K/V projections ({arch.num_kv_heads} KV heads < {self.tp} GPUs)"
+                elif rule == "kv-heads":
+                    continue
+                elif "a_proj" in t.name:
+                    label = "MLA q_a_proj/kv_a_proj_with_mqa"
+                elif t.kind == "vector":
+                    label = "norms" if t.component == "norms" else "row-parallel biases"
+                replicated[label] = replicated.get(label, 0) + per
+        terms = {"parameters": total}
+        if self.engine == "vllm" and self.device == "cuda":
+            rope = _rope_cache_bytes(arch, self.act_bytes)
+            if rope:
+                terms["rotary cos/sin cache"] = rope
+        self.weight_terms = terms
+        self.weights_bytes = sum(terms.values())
+        self.replicated = sorted(replicated)
+        if self.tp > 1:
+            self.replicated.append("embeddings/lm_head vocab-parallel (split, vocab padded to 64)")
+            if arch.attention_kind == "mla":
+                self.replicated.append("MLA latent KV cache (every GPU holds all of it)")
+            elif arch.num_kv_heads and arch.num_kv_heads < self.tp:
+                self.replicated.append(f"KV cache heads ({arch.num_kv_heads} KV heads over {self.tp} GPUs)")
+
+    def activation(self, context: int, batch: int) -> tuple[int, dict[str, int], int]:
+        if self.engine == "vllm":
+            tokens = self.max_batched_tokens
+            rows = min(self.max_num_seqs, tokens)
+        else:
+            tokens = context * batch
+            rows = batch  # generate() computes the last position's logits only (logits_to_keep=1), in fp32
+        terms = activation_terms(self.arch, tokens, engine=self.engine, act_bytes=self.act_bytes,
+                                 tp=self.tp if self.engine == "vllm" else 1, logits_rows=rows, gated=self.gated,
+                                 positions=None if self.engine == "vllm" else context)
+        return max(terms.values()) if terms else 0, terms, tokens
+
+    def kv(self, context: int, batch: int) -> Any:
+        return estimate_kv(self.arch, context, batch=batch, kv_dtype=self.kv_dtype, engine=self.engine,
+                           encoder_len=self.encoder_len, tp=self.tp, block_size=self.block_size,
+                           max_batched_tokens=self.max_batched_tokens)
+
+    def need(self, context: int, batch: int) -> int:
+        return self.weights_bytes + self.kv(context, batch).total_bytes + self.activation(context, batch)[0] + self.overhead
+
+    # -- answers --------------------------------------------------------------------------------------------
+    def context_limit(self) -> int:
+        return self.arch.max_position_embeddings or 2**24
+
+    def max_context(self, budget: int, batch: int) -> tuple[int | None, bool]:
+        """Longest context (tokens) that fits at ``batch``, capped at the model's limit (then flagged)."""
+        cap = self.context_limit()
+        if self.need(cap, batch) <= budget:
+            return cap, True
+        if self.need(1, batch) > budget:
+            return None, False
+        lo, hi = 1, cap  # need(lo) fits, need(hi) does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.need(mid, batch) <= budget:
+                lo = mid
+            else:
+                hi = mid
+        return lo, False
+
+    def concurrency(self, budget: int, context: int) -> tuple[float | None, int | None, int | None, int]:
+        """(vLLM "Maximum concurrency" at ``context``, KV blocks, pool tokens, bytes available to KV)."""
+        act = self.activation(context, 1)[0]
+        available = budget - self.weights_bytes - act - self.overhead
+        one = self.kv(context, 1)
+        if available <= 0 or one.total_bytes <= 0:
+            return (0.0 if available <= 0 else None), None, None, available
+        if self.engine == "vllm" and not one.constant_bytes and one.bytes_per_token:
+            blocks_per_seq = math.ceil(context / self.block_size)
+            page = one.bytes_per_token * self.block_size
+            if one.total_bytes == page * blocks_per_seq:  # uniform full attention: vLLM's own arithmetic
+                blocks = available // page
+                return blocks / blocks_per_seq, blocks, blocks * self.block_size, available
+        if self.engine == "transformers":
+            # batch b prefills b x ctx tokens at once: find the largest b whose total fits
+            lo = 0
+            hi = 1
+            while self.need(context, hi) <= budget and hi < 1 << 20:
+                lo, hi = hi, hi * 2
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if self.need(context, mid) <= budget:
+                    lo = mid
+                else:
+                    hi = mid
+            return float(lo), None, None, available
+        return available / one.total_bytes, None, None, available
+
+    def plan(self, context: int, batch: int = 1, gpu: GPU | None = None, with_catalog: bool = True) -> InferencePlan:
+        if context < 1 or batch < 1:
+            raise UsageError("context and batch must be positive")
+        kv = self.kv(context, batch)
+        act, terms, tokens = self.activation(context, batch)
+        total = self.weights_bytes + kv.total_bytes + act + self.overhead
+        plan = InferencePlan(
+            precision=self.precision if self.precision != CHECKPOINT else f"{CHECKPOINT} ({self.weights.checkpoint_label.removeprefix('as stored').strip(' ()') or 'as stored'})",
+            engine=self.engine, device=self.device, context=context, batch=batch, gpus=self.tp,
+            gpu_util=self.gpu_util if (self.engine == "vllm" and self.device == "cuda") else None,
+            max_batched_tokens=self.max_batched_tokens, weights_bytes=self.weights_bytes, kv_bytes=kv.total_bytes,
+            activation_bytes=act, overhead_bytes=self.overhead, total_bytes=total, weight_terms=dict(self.weight_terms),
+            activation_terms=terms, activation_tokens=tokens, kv_bytes_per_token=kv.bytes_per_token, kv_dtype=str(kv.dtype),
+            replicated=list(self.replicated),
+        )
+        if estimate_kv is _kv_fallback:
+            plan.notes.append("KV cache from the planner's standard-attention fallback (hfmem.kvcache not available): sliding windows and SSM state not modelled")
+        limit = self.arch.max_position_embeddings
+        if limit and context > limit:
+            plan.notes.append(f"context {context:,} exceeds the model's max_position_embeddings {limit:,}")
+        if gpu is not None:
+            self._fill_fit(plan, gpu)
+        elif with_catalog:
+            plan.fits_on = [self._fit_row(g, context, batch) for g in CATALOG if (g.kind != "apple" or self.engine != "vllm")]
+        return plan
+
+    def _fill_fit(self, plan: InferencePlan, gpu: GPU) -> None:
+        budget = _budget(gpu, self.device, self.engine, self.gpu_util)
+        plan.gpu = gpu
+        plan.budget_bytes = budget
+        plan.margin_bytes = budget - plan.total_bytes
+        plan.fits = plan.margin_bytes >= 0
+        plan.max_context, plan.max_context_capped = self.max_context(budget, plan.batch)
+        conc, blocks, pool, available = self.concurrency(budget, plan.context)
+        plan.concurrency = round(conc, 4) if conc is not None else None
+        plan.max_concurrency = int(conc) if conc is not None else None
+        plan.kv_available_bytes = available
+        plan.kv_blocks, plan.kv_pool_tokens = blocks, pool
+        if gpu.kind == "apple":
+            plan.notes.append(f"Apple unified memory: budget is {int(APPLE_WORKING_SET * 100)}% of {gpu.name} (Metal working-set limit)")
+
+    def _fit_row(self, gpu: GPU, context: int, batch: int) -> FitRow:
+        budget = _budget(gpu, self.device, self.engine, self.gpu_util)
+        need = self.need(context, batch)
+        mc, _ = self.max_context(budget, batch)
+        conc = self.concurrency(budget, context)[0]
+        return FitRow(gpu, need <= budget, budget - need, mc, int(conc) if conc is not None else None)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Download size and disk space (for `hfmem check`)
+
+
+def folder_size(path: str | Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            p = Path(root) / f
+            if not p.is_symlink() or p.exists():
+                total += p.stat().st_size
+    return total
+
+
+def hub_download_bytes(repo_id: str, revision: str | None = None, token: str | bool | None = None) -> int:
+    """Bytes a default ``snapshot_download`` fetches: every file of the repo tree at ``revision``."""
+    from huggingface_hub import HfApi
+
+    from .fetch import _HubContext
+
+    ctx = _HubContext(repo_id, revision, token, 30.0)
+
+    def call() -> int:
+        return sum(getattr(f, "size", 0) or 0 for f in HfApi().list_repo_tree(repo_id, recursive=True, revision=revision, token=token)
+                   if getattr(f, "size", None) is not None)
+
+    return ctx.guard(call)
+
+
+def cache_free_bytes() -> tuple[str, int]:
+    """(HF cache path, free bytes on its filesystem), using the nearest existing parent folder."""
+    from huggingface_hub import constants
+
+    path = Path(constants.HF_HUB_CACHE)
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    return str(path), shutil.disk_usage(probe).free
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Report integration
+
+
+def attach(report: Any, *, precision: str = CHECKPOINT, context: int | None = None, batch: int = 1,
+           gpu: GPU | None = None, **kwargs: Any) -> InferencePlan:
+    """Add "weights", "inference" and "download_bytes" sections to ``report.extra``."""
+    planner = Planner(report, precision, **kwargs)
+    ctx = context or planner.arch.max_position_embeddings or 4096
+    plan = planner.plan(ctx, batch, gpu)
+    all_weights = planner.weights if planner.precision != CHECKPOINT or len(planner.weights.bytes) > 1 else None
+    if all_weights is None or len(all_weights.bytes) <= 2:
+        from .precision import weights_by_precision
+
+        a = report.architecture
+        all_weights = weights_by_precision(planner.tensors, num_layers=a.num_layers, moe=bool(a.moe),
+                                           n_expert=int((a.moe or {}).get("num_experts") or 0),
+                                           tied=a.tie_word_embeddings, model_type=a.model_type,
+                                           checkpoint_label=planner.weights.checkpoint_label)
+    report.extra["weights"] = all_weights
+    report.extra["inference"] = plan
+    download = None
+    if report.source in ("local", "cache"):
+        try:
+            download = folder_size(report.repo) if Path(report.repo).is_dir() else None
+        except OSError:
+            download = None
+    report.extra["download_bytes"] = download
+    return plan
+
+
+def contexts_from(text: str | None, arch: Architecture) -> list[int] | None:
+    if text is None:
+        return None
+    values = parse_context(text, arch)
+    if not values:
+        raise UsageError(f"invalid context {text!r}")
+    return list(values)
+
+
