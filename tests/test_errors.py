@@ -116,6 +116,9 @@ def test_malformed_config(tmp_path, stub_repo, cli):
         ([SMALL, "--timeout", "0"], "--timeout"),
         ([SMALL, "--format", "yaml"], "--format"),
         ([SMALL, "--no-such-option"], "no-such-option"),
+        ([SMALL, "--ctx", "banana"], "--ctx"),
+        ([SMALL, "--ctx", "-5"], "--ctx"),
+        ([SMALL, "--gpus", "0"], "--gpus"),
     ],
 )
 def test_usage_errors(hub_env, cli, args, needle):
@@ -154,3 +157,8 @@ def test_server_error(hub_env, stub_repo, cli):
 def test_debug_shows_the_traceback(tmp_path, cli):
     out = cli([str(tmp_path / "missing"), "--debug"])
     assert out.returncode == 16 and "Traceback" in out.stderr and "LocalPathError" in out.stderr
+
+
+def test_unknown_gpu_is_a_usage_error(fixtures_dir, cli):
+    out = cli([str(fixtures_dir / "models/Qwen/Qwen2-7B-Instruct"), "--gpu", "banana"])
+    _one_line_error(out, 2, "unknown GPU 'banana'")

@@ -496,6 +496,8 @@ class _HubContext:
         from huggingface_hub import errors as hf
 
         endpoint = constants.ENDPOINT
+        if isinstance(exc, hf.HFValidationError):  # huggingface_hub's own check of an id, on a call's arguments
+            return UsageError(f"invalid repo id {self.repo_id!r}: {str(exc).splitlines()[0][:160]}")
         tries = attempts_of(exc)
         after = f" after {tries} attempts" if tries > 1 else ""
         # GatedRepoError subclasses RepositoryNotFoundError, and both subclass HfHubHTTPError: order matters.
