@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hfmem.analysis import analyze_files
+from hfmem.analysis import analyze_files, attach_sections
 from hfmem.dtypes import DTYPE_BITS
 from hfmem.errors import HfmemError, MalformedConfig, MalformedHeader
 from hfmem.fetch import ModelFiles, load_json_text
@@ -298,8 +298,10 @@ _json_value = st.recursive(_json_scalar, lambda inner: st.lists(inner, max_size=
 _FIELDS = ["num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
            "intermediate_size", "max_position_embeddings", "tie_word_embeddings", "model_type", "architectures",
            "torch_dtype", "sliding_window", "layer_types", "rope_scaling", "quantization_config", "text_config",
-           "num_local_experts", "num_experts_per_tok", "kv_lora_rank", "qk_nope_head_dim", "auto_map", "use_sliding_window"]  # fmt: skip
-_CONFIG_BASES = ["Qwen/Qwen2-0.5B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", "openai-community/gpt2", "deepseek-ai/DeepSeek-V3"]
+           "num_local_experts", "num_experts_per_tok", "kv_lora_rank", "qk_nope_head_dim", "auto_map", "use_sliding_window",
+           "qk_rope_head_dim", "linear_num_key_heads", "full_attention_interval"]  # fmt: skip
+_CONFIG_BASES = ["Qwen/Qwen2-0.5B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", "openai-community/gpt2", "deepseek-ai/DeepSeek-V3",
+                 "google/gemma-3-27b-it", "openai/gpt-oss-20b", "moonshotai/Kimi-Linear-48B-A3B-Instruct"]
 _small_value = st.one_of(
     st.integers(min_value=-3, max_value=10**13), st.sampled_from([0, 1, 2, 7, 64, 10**12, -1, 2**63]), _json_value
 )
@@ -316,8 +318,9 @@ _HEADERS: dict[str, FileHeader] = {}
 
 @fast(CONFIG_PROPERTIES)
 @given(base=st.sampled_from(_CONFIG_BASES), changes=st.dictionaries(st.sampled_from(_FIELDS), _small_value, min_size=1, max_size=4),
-       nest=st.booleans())  # fmt: skip
-def test_config_properties(base, changes, nest):
+       nest=st.booleans(), ctx=st.sampled_from([None, "4k", "max", "1", "32k,128k"]))  # fmt: skip
+def test_config_properties(base, changes, nest, ctx):
+    """Hostile config values through the analysis and every memory section (KV cache, weights, plan)."""
     config = load_config(base)
     if nest and isinstance(config.get("text_config"), dict):
         config["text_config"].update(changes)
@@ -328,6 +331,7 @@ def test_config_properties(base, changes, nest):
     files = ModelFiles(repo="fuzz/model", revision=None, source="local", config=config, headers=[_HEADERS[base]])
     try:
         report = analyze_files(files)
+        attach_sections(report, ctx=ctx, gpu="h100-80gb")
     except MalformedConfig as exc:
         assert exc.message.startswith("config.json") and "\n" not in exc.message
         return
