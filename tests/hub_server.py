@@ -195,6 +195,9 @@ class _Server(ThreadingHTTPServer):
     # Handler threads are daemons so a forgotten stop() can't hang interpreter exit; stop() joins them itself.
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default listen backlog of 5 drops the SYNs of a burst of connections (e.g. 64 concurrent shard
+    # reads), which the client's kernel only retries after 1 s: an artefact no real hub has.
+    request_queue_size = 256
 
     def __init__(self, hub: LocalHub) -> None:
         self.hub = hub

@@ -23,6 +23,32 @@ SMALL = "Qwen/Qwen2-0.5B-Instruct"  # one model.safetensors
 TOTALS = {QWEN: 7_615_616_512, SMALL: 494_032_768}  # Hub safetensors totals of the real repos
 
 
+@pytest.fixture(autouse=True)
+def settle_abandoned_attempts(request):
+    """Attempts abandoned at a deadline (the point of it) keep running inside the client, which retries with sleeps
+    of 1-8 s and calls close_session() on connection errors: that would break the *next* test's requests. After
+    each test (autouse: torn down after hub_env, so the hub is stopped and they fail fast), make the client's sleeps
+    short and wait for those threads to end."""
+    yield
+    if "hub_env" not in request.fixturenames:
+        return
+    import threading
+    import types
+
+    import huggingface_hub.file_download as file_download
+    import huggingface_hub.utils._http as http
+
+    fast = types.SimpleNamespace(sleep=lambda s: time.sleep(min(s, 0.02)))
+    saved = http.time, file_download.time
+    http.time = file_download.time = fast
+    try:
+        for thread in threading.enumerate():
+            if thread.name == "hfmem-hub-call":
+                thread.join(timeout=15)
+    finally:
+        http.time, file_download.time = saved
+
+
 def _serve(hub, stub_repo, repo, name=None, **spec):
     name = name or repo
     hub.add_repo(name, RepoSpec(root=stub_repo(repo), **spec))

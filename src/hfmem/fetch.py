@@ -530,6 +530,10 @@ class _HubContext:
         if isinstance(exc, hf.LocalEntryNotFoundError):
             cause = exc.__cause__
             if cause is not None and not isinstance(cause, hf.LocalEntryNotFoundError):
+                try:
+                    cause.hfmem_attempts = tries  # type: ignore[attr-defined]  # the retries were of the wrapper
+                except Exception:
+                    pass
                 inner = self.translate(cause)
                 if inner is not None:
                     return inner
