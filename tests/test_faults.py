@@ -45,6 +45,7 @@ def settle_abandoned_attempts(request):
         for thread in threading.enumerate():
             if thread.name == "hfmem-hub-call":
                 thread.join(timeout=15)
+
     finally:
         http.time, file_download.time = saved
 
@@ -89,10 +90,16 @@ def test_retry_backoff_is_bounded_and_honours_retry_after():
 
 
 def test_retry_deadline_abandons_a_stalled_attempt():
+    import threading
+
+    release = threading.Event()
     start = time.monotonic()
-    with pytest.raises(DeadlineExceeded):
-        call_with_retries(lambda: time.sleep(30), deadline_s=0.5)
-    assert time.monotonic() - start < 2
+    try:
+        with pytest.raises(DeadlineExceeded):
+            call_with_retries(lambda: release.wait(30), deadline_s=0.5)
+        assert time.monotonic() - start < 2
+    finally:
+        release.set()  # let the abandoned attempt end
 
 
 def test_transient_classification():
