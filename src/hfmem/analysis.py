@@ -9,6 +9,7 @@ from .architecture import Architecture, build_architecture
 from .fetch import ModelFiles, looks_local, read_hub, read_local
 from .inventory import CountedTensor, Parameters, count_tensors, summarize
 from .moe import summarize_moe
+from .validate import check_config
 
 
 @dataclass
@@ -47,11 +48,12 @@ def read_model(ref: str, revision: str | None = None, token: str | bool | None =
 
 
 def analyze_files(files: ModelFiles) -> Report:
+    config_warnings = check_config(files.config)  # before transformers or hfmem trust any value
     entries = [t for h in files.headers for t in h.tensors]
     arch, arch_notes = build_architecture(files.config, entries)
     counted, scheme, tie_notes = count_tensors(files.headers, files.config, arch.num_layers, arch.tie_word_embeddings)
     params = summarize(counted, scheme, tie_notes)
-    warnings = list(files.warnings) + [w for h in files.headers for w in h.warnings] + params.warnings
+    warnings = list(files.warnings) + config_warnings + [w for h in files.headers for w in h.warnings] + params.warnings
     notes = list(arch_notes) + params.notes
     moe = summarize_moe(counted, arch, params.inference_loaded if params.inference_loaded is not None else params.total, files.config)
     if moe is not None:
@@ -157,5 +159,13 @@ def analyze(
     >>> report.parameters.total, report.extra["kv_cache"].total_bytes          # doctest: +SKIP
     (7615616512, 1879048192)
     """
-    report = analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout))
+    from .errors import HfmemError
+
+    try:
+        report = analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout))
+    except HfmemError as exc:
+        if ref not in exc.message:  # "config.json: ..." says which file; say which model too (batches, logs)
+            exc.message = f"{ref}: {exc.message}"
+            exc.args = (exc.message,)
+        raise
     return attach_sections(report, ctx=ctx, batch=batch, **options)

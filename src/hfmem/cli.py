@@ -9,7 +9,7 @@ from typing import Any, Callable
 import click
 
 from . import __version__
-from .errors import HfmemError
+from .errors import HfmemError, redact
 
 FORMATS = ("table", "json", "markdown")
 
@@ -27,12 +27,16 @@ class DefaultGroup(click.Group):
 
 def run_guarded(debug: bool, body: Callable[[], Any]) -> Any:
     """One clear line on stderr and a distinct exit code for every expected failure; tracebacks only with --debug."""
+    if debug:  # show huggingface_hub's own retry warnings, which hfmem otherwise keeps off stderr
+        from . import retry
+
+        retry.show_client_logs = True
     try:
         return body()
     except HfmemError as exc:
         if debug:
             traceback.print_exc()
-        click.echo(f"hfmem: error: {exc.message}", err=True)
+        click.echo(f"hfmem: error: {redact(exc.message)}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("hfmem: interrupted", err=True)
@@ -40,7 +44,7 @@ def run_guarded(debug: bool, body: Callable[[], Any]) -> Any:
     except Exception as exc:
         if debug:
             raise
-        click.echo(f"hfmem: internal error: {type(exc).__name__}: {str(exc)[:200]} (run with --debug for details)", err=True)
+        click.echo(f"hfmem: internal error: {type(exc).__name__}: {redact(str(exc))[:200]} (run with --debug for details)", err=True)
         sys.exit(1)
 
 

@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
+# Hugging Face user access tokens ("hf_" + 34 letters/digits; older "api_org_..." org tokens).
+_TOKEN_RE = re.compile(r"\b(hf_[A-Za-z0-9]{8,}|api_org_[A-Za-z0-9]{8,})")
+
+
+def redact(text: str, token: object = None) -> str:
+    """Text safe to print: the given token and anything shaped like a Hub token replaced by ***."""
+    if isinstance(token, str) and token:
+        text = text.replace(token, "***")
+    return _TOKEN_RE.sub("***", text)
+
 
 class HfmemError(Exception):
     """Base class: one clear line for the user, and a distinct exit code."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,8 +32,20 @@ from .errors import (
     RevisionNotFound,
     ServerError,
     UsageError,
+    redact,
 )
 from .header import MAX_HEADER_BYTES, FileHeader, header_length, parse_header_bytes, read_local_header, validate_header
+from .retry import (
+    DeadlineExceeded,
+    attempts_of,
+    call_with_retries,
+    is_incomplete_body,
+    is_transient,
+    retry_after,
+    status_of,
+    transient_for_downloads,
+    transient_not_timeout,
+)
 
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
@@ -62,6 +75,8 @@ class ModelFiles:
 
 def load_json_text(text: str | bytes, file: str, error: type[HfmemError] = MalformedConfig) -> dict[str, Any]:
     """Decode a JSON object from a repo file, with clear errors for the hostile cases."""
+    if len(text) > MAX_CONFIG_BYTES:
+        raise error(f"{file}: larger than {MAX_CONFIG_BYTES} bytes")
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -80,6 +95,15 @@ def load_json_text(text: str | bytes, file: str, error: type[HfmemError] = Malfo
     if _depth(obj) > _MAX_JSON_DEPTH:
         raise error(f"{file}: JSON nested deeper than {_MAX_JSON_DEPTH} levels")
     return obj
+
+
+def read_bounded(path: Path, limit: int = MAX_CONFIG_BYTES, named: str | None = None) -> bytes:
+    """A JSON file's bytes, reading at most limit + 1 (so load_json_text reports it too large, without the memory)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit + 1)
+    except OSError as exc:
+        raise LocalPathError(f"{named or path.name}: cannot read {path.name!r} ({exc.strerror or type(exc).__name__})") from None
 
 
 def _depth(obj: Any) -> int:
@@ -149,15 +173,22 @@ def read_local(path_str: str) -> ModelFiles:
         raise LocalPathError(f"{path_str}: no such file or directory")
     if not path.is_dir():
         raise LocalPathError(f"{path_str}: not a model folder (expected a directory with config.json)")
+    root = path.resolve()
+    snapshot = _snapshot_revision(root)
+    # Files may be symlinks only to places inside the folder the user named; in an HF cache snapshot, into the
+    # repo's own blobs/ folder (models--org--name/), which is how the cache stores them.
+    allowed = root.parent.parent if snapshot else root
     config_path = path / "config.json"
     if not config_path.is_file():
         raise NoConfig(f"{path_str}: no config.json in this folder")
-    config = load_json_text(config_path.read_bytes(), "config.json")
+    _check_inside(config_path, allowed, path_str)
+    config = load_json_text(read_bounded(config_path, named=path_str), "config.json")
     warnings: list[str] = []
     index = None
     index_path = path / INDEX_FILE
     if index_path.is_file():
-        index = load_json_text(index_path.read_bytes(), INDEX_FILE, MalformedHeader)
+        _check_inside(index_path, allowed, path_str)
+        index = load_json_text(read_bounded(index_path, named=path_str), INDEX_FILE, MalformedHeader)
         shards = _index_shards(index, INDEX_FILE)
     elif (path / SINGLE_FILE).is_file():
         shards = [SINGLE_FILE]
@@ -165,18 +196,17 @@ def read_local(path_str: str) -> ModelFiles:
         shards = _fallback_safetensors([p.name for p in path.glob("*.safetensors")], warnings)
     if not shards:
         bin_index = path / "pytorch_model.bin.index.json"
-        approx = _approximate_from_bin_index(bin_index.read_bytes() if bin_index.is_file() else None, bin_index.name)
+        approx = _approximate_from_bin_index(read_bounded(bin_index, named=path_str) if bin_index.is_file() else None, bin_index.name)
         raise _no_safetensors(path_str, approx)
-    root = path.resolve()
     headers = []
     for shard in shards:
-        shard_path = (path / shard).resolve()
-        if root not in shard_path.parents:
-            raise LocalPathError(f"{path_str}: shard {shard!r} lies outside the model folder")
+        shard_path = _check_inside(path / shard, allowed, path_str)
         if not shard_path.is_file():
             raise NoSafetensors(f"{path_str}: {INDEX_FILE} names {shard!r}, which is missing")
-        headers.append(read_local_header(shard_path, shard))
-    snapshot = _snapshot_revision(root)
+        try:
+            headers.append(read_local_header(shard_path, shard))
+        except OSError as exc:
+            raise LocalPathError(f"{path_str}: cannot read {shard!r} ({exc.strerror or type(exc).__name__})") from None
     return ModelFiles(
         repo=snapshot[0] if snapshot else path_str,
         revision=snapshot[1] if snapshot else None,
@@ -186,6 +216,17 @@ def read_local(path_str: str) -> ModelFiles:
         index_metadata=(index or {}).get("metadata") if index else None,
         warnings=warnings,
     )
+
+
+def _check_inside(path: Path, allowed: Path, named: str) -> Path:
+    """The resolved path, if it (after following symlinks) stays inside `allowed`; else a LocalPathError."""
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):  # symlink loops
+        raise LocalPathError(f"{named}: cannot resolve {path.name!r} (symlink loop?)") from None
+    if resolved != allowed and allowed not in resolved.parents:
+        raise LocalPathError(f"{named}: {path.name!r} points outside the model folder; not followed")
+    return resolved
 
 
 def _snapshot_revision(root: Path) -> tuple[str, str] | None:
@@ -252,8 +293,7 @@ def read_hub(repo_id: str, revision: str | None = None, token: str | bool | None
         validate_repo_id(repo_id)
     except HFValidationError as exc:
         raise UsageError(f"invalid repo id {repo_id!r}: {str(exc).splitlines()[0][:160]}") from None
-    if revision is not None and (not revision or len(revision) > 256 or any(c in revision for c in "\n\r\x00")):
-        raise UsageError(f"invalid revision {revision!r}")
+    check_revision(revision)
     timeout = timeout if timeout is not None else constants.HF_HUB_DOWNLOAD_TIMEOUT
     ctx = _HubContext(repo_id, revision, token, timeout)
     if constants.HF_HUB_OFFLINE:
@@ -294,6 +334,34 @@ def _hf_cache_sha(repo_id: str, revision: str | None) -> str | None:
     except Exception:
         return None
     return _sha_from_cache_path(path) if isinstance(path, str) else None
+
+
+# git check-ref-format's rules (what the Hub accepts for branches and tags), plus a length cap. A revision ends up
+# in URLs (quoted by huggingface_hub) and as a file name under the cache's refs/ folder, so ".." must never pass.
+_BAD_REF_RE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^/|/$|\.lock$|^@$|\.$|^-")
+
+
+def check_revision(revision: str | None) -> None:
+    if revision is None:
+        return
+    if not isinstance(revision, str) or not revision or len(revision) > 256 or _BAD_REF_RE.search(revision):
+        raise UsageError(f"invalid revision {str(revision)[:80]!r}: not a branch, tag or commit name")
+
+
+def cached_snapshot(repo_id: str, revision: str | None = None) -> Path | None:
+    """The cached snapshot folder of a repo when it holds config.json and safetensors weights, else None."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+    except Exception:
+        return None
+    if not isinstance(found, str):
+        return None
+    folder = Path(found).parent
+    if (folder / INDEX_FILE).is_file() or (folder / SINGLE_FILE).is_file():
+        return folder
+    return None
 
 
 def _sha_from_cache_path(path: str) -> str | None:
@@ -354,6 +422,37 @@ class _HubContext:
         self.timeout = timeout
         self.api = HfApi()
         self.token_sent = bool(token) or _has_saved_token()
+
+    def call(self, fn: Callable[[], T], download: bool = False) -> T:
+        """One Hub operation, retried on transient failures (see retry.py).
+
+        Requests made here (``_get``: one GET through huggingface_hub's session; ``list_repo_files``) pass
+        --timeout to the client as its read timeout, so silence for that long raises at once (and is not retried);
+        their wall-clock cap is generous, so a large answer on a slow link still arrives. ``download=True`` is for
+        ``hf_hub_download`` (only ``read_offline`` uses it now), which after a failed HEAD retries on its own with a
+        60 s timeout and resumes cut-short bodies itself: a wall-clock deadline of --timeout, retries included.
+        """
+        # A 429's Retry-After is waited out when it is no longer than --timeout, else reported at once.
+        if download:
+            return call_with_retries(
+                fn, deadline_s=self.timeout, retryable=transient_for_downloads, max_retry_after_s=self.timeout
+            )
+        started = [time.monotonic()]
+
+        def attempt() -> T:
+            started[0] = time.monotonic()
+            return fn()
+
+        def retryable(exc: BaseException) -> bool:
+            # A timeout that took (most of) --timeout was a stall: report it. One raised early (a pool or connect
+            # hiccup) is transient like any other.
+            if transient_not_timeout(exc):
+                return True
+            return is_transient(exc) and time.monotonic() - started[0] < 0.5 * self.timeout
+
+        return call_with_retries(
+            attempt, deadline_s=max(60.0, 10 * self.timeout), retryable=retryable, max_retry_after_s=self.timeout
+        )
 
     # -- flows ------------------------------------------------------------------------------------------------
     def read_online(self) -> ModelFiles:
@@ -416,13 +515,16 @@ class _HubContext:
         """HF_HUB_OFFLINE and no digest: the HF cache's config.json, and headers if the snapshot holds the weights."""
         from huggingface_hub import hf_hub_download
 
-        config_path = hf_hub_download(self.repo_id, "config.json", revision=self.revision, token=self.token)
+        config_path = self.call(
+            lambda: hf_hub_download(self.repo_id, "config.json", revision=self.revision, token=self.token),
+            download=True,
+        )
         snapshot = Path(config_path).parent
         if (snapshot / INDEX_FILE).is_file() or (snapshot / SINGLE_FILE).is_file():
             try:
                 files = read_local(str(snapshot))
-            except (NoSafetensors, LocalPathError):
-                pass  # a partial snapshot (index without its shards)
+            except NoSafetensors:
+                pass  # a partial snapshot (index without its shards); a symlink leaving the repo folder is an error
             else:
                 files.repo = self.repo_id
                 return files
@@ -457,6 +559,10 @@ class _HubContext:
         return get_session().stream("GET", url, headers=headers, timeout=self.timeout, follow_redirects=True)
 
     def _get(self, url: str, limit: int, extra: dict[str, str] | None = None) -> tuple[bytes, Any]:
+        """One GET = one retried operation (transient failures, a body cut short, 429 Retry-After: see call)."""
+        return self.call(lambda: self._get_once(url, limit, extra))
+
+    def _get_once(self, url: str, limit: int, extra: dict[str, str] | None = None) -> tuple[bytes, Any]:
         """GET reading at most `limit` body bytes (a server that ignores Range cannot make us download weights)."""
         from huggingface_hub.utils import hf_raise_for_status
 
@@ -532,7 +638,7 @@ class _HubContext:
         return parse_header_bytes(data[8:need], filename)
 
     def headers_without_index(self, revision: str | None, warnings: list[str]) -> list[FileHeader]:
-        names = self.api.list_repo_files(self.repo_id, revision=revision, token=self.token)
+        names = self.call(lambda: self.api.list_repo_files(self.repo_id, revision=revision, token=self.token))
         shards = _fallback_safetensors(names, warnings)
         if not shards:
             approx = None
@@ -548,56 +654,122 @@ class _HubContext:
 
     # -- errors -----------------------------------------------------------------------------------------------
     def guard(self, call: Callable[[], T]) -> T:
-        """Translate huggingface_hub/httpx failures into one-line hfmem errors."""
-        from huggingface_hub import constants
-        from huggingface_hub import errors as hf
-
+        """Translate huggingface_hub/httpx failures into one-line hfmem errors (never with the token in them)."""
         try:
             return call()
         except HfmemError:
             raise
-        except hf.GatedRepoError:
-            raise GatedRepo(
-                f"{self.repo_id} is a gated repo: accept its terms on the model page, then use a token that has access "
+        except Exception as exc:
+            translated = self.translate(exc)
+            if translated is None:
+                raise
+            raise translated from None
+
+    def translate(self, exc: BaseException) -> HfmemError | None:
+        from huggingface_hub import constants
+        from huggingface_hub import errors as hf
+
+        endpoint = constants.ENDPOINT
+        if isinstance(exc, hf.HFValidationError):  # huggingface_hub's own check of an id, on a call's arguments
+            return UsageError(f"invalid repo id {self.repo_id!r}: {str(exc).splitlines()[0][:160]}")
+        tries = attempts_of(exc)
+        after = f" after {tries} attempts" if tries > 1 else ""
+        # GatedRepoError subclasses RepositoryNotFoundError, and both subclass HfHubHTTPError: order matters.
+        if isinstance(exc, hf.GatedRepoError):
+            return GatedRepo(
+                f"{self.repo_id} is a gated repo: accept its terms on the model page ({endpoint}/{self.repo_id}), "
+                "then use a token that has access "
                 f"({'a token was sent' if self.token_sent else 'no token was sent; set HF_TOKEN or run `hf auth login`'})"
-            ) from None
-        except hf.RepositoryNotFoundError:
-            raise RepoNotFound(
-                f"repository {self.repo_id!r} not found on {constants.ENDPOINT} "
-                f"(or it is private{'' if self.token_sent else ' and no token was sent'})"
-            ) from None
-        except hf.RevisionNotFoundError:
-            raise RevisionNotFound(f"revision {self.revision!r} not found in {self.repo_id}") from None
-        except hf.LocalEntryNotFoundError:
+            )
+        if isinstance(exc, hf.RepositoryNotFoundError):
+            return RepoNotFound(
+                f"repository {self.repo_id!r} not found on {endpoint} "
+                f"(or it is private{' and the token sent has no access' if self.token_sent else ' and no token was sent'})"
+            )
+        if isinstance(exc, hf.RevisionNotFoundError):
+            return RevisionNotFound(f"revision {self.revision!r} not found in {self.repo_id}")
+        if isinstance(exc, DeadlineExceeded):
+            budget = f"within {exc.seconds:g} s (--timeout, default HF_HUB_DOWNLOAD_TIMEOUT)"
+            if exc.last_status == 429:
+                return RateLimited(f"{self.repo_id}: rate limited by {endpoint} (HTTP 429), still {budget}{self.cache_hint()}")
+            if exc.last_status is not None and exc.last_status >= 500:
+                return ServerError(
+                    f"{self.repo_id}: {endpoint} kept answering HTTP {exc.last_status}; gave up {budget}{self.cache_hint()}"
+                )
+            if exc.last_error:
+                return NetworkError(
+                    f"{self.repo_id}: cannot reach {endpoint} ({redact(exc.last_error)}); gave up {budget}{self.cache_hint()}"
+                )
+            return NetworkError(f"{self.repo_id}: timed out: no complete answer from {endpoint} {budget}{self.cache_hint()}")
+        if isinstance(exc, hf.LocalEntryNotFoundError):
+            cause = exc.__cause__
+            if cause is not None and not isinstance(cause, hf.LocalEntryNotFoundError):
+                try:
+                    cause.hfmem_attempts = tries  # type: ignore[attr-defined]  # the retries were of the wrapper
+                except Exception:
+                    pass
+                inner = self.translate(cause)
+                if inner is not None:
+                    return inner
             if constants.HF_HUB_OFFLINE:
-                raise NetworkError(f"{self.repo_id}: not in the local cache and HF_HUB_OFFLINE is set") from None
-            raise NetworkError(f"{self.repo_id}: cannot reach {constants.ENDPOINT} and the repo is not cached") from None
-        except hf.EntryNotFoundError as exc:
+                return NetworkError(f"{self.repo_id}: not in the local cache and HF_HUB_OFFLINE is set")
+            return NetworkError(f"{self.repo_id}: cannot reach {endpoint}{after} and the repo is not cached")
+        if isinstance(exc, hf.EntryNotFoundError):
             if "config.json" in str(exc):
-                raise NoConfig(f"{self.repo_id}: the repo has no config.json") from None
-            raise NoSafetensors(f"{self.repo_id}: {str(exc).splitlines()[0][:200]}") from None
-        except hf.OfflineModeIsEnabled:
-            raise NetworkError(f"{self.repo_id}: needs the network but HF_HUB_OFFLINE is set") from None
-        except hf.HfHubHTTPError as exc:
-            status = exc.response.status_code if exc.response is not None else 0
+                return NoConfig(f"{self.repo_id}: the repo has no config.json")
+            return NoSafetensors(f"{self.repo_id}: {str(exc).splitlines()[0][:200]}")
+        if isinstance(exc, hf.OfflineModeIsEnabled):
+            return NetworkError(
+                f"{self.repo_id}: needs the network but HF_HUB_OFFLINE is set (only fully cached models work offline)"
+            )
+        status = status_of(exc)
+        if isinstance(exc, hf.HfHubHTTPError) or status is not None:
+            status = status or 0
             if status == 429:
-                raise RateLimited(f"{self.repo_id}: rate limited by {constants.ENDPOINT} (HTTP 429); try again later") from None
+                asked = retry_after(exc)
+                when = f"the Hub asks to retry after {asked:g} s" if asked is not None else "try again later"
+                if asked is not None and asked > self.timeout:
+                    when += f" (longer than --timeout {self.timeout:g} s, so hfmem did not wait)"
+                return RateLimited(f"{self.repo_id}: rate limited by {endpoint} (HTTP 429{after}); {when}{self.cache_hint()}")
             if status >= 500:
-                raise ServerError(f"{self.repo_id}: {constants.ENDPOINT} answered HTTP {status}") from None
+                return ServerError(f"{self.repo_id}: {endpoint} answered HTTP {status}{after}{self.cache_hint()}")
             if status in (401, 403):
-                raise RepoNotFound(
+                return RepoNotFound(
                     f"{self.repo_id}: access denied (HTTP {status}); "
                     + ("the token sent has no access" if self.token_sent else "no token was sent; set HF_TOKEN")
-                ) from None
-            raise NetworkError(f"{self.repo_id}: HTTP {status} from {constants.ENDPOINT}") from None
-        except (OSError, TimeoutError) as exc:
-            raise NetworkError(f"{self.repo_id}: network error talking to {constants.ENDPOINT} ({type(exc).__name__})") from None
-        except Exception as exc:  # httpx transport errors are not OSError subclasses
-            if type(exc).__module__.startswith(("httpx", "httpcore")):
-                raise NetworkError(
-                    f"{self.repo_id}: network error talking to {constants.ENDPOINT} ({type(exc).__name__})"
-                ) from None
-            raise
+                )
+            return NetworkError(f"{self.repo_id}: HTTP {status} from {endpoint}")
+        module = type(exc).__module__ or ""
+        if isinstance(exc, (OSError, TimeoutError)) or module.startswith(("httpx", "httpcore")):
+            # httpx transport errors are not OSError subclasses. Their text names host and port, never headers.
+            name = type(exc).__name__
+            text = str(exc)
+            if "Timeout" in name:
+                what = (
+                    f"timed out: no answer from {endpoint} within {self.timeout:g} s "
+                    "(--timeout, default HF_HUB_DOWNLOAD_TIMEOUT)"
+                )
+            elif is_incomplete_body(exc):
+                what = f"{endpoint} sent an incomplete (truncated) response"
+            elif name == "ConnectError" and ("Name or service" in text or "nodename" in text or "resolv" in text):
+                what = f"cannot resolve the host of {endpoint} (DNS)"
+            elif name == "ConnectError":
+                # The reason, e.g. "[Errno 111] Connection refused" (it names no header, and is redacted anyway).
+                reason = redact(text.splitlines()[0][:160]) if text.strip() else ""
+                what = f"cannot connect to {endpoint}" + (f" ({reason})" if reason else "")
+            elif name == "RemoteProtocolError":
+                what = f"{endpoint} closed the connection without answering"
+            else:
+                what = f"network error talking to {endpoint} ({name})"
+            return NetworkError(f"{self.repo_id}: {what}{after}{self.cache_hint()}")
+        return None
+
+    def cache_hint(self) -> str:
+        from huggingface_hub import constants
+
+        if constants.HF_HUB_OFFLINE or cached_snapshot(self.repo_id, self.revision) is None:
+            return ""
+        return "; the model is in the local cache: set HF_HUB_OFFLINE=1 to use it"
 
 
 def _error_code(exc: Exception) -> str | None:

@@ -244,15 +244,16 @@ def analyze_gguf(
     else:
         from huggingface_hub import HfApi
 
-        from .fetch import _HubContext
+        from .fetch import _HubContext, check_revision
 
+        check_revision(revision)
         ctx = _HubContext(ref, revision, token, timeout or 10.0)
-        # One request: the commit sha and every file's size.
-        info = ctx.guard(lambda: HfApi().model_info(ref, revision=revision, token=token, files_metadata=True))
+        # One request: the commit sha and every file's size (retried on transient failures, see retry.py).
+        info = ctx.guard(lambda: ctx.call(lambda: HfApi().model_info(ref, revision=revision, token=token, files_metadata=True)))
         files = {s.rfilename: s.size for s in info.siblings or [] if s.rfilename.endswith(".gguf")}
         sha = info.sha
         source, repo = "hub", ref
-        read = lambda name: ctx.guard(lambda: parse_gguf(remote_fetcher(ref, name, revision, token, timeout, counter), name))  # noqa: E731
+        read = lambda name: ctx.guard(lambda: ctx.call(lambda: parse_gguf(remote_fetcher(ref, name, revision, token, timeout, counter), name)))  # noqa: E731
     groups = group_gguf_files(files)
     if not groups:
         raise NoSafetensors(f"{ref}: no GGUF files found")

@@ -66,6 +66,15 @@ def parse_header_bytes(raw: bytes, file: str) -> FileHeader:
     return validate_header(obj, file)
 
 
+def parse_file_bytes(data: bytes, file: str, file_size: int | None = None) -> FileHeader:
+    """Parse a header from the first bytes of a safetensors file (8-byte prefix + JSON; the rest is ignored)."""
+    length = header_length(data[:8], file, file_size)
+    raw = data[8 : 8 + length]
+    if len(raw) < length:
+        raise MalformedHeader(f"{file}: header truncated ({len(raw)} of {length} bytes)")
+    return parse_header_bytes(raw, file)
+
+
 def read_local_header(path: Path, file: str | None = None) -> FileHeader:
     """Read only the first 8 + N bytes of a local safetensors file."""
     name = file or path.name
@@ -116,7 +125,7 @@ def validate_header(obj: Any, file: str) -> FileHeader:
             raise MalformedHeader(f"{where}: entry is not an object")
         for key in ("dtype", "shape", "data_offsets"):
             if key not in info:
-                raise MalformedHeader(f"{where}: missing {key}")
+                raise MalformedHeader(f"{where}: missing {key!r}")
         dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
         if not isinstance(dtype, str):
             raise MalformedHeader(f"{where}: dtype is not a string")
