@@ -73,17 +73,24 @@ class ModelFiles:
 # Shared helpers
 
 
-def load_json_text(text: str | bytes, file: str, error: type[HfmemError] = MalformedConfig) -> dict[str, Any]:
-    """Decode a JSON object from a repo file, with clear errors for the hostile cases."""
-    if len(text) > MAX_CONFIG_BYTES:
-        raise error(f"{file}: larger than {MAX_CONFIG_BYTES} bytes")
+def load_json_text(
+    text: str | bytes,
+    file: str,
+    error: type[HfmemError] = MalformedConfig,
+    max_bytes: int = MAX_CONFIG_BYTES,
+    max_depth: int | None = _MAX_JSON_DEPTH,
+) -> dict[str, Any]:
+    """Decode a JSON object from a repo file, with clear errors for the hostile cases.
+
+    ``max_depth=None`` skips the nesting walk for large machine-written answers (json.loads still bounds recursion).
+    """
+    if len(text) > max_bytes:  # bytes >= characters, so one check covers both input kinds
+        raise error(f"{file}: larger than {max_bytes} bytes")
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError:
             raise error(f"{file}: not valid UTF-8") from None
-    if len(text) > MAX_CONFIG_BYTES:
-        raise error(f"{file}: larger than {MAX_CONFIG_BYTES} bytes")
     try:
         obj = json.loads(text)
     except RecursionError:
@@ -92,8 +99,8 @@ def load_json_text(text: str | bytes, file: str, error: type[HfmemError] = Malfo
         raise error(f"{file}: not valid JSON ({str(exc)[:80]})") from None
     if not isinstance(obj, dict):
         raise error(f"{file}: expected a JSON object, got {type(obj).__name__}")
-    if _depth(obj) > _MAX_JSON_DEPTH:
-        raise error(f"{file}: JSON nested deeper than {_MAX_JSON_DEPTH} levels")
+    if max_depth is not None and _depth(obj) > max_depth:
+        raise error(f"{file}: JSON nested deeper than {max_depth} levels")
     return obj
 
 
@@ -391,19 +398,6 @@ def _total_size(response: Any) -> int | None:
     return int(length) if response.status_code == 200 and length.isdigit() else None
 
 
-def _load_large_json(data: bytes, file: str) -> dict[str, Any]:
-    """JSON answers that may exceed the config size limit (every shard header of a 1,000-shard repo)."""
-    try:
-        obj = json.loads(data)
-    except RecursionError:
-        raise MalformedHeader(f"{file}: JSON nested too deeply") from None
-    except ValueError as exc:
-        raise MalformedHeader(f"{file}: not valid JSON ({str(exc)[:80]})") from None
-    if not isinstance(obj, dict):
-        raise MalformedHeader(f"{file}: expected a JSON object")
-    return obj
-
-
 def _shard_guesses(index: dict[str, Any]) -> dict[str, int]:
     """Bytes to ask for in the first range request of each shard, from the index's tensor names."""
     guesses: dict[str, int] = {}
@@ -615,7 +609,7 @@ class _HubContext:
             if status in (400, 404, 405, 501) and not _error_code(exc):
                 return None  # a hub (or mirror) without the endpoint
             raise
-        body = _load_large_json(data, "safetensors-metadata")
+        body = load_json_text(data, "safetensors-metadata", MalformedHeader, MAX_METADATA_BYTES, max_depth=None)
         shard_headers, index = body.get("headers"), body.get("index")
         if not isinstance(shard_headers, dict) or not isinstance(index, dict):
             raise MalformedHeader("safetensors-metadata: expected 'headers' and 'index' objects")
