@@ -23,6 +23,11 @@ FACTS = {
     "openai-community/gpt2": dict(num_layers=12, num_attention_heads=12, num_kv_heads=12, attention_kind="mha", max_position_embeddings=1024, tie_word_embeddings=True),
     "google-t5/t5-small": dict(is_encoder_decoder=True, num_decoder_layers=6, head_dim=64),
     "Qwen/Qwen3-0.6B": dict(head_dim=128, num_attention_heads=16, hidden_size=1024, tie_word_embeddings=True),
+    # multi_query: true (and not new_decoder_architecture) means one KV head, whatever num_kv_heads says
+    "tiiuae/falcon-7b-instruct": dict(num_attention_heads=71, num_kv_heads=1, attention_kind="mqa", head_dim=64),
+    "openai/whisper-large-v3": dict(is_encoder_decoder=True, num_decoder_layers=32),
+    # per-layer heterogeneous config: the sliding layers' values (global layers: 512 x 4 KV heads, see kvcache)
+    "google/gemma-4-31B-it": dict(head_dim=256, num_kv_heads=16, sliding_window=1024),
 }
 
 

@@ -68,12 +68,16 @@ class Architecture:
 
 
 def _get(obj: Any, *names: str, default: Any = None) -> Any:
-    """First present, non-None attribute/key; tolerant of config classes that raise on some attributes."""
+    """First present, non-None attribute/key. Heterogeneous per-layer configs (Gemma 4) raise on attributes whose
+    value differs by layer: then the stored (config.json) value is used."""
     for name in names:
         try:
             value = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
         except Exception:
-            value = None
+            try:
+                value = object.__getattribute__(obj, "__dict__").get(name)
+            except Exception:
+                value = None
         if value is not None:
             return value
     return default
@@ -151,8 +155,8 @@ def build_architecture(config: dict[str, Any], entries: list[TensorEntry] | None
     is_mamba = text_type in _MAMBA_TYPES
     heads = _positive_int(_get(text, "num_attention_heads", "n_head", "num_heads"), "num_attention_heads", required=not is_mamba) or 0
     kv_heads = _get(text, "num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num")
-    if kv_heads is None and _get(text, "multi_query", default=False):
-        kv_heads = 1
+    if _get(text, "multi_query", default=False) is True and not _get(text, "new_decoder_architecture", default=False):
+        kv_heads = 1  # Falcon-7B style multi-query: configs may still carry num_kv_heads = num_attention_heads
     kv_heads = _positive_int(kv_heads, "num_key_value_heads", required=False) or heads
     head_dim = _get(text, "head_dim", "hidden_size_per_head", "d_kv", "attention_head_dim")
     mla = None
@@ -201,7 +205,8 @@ def build_architecture(config: dict[str, Any], entries: list[TensorEntry] | None
     dtype = _get(full, "torch_dtype", "dtype") or _get(text, "torch_dtype", "dtype")
     dtype = str(dtype).replace("torch.", "") if dtype is not None else None
     is_enc_dec = bool(_get(full, "is_encoder_decoder", default=False))
-    num_decoder_layers = _get(text, "num_decoder_layers", "decoder_layers") if is_enc_dec else None
+    # The full config: Whisper's decoder view of its config carries a stale default decoder_layers (4).
+    num_decoder_layers = _get(full, "decoder_layers", "num_decoder_layers") if is_enc_dec else None
 
     arch = Architecture(
         model_type=model_type,
@@ -292,10 +297,17 @@ def cross_check(arch: Architecture, entries: list[TensorEntry]) -> list[str]:
     """Compare config facts with what the header shapes say; disagreements become warnings."""
     warnings: list[str] = []
     names = {t.name: t for t in entries}
+    from .inventory import classify_component
+
+    # The language model's first attention layer (not a vision/audio tower's, a talker's or an MTP layer's).
     k_proj = next(
-        (t for t in entries if t.name.endswith("self_attn.k_proj.weight") and ".layers.0." in t.name and "vision" not in t.name and "visual" not in t.name),
+        (
+            t for t in entries
+            if t.name.endswith("self_attn.k_proj.weight") and ".layers.0." in t.name
+            and classify_component(t.name, arch.num_layers) == "attention" and "talker" not in t.name
+        ),
         None,
-    )
+    )  # fmt: skip
     if k_proj is not None and arch.attention_kind not in ("mla", "none") and len(k_proj.shape) == 2 and arch.head_dim:
         out_features = k_proj.shape[0]
         if out_features != arch.num_kv_heads * arch.head_dim:
@@ -303,7 +315,10 @@ def cross_check(arch: Architecture, entries: list[TensorEntry]) -> list[str]:
                 f"k_proj is [{out_features}, {k_proj.shape[1]}] but config gives {arch.num_kv_heads} KV heads x head_dim "
                 f"{arch.head_dim} = {arch.num_kv_heads * arch.head_dim}"
             )
-    has_head = any(n.endswith(("lm_head.weight", "embed_out.weight")) and "mtp" not in n for n in names)
+    has_head = any(
+        (n.endswith(("lm_head.weight", "embed_out.weight")) or n in ("head.weight", "output.weight")) and "mtp" not in n
+        for n in names
+    )
     is_lm = any(a.endswith(("ForCausalLM", "ForConditionalGeneration", "LMHeadModel")) for a in arch.architectures)
     if is_lm and not has_head and not arch.tie_word_embeddings:
         warnings.append(
