@@ -5,6 +5,8 @@ falling back to the raw JSON for model types transformers does not know. Cross-c
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import warnings as _warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -83,6 +85,25 @@ def _get(obj: Any, *names: str, default: Any = None) -> Any:
     return default
 
 
+def _import_auto_config() -> Any:
+    """transformers' AutoConfig, imported without its import-time advice ("PyTorch was not found ...") on stderr:
+    hfmem needs only the config classes, which work without torch."""
+    if "transformers" in sys.modules:
+        from transformers import AutoConfig
+
+        return AutoConfig
+    previous = os.environ.get("TRANSFORMERS_NO_ADVISORY_WARNINGS")
+    os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
+    try:
+        from transformers import AutoConfig
+    finally:
+        if previous is None:
+            os.environ.pop("TRANSFORMERS_NO_ADVISORY_WARNINGS", None)
+        else:
+            os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = previous
+    return AutoConfig
+
+
 def normalise_config(config: dict[str, Any]) -> tuple[Any, Any, str, list[str]]:
     """(full config object, decoder text config object, how, notes). Objects may be plain dicts (raw fallback, or
     transformers' normalisation of this exact config.json replayed from hfmem.cache: no transformers import)."""
@@ -105,7 +126,7 @@ def _normalise_config(config: dict[str, Any]) -> tuple[Any, Any, str, list[str]]
     if config.get("auto_map"):
         notes.append("config declares custom code (auto_map); analysed from the raw config and headers, code not run")
     try:
-        from transformers import AutoConfig
+        AutoConfig = _import_auto_config()
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()
