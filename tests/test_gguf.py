@@ -183,3 +183,25 @@ def test_cli_on_local_gguf_file(tmp_path):
     assert data["format"] == "gguf" and data["parameters"]["total"] == _expected(T.Q4_K)[0]
     text = CliRunner().invoke(main, [str(tmp_path)])
     assert text.exit_code == 0 and "Q4_K_M" in text.output
+
+
+def test_cli_hub_repo_with_only_gguf_files_lists_them(hub_env, tmp_path):
+    from click.testing import CliRunner
+
+    from hfmem.cli import main
+
+    repo = tmp_path / "only-gguf"
+    repo.mkdir()
+    write_gguf(repo / "llama-Q4_K_M.gguf")
+    write_gguf(repo / "llama-Q8_0.gguf", T.Q8_0)
+    hub_env.add_repo("org/llama", RepoSpec(root=repo))  # no config.json, no safetensors, name not *-GGUF
+    result = CliRunner().invoke(main, ["org/llama", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = __import__("json").loads(result.stdout)
+    assert data["format"] == "gguf" and sorted(f["quant"] for f in data["gguf_files"]) == ["Q4_K_M", "Q8_0"]
+    # A repo with neither config.json nor GGUF files keeps its own error.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "README.md").write_text("nothing here")
+    hub_env.add_repo("org/empty", RepoSpec(root=empty))
+    assert CliRunner().invoke(main, ["org/empty"]).exit_code == 15

@@ -181,7 +181,7 @@ def analyze_cmd(
         import json
 
         from .analysis import analyze
-        from .errors import NoSafetensors
+        from .errors import NoConfig, NoSafetensors
         from .render import to_json, to_text
 
         if _wants_gguf(model, gguf_file, quant):
@@ -190,11 +190,13 @@ def analyze_cmd(
             return
         try:
             report = analyze(model, revision=revision, token=token, timeout=timeout, **_options(opts))
-        except NoSafetensors as exc:
-            if "GGUF" not in exc.message:
-                raise
-            report = _analyze_gguf(model, gguf_file, quant, revision, token, timeout, **gguf_kv)
-            click.echo(json.dumps(report.to_dict(), indent=2) if fmt == "json" else report.to_text(fmt))
+        except (NoSafetensors, NoConfig) as exc:
+            # GGUF-only repos usually have neither config.json nor safetensors: list their GGUF files instead.
+            try:
+                gguf_report = _analyze_gguf(model, gguf_file, quant, revision, token, timeout, **gguf_kv)
+            except NoSafetensors:  # no GGUF files either: the original error is the answer
+                raise exc from None
+            click.echo(json.dumps(gguf_report.to_dict(), indent=2) if fmt == "json" else gguf_report.to_text(fmt))
             return
         click.echo(to_json(report) if fmt == "json" else to_text(report, fmt))
 
