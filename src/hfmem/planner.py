@@ -38,6 +38,7 @@ from typing import Any
 from .architecture import Architecture
 from .errors import UsageError
 from .gpus import CATALOG, GPU, GiB
+from .kvcache import estimate_kv, parse_context
 from .precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
 
 DEFAULT_GPU_UTIL = 0.9
@@ -53,93 +54,23 @@ DEFAULT_OVERHEAD = {"vllm": GiB // 2, "transformers": 3 * GiB // 4, "cpu": GiB /
 ENGINES = ("vllm", "transformers")
 
 
-# ------------------------------------------------------------------------------------------------------------
-# KV cache: the real module when present, else a minimal standard-attention fallback
-
-
-@dataclass
-class _KVFallbackEstimate:
-    bytes_per_token: int
-    constant_bytes: int
-    total_bytes: int
-    context: int
-    batch: int
-    engine: str
-    dtype: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    def tables(self) -> list:
-        return []
-
-
-_KV_DTYPE_BYTES = {"auto": None, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2, "float32": 4, "fp32": 4,
-                   "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1}
-
-
 def _act_bytes_of(arch: Architecture) -> int:
     return 4 if (arch.torch_dtype or "").replace("torch.", "") in ("float32", "fp32") else 2
 
 
-def _kv_fallback(arch: Architecture, context: int, batch: int = 1, kv_dtype: str = "auto", engine: str = "vllm",
-                 encoder_len: int | None = None, tp: int = 1, block_size: int = 16,
-                 max_batched_tokens: int = DEFAULT_MAX_BATCHED_TOKENS) -> _KVFallbackEstimate:
-    """Standard attention only (MEMORY-FORMULAS §2.1): per token sum over attention layers of
-    2 x max(1, n_kv // tp) x head_dim x bytes; MLA: (kv_lora_rank + qk_rope_head_dim) per layer, not split by tp.
-    vLLM rounds each sequence up to whole blocks of ``block_size`` tokens. Used only without ``hfmem.kvcache``."""
-    width = _KV_DTYPE_BYTES.get(kv_dtype.lower())
-    if width is None:
-        if kv_dtype.lower() != "auto":
-            raise UsageError(f"unknown KV dtype {kv_dtype!r}")
-        width = _act_bytes_of(arch)
-    if arch.layer_type_list:
-        layers = sum(1 for t in arch.layer_type_list if "attention" in t)
-    else:
-        layers = arch.num_layers if arch.attention_kind != "none" else 0
-    if arch.attention_kind == "mla" and arch.mla:
-        per_layer = (arch.mla["kv_lora_rank"] + arch.mla["qk_rope_head_dim"]) * width
-    elif arch.attention_kind == "none":
-        per_layer = 0
-    else:
-        per_layer = 2 * max(1, arch.num_kv_heads // tp) * arch.head_dim * width
-    per_token = layers * per_layer
-    tokens = math.ceil(context / block_size) * block_size if engine == "vllm" else context
-    return _KVFallbackEstimate(per_token, 0, batch * per_token * tokens, context, batch, engine, kv_dtype)
-
-
-def _parse_context_fallback(text: str, arch: Architecture) -> list[int]:
-    out = []
-    for part in str(text).replace(" ", "").split(","):
-        p = part.lower()
-        if p == "max":
-            out.append(arch.max_position_embeddings or 4096)
-            continue
-        mult = 1
-        if p.endswith("k"):
-            mult, p = 1024, p[:-1]
-        elif p.endswith("m"):
-            mult, p = 1024**2, p[:-1]
-        try:
-            value = float(p)
-        except ValueError:
-            raise UsageError(f"invalid context {part!r} (use e.g. 4096, 32k, 1M or max)") from None
-        n = int(value * mult)
-        if n <= 0:
-            raise UsageError(f"invalid context {part!r}")
-        out.append(n)
-    return out
-
-
-try:  # the lead switches to the real module by merging hfmem.kvcache; nothing else changes here
-    from .kvcache import estimate_kv, parse_context  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - depends on the merge state
-    estimate_kv = _kv_fallback  # type: ignore[assignment]
-    parse_context = _parse_context_fallback  # type: ignore[assignment]
-
-
 # ------------------------------------------------------------------------------------------------------------
 # Tensor parallelism
+
+
+def _largest_fitting(fits: Any, lo: int, hi: int) -> int:
+    """Binary search: the largest n in [lo, hi) with fits(n), given fits(lo) (or lo == 0) and not fits(hi)."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _pad(n: int, multiple: int) -> int:
@@ -535,14 +466,7 @@ class Planner:
             return cap, True
         if self.need(1, batch) > budget:
             return None, False
-        lo, hi = 1, cap  # need(lo) fits, need(hi) does not
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if self.need(mid, batch) <= budget:
-                lo = mid
-            else:
-                hi = mid
-        return lo, False
+        return _largest_fitting(lambda ctx: self.need(ctx, batch) <= budget, 1, cap), False
 
     def concurrency(self, budget: int, context: int) -> tuple[float | None, int | None, int | None, int]:
         """(vLLM "Maximum concurrency" at ``context``, KV blocks, pool tokens, bytes available to KV)."""
@@ -559,17 +483,11 @@ class Planner:
                 return blocks / blocks_per_seq, blocks, blocks * self.block_size, available
         if self.engine == "transformers":
             # batch b prefills b x ctx tokens at once: find the largest b whose total fits
-            lo = 0
-            hi = 1
-            while self.need(context, hi) <= budget and hi < 1 << 20:
+            fits = lambda b: self.need(context, b) <= budget  # noqa: E731
+            lo, hi = 0, 1
+            while fits(hi) and hi < 1 << 20:
                 lo, hi = hi, hi * 2
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if self.need(context, mid) <= budget:
-                    lo = mid
-                else:
-                    hi = mid
-            return float(lo), None, None, available
+            return float(_largest_fitting(fits, lo, hi)), None, None, available
         return available / one.total_bytes, None, None, available
 
     def plan(self, context: int, batch: int = 1, gpu: GPU | None = None, with_catalog: bool = True) -> InferencePlan:
@@ -587,8 +505,6 @@ class Planner:
             activation_terms=terms, activation_tokens=tokens, kv_bytes_per_token=kv.bytes_per_token, kv_dtype=str(kv.dtype),
             replicated=list(self.replicated),
         )
-        if estimate_kv is _kv_fallback:
-            plan.notes.append("KV cache from the planner's standard-attention fallback (hfmem.kvcache not available): sliding windows and SSM state not modelled")
         limit = self.arch.max_position_embeddings
         if limit and context > limit:
             plan.notes.append(f"context {context:,} exceeds the model's max_position_embeddings {limit:,}")
