@@ -121,9 +121,7 @@ def attach_sections(
     if gpu_util is not None:
         planner_kwargs["gpu_util"] = gpu_util
     if overhead is not None:
-        planner_kwargs["overhead"] = overhead if isinstance(overhead, int) else (
-            0 if str(overhead).strip() in ("0", "0GB", "0GiB") else parse_size(str(overhead))
-        )
+        planner_kwargs["overhead"] = overhead if isinstance(overhead, int) else parse_size(str(overhead), allow_zero=True)
     attach(
         report, precision=precision, context=max(contexts) if contexts else None, batch=batch,
         gpu=resolve_gpu(gpu) if gpu else None, **planner_kwargs,

@@ -67,15 +67,16 @@ _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(gib|gb|g|tib|tb|mib|mb)?\s*$", re
 _UNITS = {"gib": GiB, "gb": GB, "g": GB, "tib": 2**40, "tb": 10**12, "mib": 2**20, "mb": 10**6}
 
 
-def parse_size(text: str) -> int:
-    """'24GB' -> 24e9 bytes, '80GiB' -> 80 * 2**30 bytes; a bare number means GB (as GPUs are marketed)."""
+def parse_size(text: str, allow_zero: bool = False) -> int:
+    """'24GB' -> 24e9 bytes, '80GiB' -> 80 * 2**30 bytes; a bare number means GB (as GPUs are marketed).
+    ``allow_zero`` for amounts that may be nothing (a runtime overhead), never for a device's memory."""
     m = _SIZE_RE.match(text)
     if not m:
         raise UsageError(f"invalid memory size {text!r} (use e.g. 24GB or 80GiB)")
     value = float(m.group(1))
     unit = (m.group(2) or "gb").lower()
     size = int(value * _UNITS[unit])
-    if size <= 0:
+    if size < 0 or (size == 0 and not allow_zero):
         raise UsageError(f"invalid memory size {text!r}")
     return size
 
