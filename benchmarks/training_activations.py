@@ -36,7 +36,7 @@ def measure_row(arch: str, case: str, seq: int, ckpt: bool, workdir: Path) -> tu
     import torch
     import training_measure as tm
     import hfmem
-    from hfmem.training import TrainingSettings, estimate_training
+    from hfmem.memory.training import TrainingSettings, estimate_training
 
     model_type, cfg = tm.TINY[arch]
     method, precision, dtype, autocast, peft = CASES[case]

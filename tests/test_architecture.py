@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import hfmem
-from hfmem.architecture import build_architecture
+from hfmem.model.architecture import build_architecture
 from hfmem.errors import MalformedConfig
 
 # repo -> expected facts (from the model cards / papers / the configs' own documented values)
@@ -58,7 +58,7 @@ def test_unknown_model_type_reads_raw_config():
 
 
 def test_kv_heads_cross_checked_against_k_proj(stub_repo):
-    from hfmem.header import TensorEntry
+    from hfmem.hub.header import TensorEntry
 
     config = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 10, "intermediate_size": 128}
     k = TensorEntry("model.layers.0.self_attn.k_proj.weight", "BF16", (32, 64), 2048, 4096, "m")

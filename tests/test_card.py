@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hfmem.card_markers import END, START, update_block
+from hfmem.render.markers import END, START, update_block
 from hfmem.cli import main
 from hfmem.errors import UsageError
 

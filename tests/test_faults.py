@@ -14,7 +14,7 @@ import pytest
 import hfmem
 from hfmem import errors
 from hfmem.batch import InternalError, analyze_many
-from hfmem.retry import DeadlineExceeded, RetryPolicy, call_with_retries, is_transient
+from hfmem.hub.retry import DeadlineExceeded, RetryPolicy, call_with_retries, is_transient
 from entry import cli  # noqa: F401  (fixture)
 from hub_server import RepoSpec
 

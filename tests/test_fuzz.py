@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hfmem.analysis import analyze_files, attach_sections
-from hfmem.dtypes import DTYPE_BITS
+from hfmem.api import analyze_files, attach_sections
+from hfmem.model.dtypes import DTYPE_BITS
 from hfmem.errors import HfmemError, MalformedConfig, MalformedHeader
-from hfmem.fetch import ModelFiles, load_json_text
-from hfmem.header import FileHeader, parse_file_bytes, parse_header_bytes
-from hfmem.inventory import count_tensors, summarize
+from hfmem.hub.fetch import ModelFiles, load_json_text
+from hfmem.hub.header import FileHeader, parse_file_bytes, parse_header_bytes
+from hfmem.model.inventory import count_tensors, summarize
 from stubs import header_bytes, load_config, load_inventory
 
 # Cases per fuzzer in the default run (sum >= 10,000).

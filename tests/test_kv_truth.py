@@ -19,8 +19,8 @@ transformers = pytest.importorskip("transformers")
 
 from stubs import FIXTURES  # noqa: E402
 
-from hfmem.architecture import build_architecture  # noqa: E402
-from hfmem.kvcache import estimate_kv  # noqa: E402
+from hfmem.model.architecture import build_architecture  # noqa: E402
+from hfmem.memory.kv import estimate_kv  # noqa: E402
 
 transformers.utils.logging.set_verbosity_error()
 

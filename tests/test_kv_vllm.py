@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from stubs import FIXTURES
 
-from hfmem.architecture import build_architecture
+from hfmem.model.architecture import build_architecture
 from hfmem.cli import main
 from hfmem.errors import UsageError
-from hfmem.kvcache import cdiv, estimate_kv, parse_context
+from hfmem.memory.kv import cdiv, estimate_kv, parse_context
 
 GiB = 2**30
 

@@ -12,8 +12,8 @@ from functools import lru_cache
 
 import pytest
 
-from hfmem.analysis import analyze_files
-from hfmem.moe import expected_moe_layers
+from hfmem.api import analyze_files
+from hfmem.model.moe import expected_moe_layers
 from stubs import load_config, model_files
 
 

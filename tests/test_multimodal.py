@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import pytest
 
-from hfmem.analysis import analyze_files
+from hfmem.api import analyze_files
 from stubs import load_config, model_files
 
 torch = pytest.importorskip("torch")

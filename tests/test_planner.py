@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 import hfmem
-from hfmem import planner as planner_mod
+from hfmem.memory import planner as planner_mod
 from hfmem.cli import main
-from hfmem.gpus import CATALOG, GB, GiB, parse_size, resolve_gpu
-from hfmem.planner import Planner, folder_size, shard
+from hfmem.memory.gpus import CATALOG, GB, GiB, parse_size, resolve_gpu
+from hfmem.memory.planner import Planner, folder_size, shard
 from hub_server import RepoSpec
 
 SRC = str(Path(hfmem.__file__).resolve().parent.parent)
@@ -59,7 +59,7 @@ def test_reproduces_vllm_10517_log(stub_repo, max_len, log_peak_gib, log_kv_gib,
 def test_vllm_h100_worked_example(stub_repo):
     """MEMORY-FORMULAS §3.1 worked example: H100 (79.19 GiB), util 0.9, 8192-token profile, non-torch 0.5 GiB:
     about 54.9 GiB of KV, 28,127 blocks, 3.43x concurrency at 128k."""
-    gpu = hfmem.gpus.GPU("h100-7919", "H100 79.19 GiB", int(79.19 * GiB))
+    gpu = hfmem.memory.gpus.GPU("h100-7919", "H100 79.19 GiB", int(79.19 * GiB))
     p = Planner(_report(stub_repo, LLAMA), "bf16", engine="vllm", overhead=GiB // 2)
     plan = p.plan(131072, 1, gpu)
     assert abs(plan.kv_available_bytes / GiB - 54.9) <= 0.1
@@ -167,7 +167,7 @@ def test_tp_mla_latent_and_a_projections_replicated(stub_repo):
 
 
 def test_vocab_padding_under_tp():
-    from hfmem.precision import WeightTensor
+    from hfmem.memory.precision import WeightTensor
 
     class A:
         num_kv_heads, num_attention_heads, attention_kind = 8, 32, "gqa"

@@ -19,7 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils._pytree import tree_flatten  # noqa: E402
 
 import hfmem  # noqa: E402
-from hfmem.planner import Planner  # noqa: E402
+from hfmem.memory.planner import Planner  # noqa: E402
 from stubs import FIXTURES  # noqa: E402
 
 

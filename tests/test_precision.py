@@ -6,7 +6,7 @@ import pytest
 
 import hfmem
 from hfmem.errors import UsageError
-from hfmem.precision import CHECKPOINT, PRECISIONS, for_report, ggml_row_bytes, resolve_precision
+from hfmem.memory.precision import CHECKPOINT, PRECISIONS, for_report, ggml_row_bytes, resolve_precision
 
 
 def _weights(stub_repo, repo):

@@ -17,10 +17,10 @@ from functools import lru_cache
 import pytest
 
 import hfmem
-from hfmem.analysis import analyze_files
-from hfmem.header import FileHeader, TensorEntry
-from hfmem.inventory import count_tensors, summarize
-from hfmem.quant import packed_linear_geometry
+from hfmem.api import analyze_files
+from hfmem.hub.header import FileHeader, TensorEntry
+from hfmem.model.inventory import count_tensors, summarize
+from hfmem.model.quant import packed_linear_geometry
 from stubs import DTYPE_BITS, FIXTURES, load_config, load_inventory, model_files
 
 STUBS = "hfmem-stubs"

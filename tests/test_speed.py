@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import hfmem
-from hfmem import cache, fetch, inventory
+from hfmem.hub import digest as cache, fetch
+from hfmem.model import inventory
 from hub_server import RepoSpec
 from stubs import header_bytes
 
@@ -266,7 +267,7 @@ def test_help_and_version_import_nothing_heavy(flag):
 
 
 def test_analysis_modules_do_not_import_transformers_or_torch():
-    code = "import sys, hfmem.analysis, hfmem.fetch, hfmem.cache, hfmem.render\nprint(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    code = "import sys, hfmem.api, hfmem.hub.fetch, hfmem.hub.digest, hfmem.render.text\nprint(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
     assert out.returncode == 0, out.stderr
@@ -318,7 +319,7 @@ def test_cli_repeat_is_one_request_offline_zero_and_imports_no_transformers(hub_
 
 
 def test_replayed_normalisation_equals_transformers_on_every_fixture_config(fixtures_dir, tmp_path, monkeypatch):
-    from hfmem import architecture
+    from hfmem.model import architecture
 
     monkeypatch.setenv("HFMEM_CACHE", str(tmp_path / "c"))
     replayed = 0
@@ -341,7 +342,7 @@ def test_replayed_normalisation_equals_transformers_on_every_fixture_config(fixt
 
 
 def test_normalisation_cache_survives_corruption(tmp_path, monkeypatch, fixtures_dir):
-    from hfmem import architecture
+    from hfmem.model import architecture
 
     monkeypatch.setenv("HFMEM_CACHE", str(tmp_path / "c"))
     config = json.loads((fixtures_dir / "configs" / "Qwen" / "Qwen2-7B-Instruct" / "config.json").read_text())

@@ -16,7 +16,7 @@ from stubs import header_bytes
 import hfmem
 from hfmem.cli import main
 from hfmem.errors import UsageError
-from hfmem.training import TrainingSettings, estimate_all, estimate_training, nf4_bytes, optimizer_state_bytes
+from hfmem.memory.training import TrainingSettings, estimate_all, estimate_training, nf4_bytes, optimizer_state_bytes
 
 GB = 10**9
 STATE_KEYS = ("weights", "master_weights", "gradients", "optimizer_states")
@@ -260,7 +260,7 @@ def test_lora_targets_and_defaults(qwen):
 
 
 def test_fits_on_uses_the_catalog(qwen):
-    from hfmem.gpus import CATALOG
+    from hfmem.memory.gpus import CATALOG
 
     est = estimate_training(qwen, "qlora", TrainingSettings(seq=512))
     assert est.fits_on == [g.key for g in CATALOG if est.total_bytes <= (g.memory_bytes * 3 // 4 if g.kind == "apple" else g.memory_bytes)]

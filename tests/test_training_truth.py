@@ -22,7 +22,7 @@ import training_measure as tm  # noqa: E402
 
 import hfmem  # noqa: E402
 from hfmem.errors import UsageError  # noqa: E402
-from hfmem.training import PEFT_MOE_CONVERSION, TrainingSettings, estimate_training  # noqa: E402
+from hfmem.memory.training import PEFT_MOE_CONVERSION, TrainingSettings, estimate_training  # noqa: E402
 
 ACTIVATION_KEYS = ("activations_layers", "activations_layer_weights", "activations_recompute", "activations_other",
                    "logits_loss", "backward_transient", "autocast_weight_copies")

@@ -8,7 +8,7 @@ Every term is computed and printed; nothing is folded into a fudge factor.
   for vLLM also the rotary cos/sin cache (``RotaryEmbedding.cos_sin_cache``: ``[max_position, rotary_dim]`` in
   the model dtype, one copy shared by all layers), which is the 32 MiB between Llama-3.1-8B's 14.9575 GiB of
   parameters and the 14.9888 GiB vLLM logs (vllm-project/vllm#10517).
-- KV cache: ``hfmem.kvcache.estimate_kv`` (MEMORY-FORMULAS §2).
+- KV cache: ``hfmem.memory.kv.estimate_kv`` (MEMORY-FORMULAS §2).
 - activation workspace: the peak of one forward pass of ``T`` tokens (vLLM: ``--max-batched-tokens``, the
   profile run of ``gpu_worker.determine_available_memory``; transformers: the whole prompt, ``batch x ctx``).
   The peak is the largest of three phases, each shown: the MLP (or MoE) block, attention projections, and the
@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .architecture import Architecture
-from .errors import UsageError
-from .gpus import CATALOG, GPU, GiB
-from .kvcache import estimate_kv, parse_context
-from .precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
+from hfmem.errors import UsageError
+from hfmem.memory.gpus import CATALOG, GPU, GiB
+from hfmem.memory.kv import estimate_kv, parse_context
+from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
+from hfmem.model.architecture import Architecture
 
 DEFAULT_GPU_UTIL = 0.9
 DEFAULT_MAX_BATCHED_TOKENS = 8192  # vLLM API-server default (EngineArgs.get_batch_defaults), MEMORY-FORMULAS §3.1
@@ -275,7 +275,7 @@ class InferencePlan:
 
     def reason(self) -> str:
         """One line for ``hfmem check``."""
-        from .units import fmt_bytes
+        from hfmem.units import fmt_bytes
 
         where = f"{self.gpu.name}" + (f" x{self.gpus}" if self.gpus > 1 else "") if self.gpu else self.device
         terms = (f"weights {fmt_bytes(self.weights_bytes)} + KV {fmt_bytes(self.kv_bytes)} + activations "
@@ -290,7 +290,7 @@ class InferencePlan:
                 f"{fmt_bytes(self.budget_bytes)}{unit} by {fmt_bytes(-(self.margin_bytes or 0))} ({terms}){longest}")
 
     def tables(self) -> list[tuple[str, list[str], list[list[Any]]]]:
-        from .units import fmt_bytes
+        from hfmem.units import fmt_bytes
 
         def row(name: str, n: int | None, note: str = "") -> list[Any]:
             return [name, fmt_bytes(n), f"{n:,}" if n is not None else "-", note]
@@ -393,7 +393,7 @@ class Planner:
     def _weights_per_gpu(self) -> None:
         arch = self.arch
         moe = bool(arch.moe)
-        from .precision import _GGUFContext  # the GGUF type mix depends on model facts
+        from hfmem.memory.precision import _GGUFContext  # the GGUF type mix depends on model facts
 
         gctx = None
         if self.precision in ("q8_0", "q6_k", "q5_k_m", "q4_k_m"):
@@ -555,7 +555,7 @@ def hub_download_bytes(repo_id: str, revision: str | None = None, token: str | b
     """Bytes a default ``snapshot_download`` fetches: every file of the repo tree at ``revision``."""
     from huggingface_hub import HfApi
 
-    from .fetch import _HubContext
+    from hfmem.hub.fetch import _HubContext
 
     ctx = _HubContext(repo_id, revision, token, 30.0)
 
@@ -589,7 +589,7 @@ def attach(report: Any, *, precision: str = CHECKPOINT, context: int | None = No
     plan = planner.plan(ctx, batch, gpu)
     all_weights = planner.weights if planner.precision != CHECKPOINT or len(planner.weights.bytes) > 1 else None
     if all_weights is None or len(all_weights.bytes) <= 2:
-        from .precision import weights_by_precision
+        from hfmem.memory.precision import weights_by_precision
 
         a = report.architecture
         all_weights = weights_by_precision(planner.tensors, num_layers=a.num_layers, moe=bool(a.moe),

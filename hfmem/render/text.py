@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .units import fmt_bytes, fmt_count
+from hfmem.units import fmt_bytes, fmt_count
 
 
 def to_json(report: Any) -> str:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .architecture import Architecture, build_architecture
-from .fetch import ModelFiles, looks_local, read_hub, read_local
-from .inventory import CountedTensor, Parameters, count_tensors, summarize
-from .moe import summarize_moe
-from .validate import check_config
+from hfmem.hub.fetch import ModelFiles, looks_local, read_hub, read_local
+from hfmem.model.architecture import Architecture, build_architecture
+from hfmem.model.inventory import CountedTensor, Parameters, count_tensors, summarize
+from hfmem.model.moe import summarize_moe
+from hfmem.model.validate import check_config
 
 
 @dataclass
@@ -100,12 +100,12 @@ def attach_sections(
 ) -> Report:
     """Add the memory sections to a report: KV cache (when ``ctx`` is given), weights per precision, the inference
     plan (fit, longest context, concurrency) and download size; with ``train`` ("full", "lora", "qlora" or "all")
-    the training budgets, configured by the fields of :class:`hfmem.training.TrainingSettings` (``seq``,
+    the training budgets, configured by the fields of :class:`hfmem.memory.training.TrainingSettings` (``seq``,
     ``micro_batch``, ``optimizer``, ``lora_rank``, ``zero``, ...; ``train_precision`` is its ``precision``).
     The CLI calls exactly this, so its JSON is ``report.to_dict()``."""
-    from .gpus import parse_size, resolve_gpu
-    from .kvcache import kv_section, parse_context, stored_float_dtype
-    from .planner import attach
+    from hfmem.memory.gpus import parse_size, resolve_gpu
+    from hfmem.memory.kv import kv_section, parse_context, stored_float_dtype
+    from hfmem.memory.planner import attach
 
     contexts = None
     if ctx is not None:
@@ -127,7 +127,7 @@ def attach_sections(
         gpu=resolve_gpu(gpu) if gpu else None, **planner_kwargs,
     )
     if train:
-        from .training import METHODS, TrainingSettings, estimate_all
+        from hfmem.memory.training import METHODS, TrainingSettings, estimate_all
 
         if "zero" in training_options:
             training_options["zero"] = int(training_options["zero"])
@@ -157,7 +157,7 @@ def analyze(
     >>> report.parameters.total, report.extra["kv_cache"].total_bytes          # doctest: +SKIP
     (7615616512, 1879048192)
     """
-    from .errors import HfmemError
+    from hfmem.errors import HfmemError
 
     try:
         report = analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import MalformedConfig
+from hfmem.errors import MalformedConfig
 
 # (keys, smallest, largest). None is always allowed: it means "not set".
 _LIMITS: tuple[tuple[tuple[str, ...], int, int], ...] = (

@@ -11,10 +11,11 @@ u64 offset). Weight bytes per ggml type come from the block sizes of ggml's type
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from .errors import MalformedHeader
+from hfmem.errors import MalformedHeader
 
 # ggml type id -> (name, values per block, bytes per block)
 GGML_TYPES: dict[int, tuple[str, int, int]] = {

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import HfmemError, MalformedHeader, NoSafetensors, UsageError
-from .gguf import TYPE_BY_NAME, GGUFHeader, parse_gguf, read_local_gguf, remote_fetcher
+from hfmem.errors import HfmemError, MalformedHeader, NoSafetensors, UsageError
+from hfmem.gguf.reader import TYPE_BY_NAME, GGUFHeader, parse_gguf, read_local_gguf, remote_fetcher
 
 _SHARD_RE = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$")
 _QUANT_RE = re.compile(r"(?i)(?:^|[-_.])((?:I?Q\d(?:_[A-Z0-9]+)*)|BF16|F16|F32|FP16|MXFP4(?:_MOE)?)(?=[-_.](?:\d{5}-of|gguf))")
@@ -126,7 +126,7 @@ class GGUFReport:
     def to_text(self, fmt: str = "table") -> str:
         from tabulate import tabulate
 
-        from .units import fmt_bytes, fmt_count
+        from hfmem.units import fmt_bytes, fmt_count
 
         tablefmt = "github" if fmt == "markdown" else "simple"
         out = [f"{self.repo} (GGUF, {self.source})"]
@@ -244,7 +244,7 @@ def analyze_gguf(
     else:
         from huggingface_hub import HfApi
 
-        from .fetch import _HubContext, check_revision
+        from hfmem.hub.fetch import _HubContext, check_revision
 
         check_revision(revision)
         ctx = _HubContext(ref, revision, token, timeout or 10.0)

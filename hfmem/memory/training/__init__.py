@@ -37,8 +37,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from .errors import UsageError
-from .units import fmt_bytes, fmt_count
+from hfmem.errors import UsageError
+from hfmem.units import fmt_bytes, fmt_count
 
 METHODS = ("full", "lora", "qlora")
 OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd", "sgd-momentum", "lion")
@@ -120,7 +120,7 @@ class TrainingSettings:
     gpu: str | None = None  # a catalog name or size; default: the whole catalog
     overhead_bytes: int = FRAMEWORK_OVERHEAD
 
-    def validate(self) -> "TrainingSettings":
+    def validate(self) -> TrainingSettings:
         def bad(msg: str) -> None:
             raise UsageError(msg)
 
@@ -894,7 +894,7 @@ def _fits_label(keys: list[str], gpu: str | None) -> str:
         return "yes" if keys else "no"
     if not keys:
         return "none of the catalog"
-    from .gpus import CATALOG
+    from hfmem.memory.gpus import CATALOG
 
     cuda = [g.key for g in CATALOG if g.key in keys and g.kind != "apple"]
     shown = cuda[:3] if cuda else keys[:3]
@@ -1237,7 +1237,7 @@ def _activations(report: Any, method: str, settings: TrainingSettings, prec: _Pr
     # grouped_mm's backward produces the gradient of the folded W + B@A expert tensor: down_proj's first (all saved
     # tensors alive), then gate_up_proj's once the down copy is freed.
     expert_grad = 0
-    for layer, ads in by_layer.items():
+    for ads in by_layer.values():
         sizes = {a.name.rsplit(".", 1)[-1]: dt.lin * a.base_params for a in ads if a.kind == "experts"}
         down, up = sizes.get("down_proj", 0), sizes.get("gate_up_proj", 0)
         expert_grad = max(expert_grad, down, up - down)
@@ -1305,7 +1305,7 @@ def _merge(per_layer: list[dict[str, int]]) -> dict[str, float]:
 
 
 def _fits(total: int, gpu: str | None) -> list[str]:
-    from .gpus import CATALOG, resolve_gpu
+    from hfmem.memory.gpus import CATALOG, resolve_gpu
 
     gpus = [resolve_gpu(gpu)] if gpu else list(CATALOG)
     out = []

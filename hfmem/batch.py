@@ -7,10 +7,11 @@ exception) in one repo becomes an ``InternalError`` for that repo only.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from .errors import HfmemError, redact
+from hfmem.errors import HfmemError, redact
 
 DEFAULT_JOBS = 8
 MAX_JOBS = 64
@@ -37,13 +38,13 @@ def analyze_many(
 ) -> list[Any]:
     """[Report | HfmemError] for each ref, in input order; at most `jobs` repos in flight at once.
 
-    `fn(ref, revision=, token=, timeout=)` defaults to ``hfmem.analysis.analyze``; a caller (the batch command)
+    `fn(ref, revision=, token=, timeout=)` defaults to ``hfmem.api.analyze``; a caller (the batch command)
     may pass its own, e.g. one that also plans GPUs.
     """
     if not isinstance(jobs, int) or isinstance(jobs, bool) or not 1 <= jobs <= MAX_JOBS:
         raise ValueError(f"jobs must be an integer from 1 to {MAX_JOBS}, got {jobs!r}")
     if fn is None:
-        from .analysis import analyze as fn
+        from hfmem.api import analyze as fn
     refs = list(refs)
     if not refs:
         return []

@@ -40,11 +40,12 @@ Layouts (bytes per quantized ``[out, in]`` matrix; ``n = out * in``):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-from .dtypes import dtype_bits
-from .errors import UsageError
+from hfmem.errors import UsageError
+from hfmem.model.dtypes import dtype_bits
 
 GROUP = 128  # GPTQ/AWQ group size
 BNB_BLOCK = 64
@@ -337,7 +338,7 @@ class WeightsByPrecision:
         return dict(self.bytes)
 
     def tables(self) -> list[tuple[str, list[str], list[list[Any]]]]:
-        from .units import fmt_bytes
+        from hfmem.units import fmt_bytes
 
         rows = []
         for key, value in self.bytes.items():

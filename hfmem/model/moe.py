@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .units import fmt_count
+from hfmem.units import fmt_count
 
 _EXPERT_INDEX_RE = re.compile(r"\.experts\.(\d+)\.")
 

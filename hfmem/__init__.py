@@ -16,15 +16,15 @@ __all__ = ["__version__", "analyze", "analyze_many", "Report", "HfmemError"]
 def __getattr__(name: str):
     # Keep `import hfmem` (and so `hfmem --help`) free of huggingface_hub/transformers imports.
     if name in ("analyze", "Report", "read_model", "analyze_files", "attach_sections"):
-        from . import analysis
+        from hfmem import api as analysis
 
         return getattr(analysis, name)
     if name == "analyze_many":
-        from .batch import analyze_many
+        from hfmem.batch import analyze_many
 
         return analyze_many
     if name == "HfmemError":
-        from .errors import HfmemError
+        from hfmem.errors import HfmemError
 
         return HfmemError
     raise AttributeError(name)

@@ -38,12 +38,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
-from .dtypes import dtype_bits
-from .header import TensorEntry
+from hfmem.hub.header import TensorEntry
+from hfmem.model.dtypes import dtype_bits
 
 PARAM = "param"
 QUANTIZED = "quantized"

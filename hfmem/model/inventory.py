@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from functools import lru_cache
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from functools import lru_cache
+from typing import Any
 
-from .header import FileHeader, TensorEntry
-from .quant import OVERHEAD, PARAM, QUANTIZED, QuantScheme, Quantizer, detect_scheme
+from hfmem.hub.header import FileHeader, TensorEntry
+from hfmem.model.quant import OVERHEAD, PARAM, QUANTIZED, Quantizer, QuantScheme, detect_scheme
 
 # Non-parameter buffers that checkpoints sometimes carry.
 _BUFFER_RE = re.compile(

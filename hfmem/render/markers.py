@@ -3,7 +3,7 @@ nothing else; append the block (with markers) when the markers are absent."""
 
 from __future__ import annotations
 
-from .errors import UsageError
+from hfmem.errors import UsageError
 
 START = "<!-- hfmem:start -->"
 END = "<!-- hfmem:end -->"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import UsageError
+from hfmem.errors import UsageError
 
 GiB = 2**30
 GB = 10**9

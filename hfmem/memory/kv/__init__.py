@@ -31,8 +31,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .errors import UsageError
-from .units import fmt_bytes
+from hfmem.errors import UsageError
+from hfmem.units import fmt_bytes
 
 ENGINES = ("vllm", "transformers")
 KV_DTYPES = ("auto", "bf16", "fp16", "fp32", "fp8", "int8", "int4", "q8_0", "q4_0")

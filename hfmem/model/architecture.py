@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import MalformedConfig
-from .header import TensorEntry
+from hfmem.errors import MalformedConfig
+from hfmem.hub.header import TensorEntry
 
 _MAMBA_TYPES = {"mamba", "mamba2", "falcon_mamba"}
 _ABSURD = 10**9  # no real model has a billion layers, heads or a trillion-entry vocab
@@ -106,8 +106,8 @@ def _import_auto_config() -> Any:
 
 def normalise_config(config: dict[str, Any]) -> tuple[Any, Any, str, list[str]]:
     """(full config object, decoder text config object, how, notes). Objects may be plain dicts (raw fallback, or
-    transformers' normalisation of this exact config.json replayed from hfmem.cache: no transformers import)."""
-    from . import cache
+    transformers' normalisation of this exact config.json replayed from hfmem.hub.digest: no transformers import)."""
+    from hfmem.hub import digest as cache
 
     hit = cache.load_normalised(config)
     if hit is not None:
@@ -318,7 +318,7 @@ def cross_check(arch: Architecture, entries: list[TensorEntry]) -> list[str]:
     """Compare config facts with what the header shapes say; disagreements become warnings."""
     warnings: list[str] = []
     names = {t.name: t for t in entries}
-    from .inventory import classify_component
+    from hfmem.model.inventory import classify_component
 
     # The language model's first attention layer (not a vision/audio tower's, a talker's or an MTP layer's).
     k_proj = next(

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .dtypes import dtype_bits
-from .errors import MalformedHeader
+from hfmem.errors import MalformedHeader
+from hfmem.model.dtypes import dtype_bits
 
 # The safetensors crate refuses headers over 100 MB; huggingface_hub refuses over 25 MB.
 MAX_HEADER_BYTES = 100_000_000

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from .header import FileHeader, TensorEntry
+from hfmem.hub.header import FileHeader, TensorEntry
 
 FORMAT = "hfmem-digest"
 VERSION = 2

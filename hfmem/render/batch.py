@@ -6,9 +6,10 @@ import csv
 import io
 import json
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from .errors import HfmemError
+from hfmem.errors import HfmemError
 
 
 def parse_repo_list(text: str) -> list[str]:
@@ -23,8 +24,8 @@ def parse_repo_list(text: str) -> list[str]:
 
 def run_batch(refs: Sequence[str], jobs: int, *, revision: str | None, token: str | bool | None, timeout: float | None,
               options: dict[str, Any], progress: bool) -> list[Any]:
-    from .analysis import analyze
-    from .batch import analyze_many
+    from hfmem.api import analyze
+    from hfmem.batch import analyze_many
 
     bar = None
     lock = threading.Lock()

@@ -7,9 +7,9 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import __version__
-from .gpus import CATALOG, GPU
-from .units import fmt_bytes, fmt_count
+from hfmem import __version__
+from hfmem.memory.gpus import CATALOG, GPU
+from hfmem.units import fmt_bytes, fmt_count
 
 DEFAULT_CARD_CONTEXTS = "4k,32k,128k"
 DEFAULT_CARD_PRECISIONS = ("bf16", "fp8", "int4")
@@ -73,7 +73,7 @@ class ModelCard:
         attn = f"{a.num_attention_heads} heads / {a.num_kv_heads} KV heads ({a.attention_kind.upper()})" if a.num_attention_heads else "attention-free"
         layer_types = ", ".join(f"{n} {t.replace('_attention', '').replace('_', ' ')}" for t, n in a.layer_types.items())
         lines = [
-            f"### Memory requirements",
+            "### Memory requirements",
             "",
             f"**{r.repo}**{rev}: {p.total:,} parameters ({fmt_count(p.total).split('(')[-1].rstrip(')')})"
             + (f", {p.active:,} active per token" if p.active != p.total else "")
@@ -119,7 +119,7 @@ class ModelCard:
 
 
 def build_card(report: Any, contexts: list[int], precisions: list[str], engine: str = "vllm", batch: int = 1, training: bool = True) -> ModelCard:
-    from .planner import Planner
+    from hfmem.memory.planner import Planner
 
     card = ModelCard(report, engine, batch, contexts, precisions)
     common = _datacenter_and_consumer()
@@ -137,7 +137,7 @@ def build_card(report: Any, contexts: list[int], precisions: list[str], engine: 
 
 def _training_rows(report: Any) -> list[dict[str, Any]]:
     try:
-        from .training import TrainingSettings, estimate_training
+        from hfmem.memory.training import TrainingSettings, estimate_training
     except ImportError:
         return []
     rows = []
@@ -161,8 +161,8 @@ COMPARE_FIELDS = ("parameters", "active", "kv_bytes_per_token", "weights", "kv_b
 
 
 def compare_rows(reports: list[Any], context: int, precision: str = "auto", engine: str = "vllm") -> list[dict[str, Any]]:
-    from .kvcache import estimate_kv, stored_float_dtype
-    from .planner import Planner
+    from hfmem.memory.kv import estimate_kv, stored_float_dtype
+    from hfmem.memory.planner import Planner
 
     rows = []
     for r in reports:

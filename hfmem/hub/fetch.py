@@ -12,13 +12,14 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import quote
-from typing import Any, Callable, TypeVar
 
-from .errors import (
+from hfmem.errors import (
     GatedRepo,
     HfmemError,
     LocalPathError,
@@ -34,8 +35,8 @@ from .errors import (
     UsageError,
     redact,
 )
-from .header import MAX_HEADER_BYTES, FileHeader, header_length, parse_header_bytes, read_local_header, validate_header
-from .retry import (
+from hfmem.hub.header import MAX_HEADER_BYTES, FileHeader, header_length, parse_header_bytes, read_local_header, validate_header
+from hfmem.hub.retry import (
     DeadlineExceeded,
     attempts_of,
     call_with_retries,
@@ -287,14 +288,14 @@ def read_hub(repo_id: str, revision: str | None = None, token: str | bool | None
     - main, sharded: GET config.json and GET the one-shot safetensors-metadata endpoint, concurrently (2 requests);
     - other revisions / no endpoint: GET config.json and GET the index concurrently, then one range per shard, all
       shards concurrently, at the commit the config answered with;
-    - repeat runs: the header digest cache (hfmem.cache) keyed by commit sha: 1 request (the config GET that
+    - repeat runs: the header digest cache (hfmem.hub.digest) keyed by commit sha: 1 request (the config GET that
       re-resolves the revision), 0 for a full-sha revision or with HF_HUB_OFFLINE=1.
     """
     from huggingface_hub import constants
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
-    from . import cache
+    from hfmem.hub import digest as cache
 
     try:
         validate_repo_id(repo_id)
@@ -315,7 +316,7 @@ def read_hub(repo_id: str, revision: str | None = None, token: str | bool | None
 
 
 def _from_digest(repo_id: str, sha: str | None, config: dict[str, Any] | None, source: str) -> ModelFiles | None:
-    from . import cache
+    from hfmem.hub import digest as cache
 
     hit = cache.load(repo_id, sha)
     if hit is None:
@@ -450,7 +451,7 @@ class _HubContext:
 
     # -- flows ------------------------------------------------------------------------------------------------
     def read_online(self) -> ModelFiles:
-        from . import cache
+        from hfmem.hub import digest as cache
 
         on_main = self.revision in (None, "main")
         known = cache.read_ref(self.repo_id, self.revision)

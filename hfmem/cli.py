@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import click
 
-from . import __version__
-from .errors import HfmemError, redact
+from hfmem import __version__
+from hfmem.errors import HfmemError, redact
 
 FORMATS = ("table", "json", "markdown")
 
@@ -28,7 +29,7 @@ class DefaultGroup(click.Group):
 def run_guarded(debug: bool, body: Callable[[], Any]) -> Any:
     """One clear line on stderr and a distinct exit code for every expected failure; tracebacks only with --debug."""
     if debug:  # show huggingface_hub's own retry warnings, which hfmem otherwise keeps off stderr
-        from . import retry
+        from hfmem.hub import retry
 
         retry.show_client_logs = True
     try:
@@ -70,7 +71,7 @@ def main() -> None:
 
 def _check_ctx(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """Syntax check of --ctx before anything is fetched ('max' is resolved once the config is read)."""
-    from .kvcache import parse_context
+    from hfmem.memory.kv import parse_context
 
     if value is None:
         return None
@@ -84,7 +85,7 @@ def _check_ctx(ctx: click.Context, param: click.Parameter, value: str | None) ->
 
 
 def kv_options(f: Callable) -> Callable:
-    from .kvcache import ENGINES, KV_DTYPES
+    from hfmem.memory.kv import ENGINES, KV_DTYPES
 
     f = click.option("--encoder-len", type=click.IntRange(min=1), default=None,
                      help="Encoder-decoder models: encoder tokens for the cross-attention cache (default: the model's max source length).")(f)
@@ -180,9 +181,9 @@ def analyze_cmd(
     def body() -> None:
         import json
 
-        from .analysis import analyze
-        from .errors import NoConfig, NoSafetensors
-        from .render import to_json, to_text
+        from hfmem.api import analyze
+        from hfmem.errors import NoConfig, NoSafetensors
+        from hfmem.render.text import to_json, to_text
 
         if _wants_gguf(model, gguf_file, quant):
             report = _analyze_gguf(model, gguf_file, quant, revision, token, timeout, **gguf_kv)
@@ -217,8 +218,8 @@ def _wants_gguf(model: str, gguf_file: str | None, quant: str | None) -> bool:
 
 def _analyze_gguf(model: str, gguf_file: str | None, quant: str | None, revision: str | None, token: str | None,
                   timeout: float | None, ctx: str | None = None, batch: int = 1, kv_dtype: str | None = None):
-    from .gguf_model import LLAMA_CPP_CACHE_TYPES, analyze_gguf
-    from .kvcache import parse_context
+    from hfmem.gguf.model import LLAMA_CPP_CACHE_TYPES, analyze_gguf
+    from hfmem.memory.kv import parse_context
 
     cache_type = LLAMA_CPP_CACHE_TYPES.get(kv_dtype or "auto")
     if cache_type is None:
@@ -229,7 +230,7 @@ def _analyze_gguf(model: str, gguf_file: str | None, quant: str | None, revision
     report = analyze_gguf(model, gguf_file=gguf_file, quant=quant, revision=revision, token=token, timeout=timeout,
                           contexts=contexts, batch=batch, cache_type=cache_type)
     if ctx and "max" in ctx.lower() and report.architecture.get("context_length"):
-        from .gguf_model import gguf_kv
+        from hfmem.gguf.model import gguf_kv
 
         report.kv_cache.append(gguf_kv(report.architecture, int(report.architecture["context_length"]), batch, cache_type))
     return report
@@ -248,12 +249,12 @@ def check_cmd(model: str, revision: str | None, token: str | None, timeout: floa
     _require_ctx(opts)
 
     def body() -> None:
-        from .analysis import analyze
-        from .planner import cache_free_bytes, hub_download_bytes
-        from .units import fmt_bytes
+        from hfmem.api import analyze
+        from hfmem.memory.planner import cache_free_bytes, hub_download_bytes
+        from hfmem.units import fmt_bytes
 
         if not opts.get("gpu"):
-            from .errors import UsageError
+            from hfmem.errors import UsageError
 
             raise UsageError("check needs --gpu (a catalog name or a size such as 24GB)")
         report = analyze(model, revision=revision, token=token, timeout=timeout, **_options(opts))
@@ -295,11 +296,11 @@ def card_cmd(model: str, revision: str | None, token: str | None, timeout: float
         import json
         from pathlib import Path
 
-        from .analysis import analyze_files, read_model
-        from .card import build_card
-        from .card_markers import update_block
-        from .kvcache import parse_context
-        from .precision import resolve_precision
+        from hfmem.api import analyze_files, read_model
+        from hfmem.memory.kv import parse_context
+        from hfmem.memory.precision import resolve_precision
+        from hfmem.render.card import build_card
+        from hfmem.render.markers import update_block
 
         report = analyze_files(read_model(model, revision=revision, token=token, timeout=timeout))
         contexts = parse_context(ctx, report.architecture)
@@ -335,9 +336,9 @@ def compare_cmd(models: tuple[str, ...], revision: str | None, token: str | None
         import io
         import json
 
-        from .analysis import analyze_files, read_model
-        from .card import compare_rows, compare_table
-        from .kvcache import parse_context
+        from hfmem.api import analyze_files, read_model
+        from hfmem.memory.kv import parse_context
+        from hfmem.render.card import compare_rows, compare_table
 
         reports = [analyze_files(read_model(m, revision=revision, token=token, timeout=timeout)) for m in models]
         context = parse_context(ctx, reports[0].architecture)[0]
@@ -378,7 +379,7 @@ def batch_cmd(source: Any, jobs: int, fmt: str, quiet: bool, revision: str | Non
     _require_ctx(opts)
 
     def body() -> None:
-        from .batch_output import parse_repo_list, render_batch, run_batch
+        from hfmem.render.batch import parse_repo_list, render_batch, run_batch
 
         refs = parse_repo_list(source.read())
         show_progress = not quiet and sys.stderr.isatty()
