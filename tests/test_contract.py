@@ -65,6 +65,8 @@ def test_card_and_compare_json_pinned(stub_repo):
         cmp = CliRunner().invoke(main, ["compare", qwen, mixtral, "--ctx", "16k", "--format", fmt])
         assert cmp.exit_code == 0, cmp.output
         text = _stable(_stable(cmp.output, qwen, "Qwen/Qwen2-7B-Instruct"), mixtral, "mistralai/Mixtral-8x7B-v0.1")
+        if fmt == "table":  # column widths follow the length of the temporary folder's path: compare the cells
+            text = re.sub(r" {2,}", "  ", re.sub(r"-{2,}", "--", text))
         _check(f"compare.{fmt}", text)
 
 
