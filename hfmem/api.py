@@ -1,43 +1,29 @@
-"""The typed Python API: ``analyze(ref)`` reads a model's config and headers and returns a ``Report``."""
+"""The typed Python API: ``analyze`` one model, ``check`` a fit, ``analyze_many`` models, ``compare`` them.
+
+The CLI calls exactly these functions, so ``report.to_dict()`` is the CLI's ``--format json``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from hfmem.errors import HfmemError, NoConfig, NoSafetensors, UsageError
 from hfmem.hub.fetch import ModelFiles, looks_local, read_hub, read_local
-from hfmem.model.architecture import Architecture, build_architecture
-from hfmem.model.inventory import CountedTensor, Parameters, count_tensors, summarize
+from hfmem.model.architecture import build_architecture
+from hfmem.model.inventory import count_tensors, summarize
 from hfmem.model.moe import summarize_moe
 from hfmem.model.validate import check_config
+from hfmem.report import Report
 
+if TYPE_CHECKING:
+    from hfmem.gguf.model import GGUFReport
+    from hfmem.memory.summary import ComparisonRow, ModelCard
 
-@dataclass
-class Report:
-    repo: str
-    revision: str | None
-    source: str
-    architecture: Architecture
-    parameters: Parameters
-    warnings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    tensors: list[CountedTensor] = field(default_factory=list, repr=False)
-    extra: dict[str, Any] = field(default_factory=dict)  # sections later features add (kv_cache, weights, ...)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON contract (see README): stable keys that scripts rely on."""
-        out: dict[str, Any] = {
-            "repo": self.repo,
-            "revision": self.revision,
-            "source": self.source,
-            "architecture": self.architecture.to_dict(),
-            "parameters": self.parameters.to_dict(),
-        }
-        for key, value in self.extra.items():
-            out[key] = value.to_dict() if hasattr(value, "to_dict") else value
-        out["notes"] = list(self.notes)
-        out["warnings"] = list(self.warnings)
-        return out
+# Keyword options of the training section (``train=`` must be given for them to apply).
+TRAINING_OPTIONS = ("seq", "micro_batch", "grad_checkpointing", "optimizer", "train_precision", "lora_rank", "lora_targets",
+                    "dora", "zero", "fsdp", "offload", "attn", "chunked_loss", "qlora_upcast")
 
 
 def read_model(ref: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None) -> ModelFiles:
@@ -48,6 +34,7 @@ def read_model(ref: str, revision: str | None = None, token: str | bool | None =
 
 
 def analyze_files(files: ModelFiles) -> Report:
+    """Model facts (architecture, exact parameters) from what :func:`read_model` read; no memory sections."""
     config_warnings = check_config(files.config)  # before transformers or hfmem trust any value
     entries = [t for h in files.headers for t in h.tensors]
     arch, arch_notes = build_architecture(files.config, entries)
@@ -66,17 +53,10 @@ def analyze_files(files: ModelFiles) -> Report:
             f"(the Hub's convention) but not built by transformers for inference; inference_loaded = "
             f"{params.inference_loaded:,} (vLLM loads them only for MTP speculative decoding)"
         )
-    report = Report(
-        repo=files.repo,
-        revision=files.revision,
-        source=files.source,
-        architecture=arch,
-        parameters=params,
-        warnings=warnings,
-        notes=notes,
-        tensors=counted,
+    return Report(
+        repo=files.repo, revision=files.revision, source=files.source, architecture=arch, parameters=params,
+        warnings=warnings, notes=notes, tensors=counted,
     )
-    return report
 
 
 def attach_sections(
@@ -101,19 +81,23 @@ def attach_sections(
     """Add the memory sections to a report: KV cache (when ``ctx`` is given), weights per precision, the inference
     plan (fit, longest context, concurrency) and download size; with ``train`` ("full", "lora", "qlora" or "all")
     the training budgets, configured by the fields of :class:`hfmem.memory.training.TrainingSettings` (``seq``,
-    ``micro_batch``, ``optimizer``, ``lora_rank``, ``zero``, ...; ``train_precision`` is its ``precision``).
-    The CLI calls exactly this, so its JSON is ``report.to_dict()``."""
+    ``micro_batch``, ``optimizer``, ``lora_rank``, ``zero``, ...; ``train_precision`` is its ``precision``)."""
     from hfmem.memory.gpus import parse_size, resolve_gpu
-    from hfmem.memory.kv import kv_section, parse_context, stored_float_dtype
+    from hfmem.memory.kv import estimate_kv, parse_context, stored_float_dtype
     from hfmem.memory.planner import attach
 
+    unknown = sorted(set(training_options) - set(TRAINING_OPTIONS))
+    if unknown:
+        raise TypeError(f"unknown option(s) {', '.join(unknown)}; options are those of hfmem.analyze (see its docstring)")
     contexts = None
     if ctx is not None:
         contexts = list(ctx) if isinstance(ctx, (list, tuple)) else parse_context(ctx, report.architecture)
-        report.extra["kv_cache"] = kv_section(
-            report.architecture, contexts, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len,
-            weights_dtype=stored_float_dtype(report.parameters.by_dtype),
-        )
+        weights_dtype = stored_float_dtype(report.parameters.by_dtype)
+        report.kv_cache = [
+            estimate_kv(report.architecture, c, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len,
+                        weights_dtype=weights_dtype)
+            for c in contexts
+        ]
     planner_kwargs: dict[str, Any] = dict(
         engine=engine, device=device, tp=gpus, kv_dtype=kv_dtype, max_batched_tokens=max_batched_tokens,
         encoder_len=encoder_len,
@@ -132,9 +116,57 @@ def attach_sections(
         if "zero" in training_options:
             training_options["zero"] = int(training_options["zero"])
         settings = TrainingSettings(precision=train_precision, gpus=gpus, gpu=gpu, **training_options)
-        report.extra["training"] = estimate_all(report, settings, METHODS if train == "all" else (train,))
+        report.training = estimate_all(report, settings, METHODS if train == "all" else (train,))
     elif training_options:
         raise TypeError(f"training options {sorted(training_options)} need train=...")
+    return report
+
+
+def _with_ref(exc: HfmemError, ref: str) -> HfmemError:
+    """ "config.json: ..." says which file; say which model too (batches, logs)."""
+    if ref not in exc.message:
+        exc.message = f"{ref}: {exc.message}"
+        exc.args = (exc.message,)
+    return exc
+
+
+def is_gguf_ref(ref: str, gguf_file: str | None = None, quant: str | None = None) -> bool:
+    """Whether ``ref`` names GGUF weights: a .gguf file, a folder of them without config.json, a ``*GGUF`` repo id,
+    or a GGUF file/quant was asked for."""
+    if gguf_file or quant or ref.lower().endswith(".gguf"):
+        return True
+    if os.path.isdir(ref):
+        return not os.path.exists(os.path.join(ref, "config.json")) and any(name.endswith(".gguf") for name in os.listdir(ref))
+    return ref.lower().endswith("gguf") and not os.path.exists(ref)
+
+
+def analyze_gguf(
+    ref: str,
+    ctx: str | int | list[int] | None = None,
+    batch: int = 1,
+    revision: str | None = None,
+    token: str | bool | None = None,
+    timeout: float | None = None,
+    *,
+    gguf_file: str | None = None,
+    quant: str | None = None,
+    kv_dtype: str | None = None,
+) -> GGUFReport:
+    """A GGUF repo, folder or file: its GGUF files, the selected file's exact parameters and bytes, and llama.cpp's
+    KV cache at each context (``kv_dtype``: auto/fp16 = f16, bf16, fp32, q8_0, q4_0)."""
+    from hfmem.gguf.model import LLAMA_CPP_CACHE_TYPES, gguf_kv
+    from hfmem.gguf.model import analyze_gguf as read_gguf
+    from hfmem.memory.kv import parse_context
+
+    cache_type = LLAMA_CPP_CACHE_TYPES.get(kv_dtype or "auto")
+    if cache_type is None:
+        raise UsageError(f"--kv-dtype: llama.cpp caches support {', '.join(LLAMA_CPP_CACHE_TYPES)}")
+    parts = [] if ctx is None else [str(c) for c in ctx] if isinstance(ctx, (list, tuple)) else str(ctx).split(",")
+    contexts = [int(c) for part in parts if part.strip().lower() != "max" for c in parse_context(part)]
+    report = read_gguf(ref, gguf_file=gguf_file, quant=quant, revision=revision, token=token, timeout=timeout,
+                       contexts=contexts, batch=batch, cache_type=cache_type)
+    if any(part.strip().lower() == "max" for part in parts) and report.architecture.get("context_length"):
+        report.kv_cache.append(gguf_kv(report.architecture, int(report.architecture["context_length"]), batch, cache_type))
     return report
 
 
@@ -145,25 +177,165 @@ def analyze(
     revision: str | None = None,
     token: str | bool | None = None,
     timeout: float | None = None,
+    *,
+    gguf_file: str | None = None,
+    quant: str | None = None,
     **options: Any,
-) -> Report:
+) -> Report | GGUFReport:
     """Analyse a model without downloading its weights.
 
-    ``ref`` is a Hub repo id, a local folder or a cached snapshot; ``ctx`` (e.g. 32768, "32k", "4k,32k", "max")
-    adds the KV cache; other keyword options are those of :func:`attach_sections` (kv_dtype, engine, precision,
-    gpu, gpus, ...). ``report.to_dict()`` is exactly the CLI's ``--format json``.
+    ``ref`` is a Hub repo id, a local folder, a cached snapshot or a .gguf file; ``ctx`` (e.g. 32768, "32k",
+    "4k,32k", "max") adds the KV cache; other keyword options are those of :func:`attach_sections` (kv_dtype,
+    engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, device, train and the training options).
+    Safetensors models give a :class:`Report`; GGUF weights (``.gguf`` files, GGUF-only repos, or ``gguf_file`` /
+    ``quant`` given) a :class:`hfmem.gguf.model.GGUFReport`.
 
     >>> report = analyze("fixtures/models/Qwen/Qwen2-7B-Instruct", ctx="32k")  # doctest: +SKIP
-    >>> report.parameters.total, report.extra["kv_cache"].total_bytes          # doctest: +SKIP
-    (7615616512, 1879048192)
+    >>> report.parameters.total, report.kv_cache[0].total_bytes, report.inference.fits  # doctest: +SKIP
+    (7615616512, 1879048192, None)
     """
-    from hfmem.errors import HfmemError
+    gguf_kwargs: dict[str, Any] = dict(ctx=ctx, batch=batch, revision=revision, token=token, timeout=timeout,
+                                       gguf_file=gguf_file, quant=quant, kv_dtype=options.get("kv_dtype"))
+    if is_gguf_ref(ref, gguf_file, quant):
+        return analyze_gguf(ref, **gguf_kwargs)
+    try:
+        report = analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout))
+    except (NoSafetensors, NoConfig) as exc:
+        # GGUF-only repos usually have neither config.json nor safetensors: list their GGUF files instead.
+        try:
+            return analyze_gguf(ref, **gguf_kwargs)
+        except NoSafetensors:  # no GGUF files either: the original error is the answer
+            raise _with_ref(exc, ref) from None
+    except HfmemError as exc:
+        raise _with_ref(exc, ref) from None
+    return attach_sections(report, ctx=ctx, batch=batch, **options)
+
+
+def analyze_safetensors(
+    ref: str,
+    ctx: str | int | list[int] | None = None,
+    batch: int = 1,
+    revision: str | None = None,
+    token: str | bool | None = None,
+    timeout: float | None = None,
+    **options: Any,
+) -> Report:
+    """:func:`analyze` for a safetensors model only (always a :class:`Report`; no GGUF routing)."""
+    try:
+        report = analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout))
+    except HfmemError as exc:
+        raise _with_ref(exc, ref) from None
+    return attach_sections(report, ctx=ctx, batch=batch, **options)
+
+
+@dataclass
+class CheckResult:
+    """``hfmem check``: whether the model fits the GPU (``fits``) and whether its download fits the disk of the HF
+    cache (``disk_fits``; always true for local folders), with one line each saying why."""
+
+    report: Report
+    fits: bool
+    disk_fits: bool
+    download_bytes: int | None
+    free_bytes: int | None
+    cache_path: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.fits and self.disk_fits
+
+
+def check(
+    ref: str,
+    gpu: str,
+    ctx: str | int | list[int] | None = None,
+    batch: int = 1,
+    revision: str | None = None,
+    token: str | bool | None = None,
+    timeout: float | None = None,
+    **options: Any,
+) -> CheckResult:
+    """Pre-download check: does ``ref`` fit ``gpu`` (a catalog name or a size such as "24GB") at ``ctx``, and does
+    its download fit the disk of the HF cache? Options as :func:`analyze`."""
+    from hfmem.memory.planner import cache_free_bytes, hub_download_bytes
+
+    if not gpu:
+        raise UsageError("check needs --gpu (a catalog name or a size such as 24GB)")
+    report = analyze_safetensors(ref, ctx=ctx, batch=batch, revision=revision, token=token, timeout=timeout, gpu=gpu, **options)
+    assert report.inference is not None  # attach_sections always plans
+    if report.source == "hub":
+        download = hub_download_bytes(report.repo, report.revision or revision, token)
+        path, free = cache_free_bytes()
+        return CheckResult(report, bool(report.inference.fits), download <= free, download, free, path)
+    return CheckResult(report, bool(report.inference.fits), True, report.download_bytes, None, None)
+
+
+def analyze_many(
+    refs: Sequence[str],
+    jobs: int = 8,
+    *,
+    revision: str | None = None,
+    token: str | bool | None = None,
+    timeout: float | None = None,
+    progress: bool = False,
+    **options: Any,
+) -> list[Report | GGUFReport | HfmemError]:
+    """:func:`analyze` for each ref concurrently (at most ``jobs`` at once), in input order; a repo that fails gives
+    its ``HfmemError`` in its place and never stops the others. ``progress`` shows a progress bar."""
+    from hfmem.batch import run_many
+
+    def one(ref: str, **source: Any) -> Report | GGUFReport:
+        return analyze(ref, **source, **options)
+
+    return run_many(refs, jobs, revision=revision, token=token, timeout=timeout, fn=one, progress=progress)
+
+
+def compare(
+    refs: Sequence[str],
+    ctx: str | int = "32k",
+    precision: str = "auto",
+    engine: str = "vllm",
+    revision: str | None = None,
+    token: str | bool | None = None,
+    timeout: float | None = None,
+) -> tuple[int, list[ComparisonRow]]:
+    """Models side by side at one context (the first model's reading of ``ctx``): parameters, KV per token,
+    weights, inference and training totals. Returns (context, one row per model)."""
+    from hfmem.memory.kv import parse_context
+    from hfmem.memory.summary import compare_rows
+
+    reports = []
+    for ref in refs:
+        try:
+            reports.append(analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout)))
+        except HfmemError as exc:
+            raise _with_ref(exc, ref) from None
+    context = parse_context(ctx, reports[0].architecture)[0]
+    return context, compare_rows(reports, context, precision, engine)
+
+
+def card(
+    ref: str,
+    ctx: str | int | list[int] = "4k,32k,128k",
+    precisions: str | Sequence[str] = "bf16,fp8,int4",
+    engine: str = "vllm",
+    batch: int = 1,
+    training: bool = True,
+    revision: str | None = None,
+    token: str | bool | None = None,
+    timeout: float | None = None,
+) -> ModelCard:
+    """The numbers of a model card's memory section: inference (precision x context: weights + KV = total, the
+    smallest common GPU that fits) and fine-tuning (full, LoRA, QLoRA; checkpointing on and off)."""
+    from hfmem.memory.kv import parse_context
+    from hfmem.memory.precision import resolve_precision
+    from hfmem.memory.summary import build_card
 
     try:
         report = analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout))
     except HfmemError as exc:
-        if ref not in exc.message:  # "config.json: ..." says which file; say which model too (batches, logs)
-            exc.message = f"{ref}: {exc.message}"
-            exc.args = (exc.message,)
-        raise
-    return attach_sections(report, ctx=ctx, batch=batch, **options)
+        raise _with_ref(exc, ref) from None
+    contexts = list(ctx) if isinstance(ctx, (list, tuple)) else parse_context(ctx, report.architecture)
+    names = precisions.split(",") if isinstance(precisions, str) else list(precisions)
+    chosen = [resolve_precision(p.strip()) for p in names if p.strip()]
+    return build_card(report, contexts, chosen, engine=engine, batch=batch, training=training)

@@ -1,20 +1,18 @@
-"""Analyse many models concurrently; one failing repo never stops the others.
-
-``analyze_many`` is the engine of the (future) ``hfmem batch`` command: a bounded thread pool (Hub work is network
-bound), results in input order, each either a ``Report`` or the ``HfmemError`` that repo met. A bug (an unexpected
-exception) in one repo becomes an ``InternalError`` for that repo only.
-"""
+"""Many models at once: a bounded thread pool, results in input order, one failing repo never stops the others."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TypeVar
 
 from hfmem.errors import HfmemError, redact
 
 DEFAULT_JOBS = 8
 MAX_JOBS = 64
+
+R = TypeVar("R")
 
 
 class InternalError(HfmemError):
@@ -27,41 +25,62 @@ class InternalError(HfmemError):
         self.cause = cause
 
 
-def analyze_many(
+def parse_repo_list(text: str) -> list[str]:
+    """One repo id (or path) per line; blank lines and # comments ignored."""
+    refs = []
+    for line in text.splitlines():
+        ref = line.split("#", 1)[0].strip()
+        if ref:
+            refs.append(ref)
+    return refs
+
+
+def run_many(
     refs: Sequence[str],
-    jobs: int = DEFAULT_JOBS,
+    jobs: int,
     *,
+    fn: Callable[..., R],
     revision: str | None = None,
     token: str | bool | None = None,
     timeout: float | None = None,
-    fn: Callable[..., Any] | None = None,
-) -> list[Any]:
-    """[Report | HfmemError] for each ref, in input order; at most `jobs` repos in flight at once.
-
-    `fn(ref, revision=, token=, timeout=)` defaults to ``hfmem.api.analyze``; a caller (the batch command)
-    may pass its own, e.g. one that also plans GPUs.
-    """
+    progress: bool = False,
+) -> list[R | HfmemError]:
+    """``fn(ref, revision=, token=, timeout=)`` for each ref, at most ``jobs`` in flight (Hub work is network bound),
+    results in input order: the value, or the ``HfmemError`` that repo met (a bug becomes an ``InternalError`` for
+    that repo only). ``progress`` shows a tqdm bar."""
     if not isinstance(jobs, int) or isinstance(jobs, bool) or not 1 <= jobs <= MAX_JOBS:
         raise ValueError(f"jobs must be an integer from 1 to {MAX_JOBS}, got {jobs!r}")
-    if fn is None:
-        from hfmem.api import analyze as fn
     refs = list(refs)
     if not refs:
         return []
+    bar = None
+    lock = threading.Lock()
+    if progress:
+        from tqdm import tqdm
 
-    def one(ref: str) -> Any:
+        bar = tqdm(total=len(refs), unit="repo", leave=False)
+
+    def one(ref: str) -> R | HfmemError:
         try:
             return fn(ref, revision=revision, token=token, timeout=timeout)
         except HfmemError as exc:
             return exc
         except Exception as exc:  # a bug for this repo only; the message is redacted
             return InternalError(f"{ref}: internal error: {type(exc).__name__}: {redact(str(exc), token)[:200]}", exc)
+        finally:
+            if bar is not None:
+                with lock:
+                    bar.update(1)
 
-    with ThreadPoolExecutor(max_workers=min(jobs, len(refs)), thread_name_prefix="hfmem-batch") as pool:
-        futures = [pool.submit(one, ref) for ref in refs]
-        try:
-            return [f.result() for f in futures]
-        except BaseException:  # KeyboardInterrupt: drop what has not started
-            for f in futures:
-                f.cancel()
-            raise
+    try:
+        with ThreadPoolExecutor(max_workers=min(jobs, len(refs)), thread_name_prefix="hfmem-batch") as pool:
+            futures = [pool.submit(one, ref) for ref in refs]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:  # KeyboardInterrupt: drop what has not started
+                for f in futures:
+                    f.cancel()
+                raise
+    finally:
+        if bar is not None:
+            bar.close()

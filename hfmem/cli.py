@@ -10,9 +10,18 @@ from typing import Any
 import click
 
 from hfmem import __version__
+from hfmem.batch import DEFAULT_JOBS, MAX_JOBS
 from hfmem.errors import HfmemError, redact
+from hfmem.memory.gpus import DEVICES
+from hfmem.memory.kv import ENGINES, KV_DTYPES
+from hfmem.memory.training import ATTENTION, FSDP, OFFLOAD, OPTIMIZERS
+from hfmem.memory.training import METHODS as TRAINING_METHODS
+from hfmem.memory.training import PRECISIONS as TRAINING_PRECISIONS
 
 FORMATS = ("table", "json", "markdown")
+BATCH_FORMATS = ("jsonl", "csv", "markdown", "table", "json")
+COMPARE_FORMATS = ("table", "markdown", "json", "csv")
+CARD_FORMATS = ("markdown", "json")
 
 
 class DefaultGroup(click.Group):
@@ -85,7 +94,6 @@ def _check_ctx(ctx: click.Context, param: click.Parameter, value: str | None) ->
 
 
 def kv_options(f: Callable) -> Callable:
-    from hfmem.memory.kv import ENGINES, KV_DTYPES
 
     f = click.option("--encoder-len", type=click.IntRange(min=1), default=None,
                      help="Encoder-decoder models: encoder tokens for the cross-attention cache (default: the model's max source length).")(f)
@@ -99,8 +107,6 @@ def kv_options(f: Callable) -> Callable:
     return f
 
 
-# --- planner (issue 4): weights per precision, fit, max context, max concurrency, `check` ----------------------
-
 def planner_options(f: Callable) -> Callable:
     f = click.option("--dtype", "precision", default="auto", show_default=True,
                      help="Weight precision: auto (as stored), fp32, bf16, fp8, fp8-block, int8, int4 (AWQ), gptq, nf4, nf4-nodq, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m.")(f)
@@ -109,7 +115,7 @@ def planner_options(f: Callable) -> Callable:
     f = click.option("--gpu-util", type=click.FloatRange(min=0.01, max=1.0), default=None, help="vLLM gpu_memory_utilization (default 0.9; newer vLLM uses 0.92).")(f)
     f = click.option("--overhead", default=None, help="Per-GPU runtime overhead, e.g. 0.35GiB (default: 0.5 GiB vllm, 0.75 GiB transformers, 0.5 GiB cpu).")(f)
     f = click.option("--max-batched-tokens", type=click.IntRange(min=1), default=None, help="Tokens in vLLM's profiling forward pass (default 8192).")(f)
-    f = click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True, help="cpu: RAM = weights + KV + activations + overhead.")(f)
+    f = click.option("--device", type=click.Choice(DEVICES), default="cuda", show_default=True, help="cpu: RAM = weights + KV + activations + overhead.")(f)
     return f
 
 
@@ -122,35 +128,33 @@ def _require_ctx(opts: dict[str, Any]) -> None:
                 raise click.BadParameter("needs --ctx (the context length to size the KV cache for)", param_hint="--" + name.replace("_", "-"))
 
 
-_TRAINING_KEYS = ("seq", "micro_batch", "grad_checkpointing", "optimizer", "train_precision", "lora_rank", "lora_targets",
-                  "dora", "zero", "fsdp", "offload", "attn", "chunked_loss", "qlora_upcast")
-
-
 def _options(opts: dict[str, Any]) -> dict[str, Any]:
     """CLI values -> keyword arguments of hfmem.analyze (None means: the API's default). Training options
     only travel with --train."""
-    return {k: v for k, v in opts.items() if v is not None and (opts.get("train") or k not in _TRAINING_KEYS)}
+    from hfmem.api import TRAINING_OPTIONS
+
+    return {k: v for k, v in opts.items() if v is not None and (opts.get("train") or k not in TRAINING_OPTIONS)}
 
 
 def training_options(f: Callable) -> Callable:
     """Options of the training section (used with --train; see docs/training.md). --gpu/--gpus are shared with
     the planner: training shards over --gpus data-parallel GPUs (ZeRO/FSDP), inference splits over them (TP)."""
     opts = [
-        click.option("--train", type=click.Choice(["full", "lora", "qlora", "all"]), is_flag=False, flag_value="all", default=None,
+        click.option("--train", type=click.Choice([*TRAINING_METHODS, "all"]), is_flag=False, flag_value="all", default=None,
                      help="Add training memory per GPU: full, lora, qlora or all (the default when --train has no value)."),
         click.option("--seq", type=click.IntRange(min=1), default=2048, show_default=True, help="Training sequence length."),
         click.option("--micro-batch", type=click.IntRange(min=1), default=1, show_default=True, help="Sequences per GPU per step."),
         click.option("--grad-checkpointing/--no-grad-checkpointing", default=None, help="Default: off for full/lora, on for qlora."),
-        click.option("--optimizer", type=click.Choice(["adamw", "adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd", "sgd-momentum", "lion"]), default="adamw", show_default=True),
-        click.option("--precision", "train_precision", type=click.Choice(["mixed-bf16", "mixed-fp16", "bf16", "fp32", "amp-bf16"]), default="mixed-bf16", show_default=True,
+        click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True),
+        click.option("--precision", "train_precision", type=click.Choice(TRAINING_PRECISIONS), default="mixed-bf16", show_default=True,
                      help="mixed = fp32 master + 16-bit compute (ZeRO); bf16 = everything bf16; amp-bf16 = fp32 model under autocast."),
         click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True),
         click.option("--lora-targets", default="all-linear", show_default=True, help="all-linear or module names, e.g. q_proj,v_proj (PEFT semantics)."),
         click.option("--dora", is_flag=True, help="DoRA: adds a magnitude vector per adapted Linear."),
         click.option("--zero", type=click.Choice(["0", "1", "2", "3"]), default="0", show_default=True, help="DeepSpeed ZeRO stage."),
-        click.option("--fsdp", type=click.Choice(["full", "grad-op"]), default=None, help="FSDP sharding (full ~ ZeRO-3, grad-op ~ ZeRO-2)."),
-        click.option("--offload", type=click.Choice(["none", "optimizer", "optimizer+params"]), default="none", show_default=True),
-        click.option("--attn", type=click.Choice(["sdpa", "eager", "flash"]), default="sdpa", show_default=True, help="Attention implementation."),
+        click.option("--fsdp", type=click.Choice(FSDP), default=None, help="FSDP sharding (full ~ ZeRO-3, grad-op ~ ZeRO-2)."),
+        click.option("--offload", type=click.Choice(OFFLOAD), default="none", show_default=True),
+        click.option("--attn", type=click.Choice(ATTENTION), default="sdpa", show_default=True, help="Attention implementation."),
         click.option("--chunked-loss", is_flag=True, help="Fused/chunked cross-entropy (Liger-style) instead of HF's full fp32 logits."),
         click.option("--qlora-upcast/--no-qlora-upcast", default=True, show_default=True,
                      help="prepare_model_for_kbit_training casts non-4-bit modules to fp32."),
@@ -176,64 +180,15 @@ def analyze_cmd(
     """Architecture, exact parameters, stored bytes, weights per precision and the inference plan of MODEL
     (repo id, folder, or .gguf file); KV cache with --ctx."""
     _require_ctx(opts)
-    gguf_kv = dict(ctx=opts["ctx"], batch=opts["batch"] or 1, kv_dtype=opts["kv_dtype"])
 
     def body() -> None:
-        import json
-
         from hfmem.api import analyze
-        from hfmem.errors import NoConfig, NoSafetensors
-        from hfmem.render.text import to_json, to_text
+        from hfmem.render.text import render
 
-        if _wants_gguf(model, gguf_file, quant):
-            report = _analyze_gguf(model, gguf_file, quant, revision, token, timeout, **gguf_kv)
-            click.echo(json.dumps(report.to_dict(), indent=2) if fmt == "json" else report.to_text(fmt))
-            return
-        try:
-            report = analyze(model, revision=revision, token=token, timeout=timeout, **_options(opts))
-        except (NoSafetensors, NoConfig) as exc:
-            # GGUF-only repos usually have neither config.json nor safetensors: list their GGUF files instead.
-            try:
-                gguf_report = _analyze_gguf(model, gguf_file, quant, revision, token, timeout, **gguf_kv)
-            except NoSafetensors:  # no GGUF files either: the original error is the answer
-                raise exc from None
-            click.echo(json.dumps(gguf_report.to_dict(), indent=2) if fmt == "json" else gguf_report.to_text(fmt))
-            return
-        click.echo(to_json(report) if fmt == "json" else to_text(report, fmt))
+        report = analyze(model, revision=revision, token=token, timeout=timeout, gguf_file=gguf_file, quant=quant, **_options(opts))
+        click.echo(render(report, fmt))
 
     run_guarded(debug, body)
-
-
-def _wants_gguf(model: str, gguf_file: str | None, quant: str | None) -> bool:
-    import os
-
-    if gguf_file or quant or model.lower().endswith(".gguf"):
-        return True
-    if os.path.isdir(model):
-        return not os.path.exists(os.path.join(model, "config.json")) and any(
-            name.endswith(".gguf") for name in os.listdir(model)
-        )
-    return model.lower().endswith("gguf") and not os.path.exists(model)
-
-
-def _analyze_gguf(model: str, gguf_file: str | None, quant: str | None, revision: str | None, token: str | None,
-                  timeout: float | None, ctx: str | None = None, batch: int = 1, kv_dtype: str | None = None):
-    from hfmem.gguf.model import LLAMA_CPP_CACHE_TYPES, analyze_gguf
-    from hfmem.memory.kv import parse_context
-
-    cache_type = LLAMA_CPP_CACHE_TYPES.get(kv_dtype or "auto")
-    if cache_type is None:
-        raise click.BadParameter(f"llama.cpp caches support {', '.join(LLAMA_CPP_CACHE_TYPES)}", param_hint="--kv-dtype")
-    contexts = None
-    if ctx:
-        contexts = [int(c) for part in ctx.split(",") if part.strip().lower() != "max" for c in parse_context(part)]
-    report = analyze_gguf(model, gguf_file=gguf_file, quant=quant, revision=revision, token=token, timeout=timeout,
-                          contexts=contexts, batch=batch, cache_type=cache_type)
-    if ctx and "max" in ctx.lower() and report.architecture.get("context_length"):
-        from hfmem.gguf.model import gguf_kv
-
-        report.kv_cache.append(gguf_kv(report.architecture, int(report.architecture["context_length"]), batch, cache_type))
-    return report
 
 
 @main.command("check")
@@ -245,34 +200,17 @@ def _analyze_gguf(model: str, gguf_file: str | None, quant: str | None, revision
 def check_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, **opts: Any) -> None:
     """Pre-download check for scripts and CI: exit 0 if MODEL fits --gpu at --ctx and its download fits the HF
     cache's disk, 1 if not; one line says why."""
-
     _require_ctx(opts)
 
     def body() -> None:
-        from hfmem.api import analyze
-        from hfmem.memory.planner import cache_free_bytes, hub_download_bytes
-        from hfmem.units import fmt_bytes
+        from hfmem.api import check
+        from hfmem.render.plan import check_line
 
-        if not opts.get("gpu"):
-            from hfmem.errors import UsageError
-
-            raise UsageError("check needs --gpu (a catalog name or a size such as 24GB)")
-        report = analyze(model, revision=revision, token=token, timeout=timeout, **_options(opts))
-        plan = report.extra["inference"]
-        if report.source == "hub":
-            download = hub_download_bytes(report.repo, report.revision or revision, token)
-            path, free = cache_free_bytes()
-            disk_ok = download <= free
-            disk = f"download {fmt_bytes(download)}, {fmt_bytes(free)} free at {path}"
-        else:
-            disk_ok, disk = True, f"local folder, {fmt_bytes(report.extra.get('download_bytes'))} on disk"
-        if not plan.fits:
-            click.echo(f"{report.repo}: {plan.reason()}; {disk}")
+        options = _options(opts)
+        result = check(model, gpu=options.pop("gpu", None), revision=revision, token=token, timeout=timeout, **options)
+        click.echo(check_line(result))
+        if not result.ok:
             sys.exit(1)
-        if not disk_ok:
-            click.echo(f"{report.repo}: not enough disk: {disk}; {plan.reason()}")
-            sys.exit(1)
-        click.echo(f"{report.repo}: {plan.reason()}; {disk}")
 
     run_guarded(debug, body)
 
@@ -282,9 +220,9 @@ def check_cmd(model: str, revision: str | None, token: str | None, timeout: floa
 @common_source_options
 @click.option("--ctx", default="4k,32k,128k", show_default=True, help="Contexts for the inference table.")
 @click.option("--precisions", default="bf16,fp8,int4", show_default=True, help="Weight precisions for the inference table.")
-@click.option("--engine", type=click.Choice(["vllm", "transformers"]), default="vllm", show_default=True)
+@click.option("--engine", type=click.Choice(ENGINES), default="vllm", show_default=True)
 @click.option("--no-training", is_flag=True, help="Leave out the fine-tuning table.")
-@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(CARD_FORMATS), default="markdown", show_default=True)
 @click.option("--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write the card to FILE.")
 @click.option("--update", "update_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Replace the block between <!-- hfmem:start --> and <!-- hfmem:end --> in FILE (added if absent).")
@@ -296,17 +234,13 @@ def card_cmd(model: str, revision: str | None, token: str | None, timeout: float
         import json
         from pathlib import Path
 
-        from hfmem.api import analyze_files, read_model
-        from hfmem.memory.kv import parse_context
-        from hfmem.memory.precision import resolve_precision
-        from hfmem.render.card import build_card
+        from hfmem.api import card
+        from hfmem.render.card import card_markdown
         from hfmem.render.markers import update_block
 
-        report = analyze_files(read_model(model, revision=revision, token=token, timeout=timeout))
-        contexts = parse_context(ctx, report.architecture)
-        chosen = [resolve_precision(p.strip()) for p in precisions.split(",") if p.strip()]
-        card = build_card(report, contexts, chosen, engine=engine, training=not no_training)
-        text = json.dumps(card.to_dict(), indent=2) + "\n" if fmt == "json" else card.markdown()
+        model_card = card(model, ctx=ctx, precisions=precisions, engine=engine, training=not no_training,
+                          revision=revision, token=token, timeout=timeout)
+        text = json.dumps(model_card.to_dict(), indent=2) + "\n" if fmt == "json" else card_markdown(model_card)
         if update_path:
             path = Path(update_path)
             path.write_text(update_block(path.read_text(), text))
@@ -325,47 +259,26 @@ def card_cmd(model: str, revision: str | None, token: str | None, timeout: float
 @common_source_options
 @click.option("--ctx", default="32k", show_default=True, help="Context for KV and inference totals.")
 @click.option("--dtype", "precision", default="auto", show_default=True, help="Weight precision (auto = as stored).")
-@click.option("--engine", type=click.Choice(["vllm", "transformers"]), default="vllm", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table", show_default=True)
+@click.option("--engine", type=click.Choice(ENGINES), default="vllm", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(COMPARE_FORMATS), default="table", show_default=True)
 def compare_cmd(models: tuple[str, ...], revision: str | None, token: str | None, timeout: float | None, debug: bool,
                 ctx: str, precision: str, engine: str, fmt: str) -> None:
     """MODELS side by side: parameters, active parameters, KV/token, weights, inference and training totals."""
 
     def body() -> None:
-        import csv
-        import io
-        import json
+        from hfmem.api import compare
+        from hfmem.render.compare import render_compare
 
-        from hfmem.api import analyze_files, read_model
-        from hfmem.memory.kv import parse_context
-        from hfmem.render.card import compare_rows, compare_table
-
-        reports = [analyze_files(read_model(m, revision=revision, token=token, timeout=timeout)) for m in models]
-        context = parse_context(ctx, reports[0].architecture)[0]
-        rows = compare_rows(reports, context, precision, engine)
-        if fmt == "json":
-            click.echo(json.dumps({"context": context, "models": rows}, indent=2))
-        elif fmt == "csv":
-            buf = io.StringIO()
-            writer = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
-            writer.writeheader()
-            writer.writerows(rows)
-            click.echo(buf.getvalue(), nl=False)
-        else:
-            click.echo(f"context {context:,} tokens, {engine}, weights {precision}")
-            click.echo(compare_table(rows, fmt))
+        context, rows = compare(models, ctx=ctx, precision=precision, engine=engine, revision=revision, token=token, timeout=timeout)
+        click.echo(render_compare(context, rows, fmt, engine, precision), nl=False)
 
     run_guarded(debug, body)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
-
-
 @main.command("batch")
 @click.argument("source", type=click.File("r"))
-@click.option("--jobs", type=click.IntRange(1, 64), default=8, show_default=True, help="Repos analysed at once.")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "markdown", "table", "json"]), default="jsonl", show_default=True)
+@click.option("--jobs", type=click.IntRange(1, MAX_JOBS), default=DEFAULT_JOBS, show_default=True, help="Repos analysed at once.")
+@click.option("--format", "fmt", type=click.Choice(BATCH_FORMATS), default="jsonl", show_default=True)
 @click.option("--quiet", is_flag=True, help="No progress bar (it is off anyway when stderr is not a terminal).")
 @common_source_options
 @kv_options
@@ -379,13 +292,15 @@ def batch_cmd(source: Any, jobs: int, fmt: str, quiet: bool, revision: str | Non
     _require_ctx(opts)
 
     def body() -> None:
-        from hfmem.render.batch import parse_repo_list, render_batch, run_batch
+        from hfmem.api import analyze_many
+        from hfmem.batch import parse_repo_list
+        from hfmem.render.batch import render_batch
 
         refs = parse_repo_list(source.read())
         show_progress = not quiet and sys.stderr.isatty()
-        results = run_batch(refs, jobs, revision=revision, token=token, timeout=timeout, options=_options(opts), progress=show_progress)
+        results = analyze_many(refs, jobs, revision=revision, token=token, timeout=timeout, progress=show_progress, **_options(opts))
         click.echo(render_batch(refs, results, fmt), nl=False)
-        if any(not hasattr(r, "to_dict") or isinstance(r, HfmemError) for r in results):
+        if any(isinstance(r, HfmemError) for r in results):
             sys.exit(3)
 
     run_guarded(debug, body)

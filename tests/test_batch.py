@@ -7,7 +7,7 @@ import json
 from click.testing import CliRunner
 
 import hfmem
-from hfmem.render.batch import parse_repo_list
+from hfmem.batch import parse_repo_list
 from hfmem.cli import main
 from hub_server import RepoSpec
 

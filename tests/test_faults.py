@@ -13,7 +13,8 @@ import pytest
 
 import hfmem
 from hfmem import errors
-from hfmem.batch import InternalError, analyze_many
+from hfmem.api import analyze_many
+from hfmem.batch import InternalError, run_many
 from hfmem.hub.retry import DeadlineExceeded, RetryPolicy, call_with_retries, is_transient
 from entry import cli  # noqa: F401  (fixture)
 from hub_server import RepoSpec
@@ -313,7 +314,7 @@ def test_analyze_many_keeps_order_and_contains_bugs():
             raise errors.RepoNotFound("3 not found")
         return int(ref) * 10
 
-    out = analyze_many(["0", "1", "2", "3", "4"], jobs=3, fn=fn)
+    out = run_many(["0", "1", "2", "3", "4"], jobs=3, fn=fn)
     assert out[:2] == [0, 10] and out[4] == 40
     assert isinstance(out[2], InternalError) and out[2].exit_code == 1 and "hf_abc" not in out[2].message
     assert isinstance(out[3], errors.RepoNotFound)

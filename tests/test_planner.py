@@ -17,6 +17,7 @@ from hfmem.memory import planner as planner_mod
 from hfmem.cli import main
 from hfmem.memory.gpus import CATALOG, GB, GiB, parse_size, resolve_gpu
 from hfmem.memory.planner import Planner, folder_size, shard
+from hfmem.render.plan import fit_line
 from hub_server import RepoSpec
 
 SRC = str(Path(hfmem.__file__).resolve().parent.parent)
@@ -96,7 +97,7 @@ def test_context_capped_at_model_limit(stub_repo):
 def test_weights_alone_do_not_fit(stub_repo):
     plan = Planner(_report(stub_repo, "mistralai/Mixtral-8x7B-v0.1"), "bf16").plan(4096, 1, resolve_gpu("4090"))
     assert plan.fits is False and plan.max_context is None and plan.concurrency == 0.0
-    assert "does not fit" in plan.reason() and "weights alone" in plan.reason()
+    assert "does not fit" in fit_line(plan) and "weights alone" in fit_line(plan)
 
 
 def test_fits_on_catalog_without_gpu(stub_repo):

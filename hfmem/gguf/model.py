@@ -123,31 +123,6 @@ class GGUFReport:
         out["warnings"] = list(self.warnings)
         return out
 
-    def to_text(self, fmt: str = "table") -> str:
-        from tabulate import tabulate
-
-        from hfmem.units import fmt_bytes, fmt_count
-
-        tablefmt = "github" if fmt == "markdown" else "simple"
-        out = [f"{self.repo} (GGUF, {self.source})"]
-        rows = [[f.name, f.quant, fmt_bytes(f.size_bytes), len(f.shards), "vision projector" if f.is_projector else ""] for f in self.files]
-        out += ["", "GGUF files", tabulate(rows, headers=["file", "quant", "size", "shards", ""], tablefmt=tablefmt)]
-        if self.header is not None:
-            p = self.parameters()
-            a = self.architecture
-            out += ["", f"Selected: {self.selected.name if self.selected else self.header.file}"]
-            arch_rows = [[k, v] for k, v in a.items() if v is not None]
-            out += [tabulate(arch_rows, tablefmt="plain")]
-            out += ["", f"parameters {fmt_count(p['total'])}; weights {p['weight_bytes']:,} bytes ({fmt_bytes(p['weight_bytes'])}), {p['bits_per_weight']} bits/weight"]
-            type_rows = [[t, f"{n:,}"] for t, n in p["by_ggml_type"].items()]
-            out += [tabulate(type_rows, headers=["ggml type", "parameters"], tablefmt=tablefmt)]
-        for kv in self.kv_cache:
-            out += ["", f"KV cache (llama.cpp, {kv.dtype}) at {kv.context:,} tokens x {kv.batch}: {fmt_bytes(kv.total_bytes)} ({kv.total_bytes:,} bytes; {kv.cells:,} cells)"]
-            out += [tabulate([[t, v["layers"], f"{v['tokens']:,}", f"{v['bytes']:,}"] for t, v in kv.by_layer_type.items()], headers=["layers", "count", "cells", "bytes"], tablefmt=tablefmt)]
-        for w in self.warnings:
-            out.append(f"warning: {w}")
-        return "\n".join(out)
-
 
 def architecture_from_metadata(md: dict[str, Any], array_lengths: dict[str, int]) -> dict[str, Any]:
     arch = md.get("general.architecture")

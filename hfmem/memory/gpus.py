@@ -14,6 +14,7 @@ from hfmem.errors import UsageError
 
 GiB = 2**30
 GB = 10**9
+DEVICES = ("cuda", "cpu")  # --device: GPU memory, or host RAM (transformers on the CPU)
 
 
 @dataclass(frozen=True)

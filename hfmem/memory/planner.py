@@ -33,13 +33,16 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hfmem.errors import UsageError
-from hfmem.memory.gpus import CATALOG, GPU, GiB
-from hfmem.memory.kv import estimate_kv, parse_context
+from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
+from hfmem.memory.kv import estimate_kv
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
 from hfmem.model.architecture import Architecture
+
+if TYPE_CHECKING:
+    from hfmem.report import Report
 
 DEFAULT_GPU_UTIL = 0.9
 DEFAULT_MAX_BATCHED_TOKENS = 8192  # vLLM API-server default (EngineArgs.get_batch_defaults), MEMORY-FORMULAS §3.1
@@ -273,65 +276,6 @@ class InferencePlan:
             "notes": list(self.notes),
         }
 
-    def reason(self) -> str:
-        """One line for ``hfmem check``."""
-        from hfmem.units import fmt_bytes
-
-        where = f"{self.gpu.name}" + (f" x{self.gpus}" if self.gpus > 1 else "") if self.gpu else self.device
-        terms = (f"weights {fmt_bytes(self.weights_bytes)} + KV {fmt_bytes(self.kv_bytes)} + activations "
-                 f"{fmt_bytes(self.activation_bytes)} + overhead {fmt_bytes(self.overhead_bytes)}")
-        ctx = f"{self.context:,} tokens x {self.batch}"
-        unit = " of RAM" if self.device == "cpu" else " per GPU"
-        if self.fits:
-            return (f"fits: {self.precision} on {where} at {ctx}: needs {fmt_bytes(self.total_bytes)} of "
-                    f"{fmt_bytes(self.budget_bytes)}{unit} (margin {fmt_bytes(self.margin_bytes)}; {terms})")
-        longest = f"; longest context that fits: {self.max_context:,}" if self.max_context else "; the weights alone do not fit" if (self.budget_bytes or 0) < self.weights_bytes + self.overhead_bytes else ""
-        return (f"does not fit: {self.precision} on {where} at {ctx}: needs {fmt_bytes(self.total_bytes)} > "
-                f"{fmt_bytes(self.budget_bytes)}{unit} by {fmt_bytes(-(self.margin_bytes or 0))} ({terms}){longest}")
-
-    def tables(self) -> list[tuple[str, list[str], list[list[Any]]]]:
-        from hfmem.units import fmt_bytes
-
-        def row(name: str, n: int | None, note: str = "") -> list[Any]:
-            return [name, fmt_bytes(n), f"{n:,}" if n is not None else "-", note]
-
-        per = " per GPU" if self.gpus > 1 else ""
-        rows = [row(f"weights ({self.precision}){per}", self.weights_bytes, ", ".join(f"{k} {fmt_bytes(v)}" for k, v in self.weight_terms.items()))]
-        rows.append(row(f"KV cache ({self.kv_dtype}){per}", self.kv_bytes, f"{self.context:,} tokens x {self.batch} seq, {self.kv_bytes_per_token:,} B/token"))
-        peak = max(self.activation_terms, key=self.activation_terms.get) if self.activation_terms else "-"
-        rows.append(row(f"activations{per}", self.activation_bytes, f"one forward of {self.activation_tokens:,} tokens, peak in {peak}"))
-        for k, v in self.activation_terms.items():
-            rows.append(row(f"- phase: {k}", v, "peak" if k == peak else ""))
-        rows.append(row(f"runtime overhead{per}", self.overhead_bytes, "CUDA/library workspaces (--overhead)" if self.device != "cpu" else "process + libraries (--overhead)"))
-        rows.append(row(f"total{per}", self.total_bytes, ""))
-        tables: list[tuple[str, list[str], list[list[Any]]]] = [
-            (f"Inference ({self.engine}, {self.device}{', TP=' + str(self.gpus) if self.gpus > 1 else ''})", ["term", "GiB", "bytes", "detail"], rows)
-        ]
-        if self.gpu is not None:
-            fit = [
-                ["GPU", f"{self.gpu.name} ({fmt_bytes(self.gpu.memory_bytes)})" + (f" x{self.gpus}" if self.gpus > 1 else "")],
-                ["budget per GPU", f"{fmt_bytes(self.budget_bytes)}" + (f" (gpu-util {self.gpu_util})" if self.gpu_util else "")],
-                ["fits", ("yes" if self.fits else "NO") + f" (margin {fmt_bytes(self.margin_bytes)})"],
-                ["longest context at batch " + str(self.batch), f"{self.max_context:,}" + (" (model limit)" if self.max_context_capped else "") if self.max_context else "none"],
-                [f"max concurrency at {self.context:,} tokens", f"{self.concurrency:.2f}x" if self.concurrency is not None else "-"],
-            ]
-            if self.kv_blocks is not None:
-                fit.append(["KV pool", f"{fmt_bytes(self.kv_available_bytes)} = {self.kv_blocks:,} blocks = {self.kv_pool_tokens:,} tokens"])
-            if self.replicated:
-                fit.append(["replicated per GPU", ", ".join(self.replicated)])
-            tables.append(("Fit", ["", ""], fit))
-        if self.fits_on is not None:
-            yes = [r.gpu.key for r in self.fits_on if r.fits]
-            no = [r.gpu.key for r in self.fits_on if not r.fits]
-            tables.append(("Fits on", ["", ""], [["fits", ", ".join(yes) or "none of the catalog"],
-                                                 ["does not fit", ", ".join(no) or "-"]]))
-            rows2 = [[r.gpu.key, fmt_bytes(r.gpu.memory_bytes), "yes" if r.fits else "no", fmt_bytes(r.margin_bytes),
-                      f"{r.max_context:,}" if r.max_context else "-", f"{r.max_concurrency:,}" if r.max_concurrency is not None else "-"]
-                     for r in self.fits_on]
-            tables.append((f"Catalog ({self.precision}, {self.context:,} tokens x {self.batch}{', TP=' + str(self.gpus) if self.gpus > 1 else ''})",
-                           ["gpu", "memory", "fits", "margin", "max context", "max concurrency"], rows2))
-        return tables
-
 
 def _budget(gpu: GPU, device: str, engine: str, util: float) -> int:
     if device == "cpu":
@@ -357,7 +301,7 @@ def _rope_cache_bytes(arch: Architecture, act_bytes: int) -> int:
 class Planner:
     """Weights fixed at one precision; everything else as a function of context and batch."""
 
-    def __init__(self, report: Any, precision: str = CHECKPOINT, *, engine: str = "vllm", device: str = "cuda",
+    def __init__(self, report: Report, precision: str = CHECKPOINT, *, engine: str = "vllm", device: str = "cuda",
                  tp: int = 1, kv_dtype: str = "auto", max_batched_tokens: int | None = None,
                  overhead: int | None = None, gpu_util: float = DEFAULT_GPU_UTIL, encoder_len: int | None = None,
                  block_size: int = 16, max_num_seqs: int = DEFAULT_MAX_NUM_SEQS):
@@ -365,7 +309,7 @@ class Planner:
         self.precision = resolve_precision(precision)
         if engine not in ENGINES:
             raise UsageError(f"unknown engine {engine!r}; use one of: {', '.join(ENGINES)}")
-        if device not in ("cuda", "cpu"):
+        if device not in DEVICES:
             raise UsageError(f"unknown device {device!r}; use cuda or cpu")
         if tp < 1:
             raise UsageError("--gpus must be at least 1")
@@ -581,9 +525,9 @@ def cache_free_bytes() -> tuple[str, int]:
 # Report integration
 
 
-def attach(report: Any, *, precision: str = CHECKPOINT, context: int | None = None, batch: int = 1,
+def attach(report: Report, *, precision: str = CHECKPOINT, context: int | None = None, batch: int = 1,
            gpu: GPU | None = None, **kwargs: Any) -> InferencePlan:
-    """Add "weights", "inference" and "download_bytes" sections to ``report.extra``."""
+    """Set the report's ``weights``, ``inference`` and ``download_bytes``."""
     planner = Planner(report, precision, **kwargs)
     ctx = context or planner.arch.max_position_embeddings or 4096
     plan = planner.plan(ctx, batch, gpu)
@@ -596,24 +540,13 @@ def attach(report: Any, *, precision: str = CHECKPOINT, context: int | None = No
                                            n_expert=int((a.moe or {}).get("num_experts") or 0),
                                            tied=a.tie_word_embeddings, model_type=a.model_type,
                                            checkpoint_label=planner.weights.checkpoint_label)
-    report.extra["weights"] = all_weights
-    report.extra["inference"] = plan
+    report.weights = all_weights
+    report.inference = plan
     download = None
     if report.source in ("local", "cache"):
         try:
             download = folder_size(report.repo) if Path(report.repo).is_dir() else None
         except OSError:
             download = None
-    report.extra["download_bytes"] = download
+    report.download_bytes = download
     return plan
-
-
-def contexts_from(text: str | None, arch: Architecture) -> list[int] | None:
-    if text is None:
-        return None
-    values = parse_context(text, arch)
-    if not values:
-        raise UsageError(f"invalid context {text!r}")
-    return list(values)
-
-

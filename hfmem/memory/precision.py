@@ -337,18 +337,6 @@ class WeightsByPrecision:
     def to_dict(self) -> dict[str, int]:
         return dict(self.bytes)
 
-    def tables(self) -> list[tuple[str, list[str], list[list[Any]]]]:
-        from hfmem.units import fmt_bytes
-
-        rows = []
-        for key, value in self.bytes.items():
-            label = self.checkpoint_label if key == CHECKPOINT else PRECISIONS[key]
-            q = self.quantized_params.get(key)
-            share = f"{100 * q / self.total_params:.1f}%" if q is not None and self.total_params else "-"
-            bpw = f"{8 * value / self.total_params:.3f}" if self.total_params else "-"
-            rows.append([key, label, fmt_bytes(value), f"{value:,}", bpw, share])
-        return [("Weights by precision", ["precision", "layout", "GiB", "bytes", "bits/param", "params quantized"], rows)]
-
 
 def weights_by_precision(tensors: list[WeightTensor], *, num_layers: int, moe: bool = False, n_expert: int = 0,
                          tied: bool = False, model_type: str = "", checkpoint_label: str = "as stored",

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from hfmem.units import fmt_count
-
 _EXPERT_INDEX_RE = re.compile(r"\.experts\.(\d+)\.")
 
 
@@ -57,19 +55,6 @@ class MoeSummary:
             "active_excluding_embeddings": self.active_excluding_embeddings,
             "speech_generator": self.speech_generator,
         }
-
-    def tables(self) -> list[tuple[str, list[str], list[list[Any]]]]:
-        rows = [
-            ["experts", f"{self.num_experts} routed, top-{self.experts_per_token}"],
-            ["MoE / dense layers", f"{self.moe_layers} / {self.dense_layers}"],
-            ["routed experts (all)", fmt_count(self.routed_expert_parameters)],
-            ["routed experts (active)", fmt_count(self.active_routed_parameters)],
-            ["shared experts", fmt_count(self.shared_expert_parameters)],
-            ["routers", fmt_count(self.router_parameters)],
-            ["active per token", fmt_count(self.active)],
-            ["active excl. embeddings", fmt_count(self.active_excluding_embeddings)],
-        ]
-        return [("Mixture of experts", ["", ""], rows)]
 
 
 def expected_moe_layers(text_config: dict[str, Any], num_layers: int) -> set[int] | None:

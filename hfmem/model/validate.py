@@ -92,7 +92,8 @@ def check_config(config: dict[str, Any], file: str = "config.json") -> list[str]
         for key, value in obj.items():
             if isinstance(value, dict) and key != "quantization_config":
                 stack.append((value, f"{where}{key}."))
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    text_config = config.get("text_config")
+    text: dict[str, Any] = text_config if isinstance(text_config, dict) else config
     prefix = "text_config." if text is not config else ""
     for key in _POSITIVE:
         value = _as_int(text.get(key))
@@ -135,6 +136,6 @@ def _check_quantization(config: dict[str, Any], file: str) -> None:
                     _check_int(weights, key, *_QUANT_INTS[key], f"{name}.config_groups.{gname}.weights.", file)
         block = q.get("weight_block_size")
         if block is not None and not (
-            isinstance(block, list) and all(_as_int(b) is not None and 0 < _as_int(b) <= 1 << 20 for b in block)
+            isinstance(block, list) and all(0 < (_as_int(b) or 0) <= 1 << 20 for b in block)
         ):
             raise MalformedConfig(f"{file}: {name}.weight_block_size must be a list of positive integers")

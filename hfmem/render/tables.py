@@ -6,3 +6,15 @@ from typing import Any
 
 # (heading, column headers, rows); headers ["", ""] mark a two-column key/value block.
 Table = tuple[str, list[str], list[list[Any]]]
+
+
+def csv_text(rows: list[dict[str, Any]], fields: list[str]) -> str:
+    """Rows as CSV with a header line; keys outside ``fields`` are left out."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()

@@ -1,22 +1,27 @@
-"""Render a Report as a terminal table, GitHub Markdown or JSON."""
+"""A Report as a terminal table or GitHub Markdown (the JSON is ``report.to_dict()``)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hfmem.render.tables import Table
+from hfmem.report import Report
 from hfmem.units import fmt_bytes, fmt_count
 
+if TYPE_CHECKING:
+    from hfmem.gguf.model import GGUFReport
 
-def to_json(report: Any) -> str:
+
+def to_json(report: Report) -> str:
     return json.dumps(report.to_dict(), indent=2)
 
 
-def _tables(report: Any) -> list[tuple[str, list[str], list[list[Any]]]]:
+def _tables(report: Report) -> list[Table]:
     a = report.architecture
     p = report.parameters
     layer_types = " + ".join(f"{n} {t}" for t, n in a.layer_types.items()) or "-"
-    arch_rows = [
+    arch_rows: list[list[Any]] = [
         ["model_type", a.model_type + (f" ({', '.join(a.architectures)})" if a.architectures else "")],
         ["layers", a.num_layers],
         ["layer types", layer_types],
@@ -35,7 +40,7 @@ def _tables(report: Any) -> list[tuple[str, list[str], list[list[Any]]]]:
         arch_rows.append(["MLA", f"kv_lora_rank {a.mla['kv_lora_rank']}, qk_rope_head_dim {a.mla['qk_rope_head_dim']}"])
     if a.moe:
         arch_rows.append(["MoE", f"{a.moe['num_experts']} experts, top-{a.moe['experts_per_token']}"])
-    param_rows = [["total", fmt_count(p.total)]]
+    param_rows: list[list[Any]] = [["total", fmt_count(p.total)]]
     if p.inference_loaded is not None and p.inference_loaded != p.total:
         param_rows.append(["loaded for inference (no MTP)", fmt_count(p.inference_loaded)])
     if p.active != p.total:
@@ -60,32 +65,65 @@ def _tables(report: Any) -> list[tuple[str, list[str], list[list[Any]]]]:
         [name, f"{n:,}", f"{100 * n / p.total:.2f}%" if p.total else "-", fmt_bytes(p.bytes_by_component.get(name))]
         for name, n in p.by_component.items()
     ]
-    tables = [
+    tables: list[Table] = [
         ("Architecture", ["", ""], arch_rows),
         ("Parameters", ["", ""], param_rows),
         ("By component", ["component", "parameters", "share", "stored"], comp_rows),
     ]
-    for section in report.extra.values():
-        if hasattr(section, "tables"):
-            tables.extend(section.tables())
+    return tables + _section_tables(report)
+
+
+def _section_tables(report: Report) -> list[Table]:
+    from hfmem.render.kv import kv_tables
+    from hfmem.render.plan import inference_tables, weights_tables
+    from hfmem.render.training import training_tables
+
+    tables: list[Table] = []
+    if report.kv_cache:
+        tables += kv_tables(report.kv_cache)
+    if report.weights is not None:
+        tables += weights_tables(report.weights)
+    if report.inference is not None:
+        tables += inference_tables(report.inference)
+    if report.training is not None:
+        tables += training_tables(report.training)
     return tables
 
 
-def to_text(report: Any, fmt: str = "table") -> str:
+def layout(title: str, tables: list[Table], fmt: str = "table", notes: list[str] | None = None,
+           warnings: list[str] | None = None) -> str:
+    """Titled tables as plain text (``simple`` tables) or GitHub Markdown, then notes and warnings."""
     from tabulate import tabulate
 
     tablefmt = "github" if fmt == "markdown" else "simple"
-    title = f"{report.repo}" + (f" @ {report.revision[:12]}" if report.revision else "") + f" ({report.source})"
     out = [f"# {title}" if fmt == "markdown" else title]
-    for heading, headers, rows in _tables(report):
+    for heading, headers, rows in tables:
         out.append("")
         out.append(f"## {heading}" if fmt == "markdown" else heading)
         if headers == ["", ""]:
             out.append(tabulate(rows, tablefmt="github" if fmt == "markdown" else "plain", headers=["", ""] if fmt == "markdown" else ()))
         else:
             out.append(tabulate(rows, headers=headers, tablefmt=tablefmt, disable_numparse=True))
-    for note in report.notes:
+    for note in notes or []:
         out.append(("- note: " if fmt == "markdown" else "note: ") + note)
-    for warning in report.warnings:
+    for warning in warnings or []:
         out.append(("- warning: " if fmt == "markdown" else "warning: ") + warning)
     return "\n".join(out)
+
+
+def to_text(report: Report, fmt: str = "table") -> str:
+    title = f"{report.repo}" + (f" @ {report.revision[:12]}" if report.revision else "") + f" ({report.source})"
+    return layout(title, _tables(report), fmt, report.notes, report.warnings)
+
+
+def render(report: Report | GGUFReport, fmt: str = "table") -> str:
+    """What ``hfmem MODEL --format FMT`` prints for a safetensors or a GGUF report."""
+    from hfmem.gguf.model import GGUFReport
+
+    if fmt == "json":
+        return json.dumps(report.to_dict(), indent=2)
+    if isinstance(report, GGUFReport):
+        from hfmem.render.gguf import gguf_text
+
+        return gguf_text(report, fmt)
+    return to_text(report, fmt)

@@ -1,0 +1,5 @@
+"""``python -m hfmem``: the command line."""
+
+from hfmem.cli import main
+
+main(prog_name="hfmem")

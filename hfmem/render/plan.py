@@ -1,0 +1,101 @@
+"""Weights per precision and the inference plan as tables, and the one-line fit verdict of ``check``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hfmem.memory.planner import InferencePlan
+from hfmem.memory.precision import CHECKPOINT, PRECISIONS, WeightsByPrecision
+from hfmem.render.tables import Table
+from hfmem.units import fmt_bytes
+
+if TYPE_CHECKING:
+    from hfmem.api import CheckResult
+
+
+def weights_tables(weights: WeightsByPrecision) -> list[Table]:
+    rows = []
+    for key, value in weights.bytes.items():
+        label = weights.checkpoint_label if key == CHECKPOINT else PRECISIONS[key]
+        q = weights.quantized_params.get(key)
+        share = f"{100 * q / weights.total_params:.1f}%" if q is not None and weights.total_params else "-"
+        bpw = f"{8 * value / weights.total_params:.3f}" if weights.total_params else "-"
+        rows.append([key, label, fmt_bytes(value), f"{value:,}", bpw, share])
+    return [("Weights by precision", ["precision", "layout", "GiB", "bytes", "bits/param", "params quantized"], rows)]
+
+
+def fit_line(plan: InferencePlan) -> str:
+    """One line: fits or not, where, needs how much of what, and the margin or the longest context that fits."""
+    where = f"{plan.gpu.name}" + (f" x{plan.gpus}" if plan.gpus > 1 else "") if plan.gpu else plan.device
+    terms = (f"weights {fmt_bytes(plan.weights_bytes)} + KV {fmt_bytes(plan.kv_bytes)} + activations "
+             f"{fmt_bytes(plan.activation_bytes)} + overhead {fmt_bytes(plan.overhead_bytes)}")
+    ctx = f"{plan.context:,} tokens x {plan.batch}"
+    unit = " of RAM" if plan.device == "cpu" else " per GPU"
+    if plan.fits:
+        return (f"fits: {plan.precision} on {where} at {ctx}: needs {fmt_bytes(plan.total_bytes)} of "
+                f"{fmt_bytes(plan.budget_bytes)}{unit} (margin {fmt_bytes(plan.margin_bytes)}; {terms})")
+    if plan.max_context:
+        longest = f"; longest context that fits: {plan.max_context:,}"
+    elif (plan.budget_bytes or 0) < plan.weights_bytes + plan.overhead_bytes:
+        longest = "; the weights alone do not fit"
+    else:
+        longest = ""
+    return (f"does not fit: {plan.precision} on {where} at {ctx}: needs {fmt_bytes(plan.total_bytes)} > "
+            f"{fmt_bytes(plan.budget_bytes)}{unit} by {fmt_bytes(-(plan.margin_bytes or 0))} ({terms}){longest}")
+
+
+def _row(name: str, n: int | None, note: str = "") -> list[object]:
+    return [name, fmt_bytes(n), f"{n:,}" if n is not None else "-", note]
+
+
+def inference_tables(plan: InferencePlan) -> list[Table]:
+    tp = f", TP={plan.gpus}" if plan.gpus > 1 else ""
+    per = " per GPU" if plan.gpus > 1 else ""
+    rows = [_row(f"weights ({plan.precision}){per}", plan.weights_bytes, ", ".join(f"{k} {fmt_bytes(v)}" for k, v in plan.weight_terms.items()))]
+    rows.append(_row(f"KV cache ({plan.kv_dtype}){per}", plan.kv_bytes, f"{plan.context:,} tokens x {plan.batch} seq, {plan.kv_bytes_per_token:,} B/token"))
+    peak = max(plan.activation_terms, key=lambda k: plan.activation_terms[k]) if plan.activation_terms else "-"
+    rows.append(_row(f"activations{per}", plan.activation_bytes, f"one forward of {plan.activation_tokens:,} tokens, peak in {peak}"))
+    for k, v in plan.activation_terms.items():
+        rows.append(_row(f"- phase: {k}", v, "peak" if k == peak else ""))
+    overhead = "CUDA/library workspaces (--overhead)" if plan.device != "cpu" else "process + libraries (--overhead)"
+    rows.append(_row(f"runtime overhead{per}", plan.overhead_bytes, overhead))
+    rows.append(_row(f"total{per}", plan.total_bytes, ""))
+    tables: list[Table] = [(f"Inference ({plan.engine}, {plan.device}{tp})", ["term", "GiB", "bytes", "detail"], rows)]
+    if plan.gpu is not None:
+        longest = (f"{plan.max_context:,}" + (" (model limit)" if plan.max_context_capped else "")) if plan.max_context else "none"
+        fit: list[list[object]] = [
+            ["GPU", f"{plan.gpu.name} ({fmt_bytes(plan.gpu.memory_bytes)})" + (f" x{plan.gpus}" if plan.gpus > 1 else "")],
+            ["budget per GPU", f"{fmt_bytes(plan.budget_bytes)}" + (f" (gpu-util {plan.gpu_util})" if plan.gpu_util else "")],
+            ["fits", ("yes" if plan.fits else "NO") + f" (margin {fmt_bytes(plan.margin_bytes)})"],
+            ["longest context at batch " + str(plan.batch), longest],
+            [f"max concurrency at {plan.context:,} tokens", f"{plan.concurrency:.2f}x" if plan.concurrency is not None else "-"],
+        ]
+        if plan.kv_blocks is not None:
+            fit.append(["KV pool", f"{fmt_bytes(plan.kv_available_bytes)} = {plan.kv_blocks:,} blocks = {plan.kv_pool_tokens:,} tokens"])
+        if plan.replicated:
+            fit.append(["replicated per GPU", ", ".join(plan.replicated)])
+        tables.append(("Fit", ["", ""], fit))
+    if plan.fits_on is not None:
+        yes = [r.gpu.key for r in plan.fits_on if r.fits]
+        no = [r.gpu.key for r in plan.fits_on if not r.fits]
+        tables.append(("Fits on", ["", ""], [["fits", ", ".join(yes) or "none of the catalog"], ["does not fit", ", ".join(no) or "-"]]))
+        catalog = [[r.gpu.key, fmt_bytes(r.gpu.memory_bytes), "yes" if r.fits else "no", fmt_bytes(r.margin_bytes),
+                    f"{r.max_context:,}" if r.max_context else "-", f"{r.max_concurrency:,}" if r.max_concurrency is not None else "-"]
+                   for r in plan.fits_on]
+        tables.append((f"Catalog ({plan.precision}, {plan.context:,} tokens x {plan.batch}{tp})",
+                       ["gpu", "memory", "fits", "margin", "max context", "max concurrency"], catalog))
+    return tables
+
+
+def check_line(result: CheckResult) -> str:
+    """``hfmem check``'s one line: the GPU verdict and the disk, the failing one first."""
+    plan = result.report.inference
+    assert plan is not None
+    if result.cache_path is not None:
+        disk = f"download {fmt_bytes(result.download_bytes)}, {fmt_bytes(result.free_bytes)} free at {result.cache_path}"
+    else:
+        disk = f"local folder, {fmt_bytes(result.download_bytes)} on disk"
+    repo = result.report.repo
+    if result.fits and not result.disk_fits:
+        return f"{repo}: not enough disk: {disk}; {fit_line(plan)}"
+    return f"{repo}: {fit_line(plan)}; {disk}"

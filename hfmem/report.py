@@ -1,0 +1,61 @@
+"""The typed result of an analysis: model facts plus the memory sections the options asked for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hfmem.model.architecture import Architecture
+from hfmem.model.inventory import CountedTensor, Parameters
+
+if TYPE_CHECKING:
+    from hfmem.memory.kv import KVCacheEstimate
+    from hfmem.memory.planner import InferencePlan
+    from hfmem.memory.precision import WeightsByPrecision
+    from hfmem.memory.training import TrainingReport
+
+
+@dataclass
+class Report:
+    """One safetensors model: what its config and headers say, and the memory sections computed from them.
+
+    ``kv_cache`` is set when contexts were asked for (one estimate per context, in the order given); ``weights``,
+    ``inference`` and ``download_bytes`` by the planner (``hfmem.analyze`` always runs it); ``training`` with
+    ``train=``. ``to_dict()`` is the CLI's ``--format json``."""
+
+    repo: str
+    revision: str | None
+    source: str  # "hub" | "local" | "cache"
+    architecture: Architecture
+    parameters: Parameters
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    tensors: list[CountedTensor] = field(default_factory=list, repr=False)
+    kv_cache: list[KVCacheEstimate] | None = None
+    weights: WeightsByPrecision | None = None
+    inference: InferencePlan | None = None
+    download_bytes: int | None = None  # local folders: bytes on disk; Hub repos: see hfmem.check
+    training: TrainingReport | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract (docs/json.md): stable keys that scripts rely on. One context gives ``kv_cache`` as an
+        object, several as a list."""
+        out: dict[str, Any] = {
+            "repo": self.repo,
+            "revision": self.revision,
+            "source": self.source,
+            "architecture": self.architecture.to_dict(),
+            "parameters": self.parameters.to_dict(),
+        }
+        if self.kv_cache is not None:
+            kv = [e.to_dict() for e in self.kv_cache]
+            out["kv_cache"] = kv[0] if len(kv) == 1 else kv
+        if self.inference is not None:
+            out["weights"] = self.weights.to_dict() if self.weights is not None else None
+            out["inference"] = self.inference.to_dict()
+            out["download_bytes"] = self.download_bytes
+        if self.training is not None:
+            out["training"] = self.training.to_dict()
+        out["notes"] = list(self.notes)
+        out["warnings"] = list(self.warnings)
+        return out
