@@ -1,30 +1,9 @@
 """Inference planner: will this model run on this GPU, with what context, and for how many concurrent users?
 
-    total (per GPU) = weights + KV cache + activation workspace + runtime overhead
-
-Every term is computed and printed; nothing is folded into a fudge factor.
-
-- weights: ``precision.py`` per tensor, split across ``--gpus`` by vLLM's tensor-parallel rules (see ``shard``);
-  for vLLM also the rotary cos/sin cache (``RotaryEmbedding.cos_sin_cache``: ``[max_position, rotary_dim]`` in
-  the model dtype, one copy shared by all layers), which is the 32 MiB between Llama-3.1-8B's 14.9575 GiB of
-  parameters and the 14.9888 GiB vLLM logs (vllm-project/vllm#10517).
-- KV cache: ``hfmem.memory.kv.estimate_kv`` (MEMORY-FORMULAS §2).
-- activation workspace: the peak of one forward pass of ``T`` tokens (vLLM: ``--max-batched-tokens``, the
-  profile run of ``gpu_worker.determine_available_memory``; transformers: the whole prompt, ``batch x ctx``).
-  The peak is the largest of three phases, each shown: the MLP (or MoE) block, attention projections, and the
-  logits buffer (``V x rows x 4`` bytes for the rows whose logits are computed, plus the final hidden states).
-  MEMORY-FORMULAS §3.1/§3.2: vLLM dense MLP ``T x (2*2I + 2I + 3*2h)`` bytes (fused gate_up, activation output,
-  residual/normed hidden); transformers ``T x (3*2I + 2*2h)``.
-- overhead: per-GPU memory outside PyTorch's tensors: ``DEFAULT_OVERHEAD`` below, ``--overhead`` overrides.
-
-vLLM budget (``vllm/v1/worker/gpu_worker.py`` ``determine_available_memory``): ``requested = util x total``,
-``available_kv = requested - weights - activation peak - non-torch``; the CUDA context is created before the
-baseline snapshot and sits outside ``requested``. KV blocks: ``available_kv // (bytes_per_token x block_size)``;
-"Maximum concurrency" = ``blocks / cdiv(ctx, block_size)`` (``kv_cache_utils.py``).
-We assume ``gpu_memory_utilization = 0.9``, vLLM's long-standing default (``vllm/config/cache.py`` moved it to
-0.92 @002f10e0, MEMORY-FORMULAS §2.2 "version drift"); pass ``--gpu-util 0.92`` to model newer releases.
-transformers budgets the whole device; ``--device cpu`` budgets RAM (``--gpu`` then gives the RAM size).
-"""
+per GPU: total = weights (split by tensor-parallel rules) + KV cache + activation workspace of one forward pass +
+runtime overhead, every term computed and shown. The budget follows vLLM's ``gpu_worker.determine_available_memory``
+(vllm/v1/worker/gpu_worker.py) and its KV block arithmetic (vllm/v1/core/kv_cache_utils.py); derivations and
+measured checks are in docs/planner.md."""
 
 from __future__ import annotations
 
@@ -45,13 +24,14 @@ if TYPE_CHECKING:
     from hfmem.report import Report
 
 DEFAULT_GPU_UTIL = 0.9
-DEFAULT_MAX_BATCHED_TOKENS = 8192  # vLLM API-server default (EngineArgs.get_batch_defaults), MEMORY-FORMULAS §3.1
+DEFAULT_MAX_BATCHED_TOKENS = 8192  # vLLM API-server default (vllm/engine/arg_utils.py: EngineArgs.get_batch_defaults)
 DEFAULT_MAX_NUM_SEQS = 256  # vLLM default on GPUs < 70 GiB; the sampler's dummy run uses min(seqs, tokens) rows
 APPLE_WORKING_SET = 0.75  # Metal's default recommendedMaxWorkingSetSize is ~75% of unified memory
 # Per-GPU memory outside the tensors hfmem counts:
 # - vllm: non-torch allocations (cuBLAS/cuBLASLt handles and workspaces, NCCL and attention-backend buffers);
-#   vllm#10517 measured 0.35 GiB on one RTX 3090; TP adds NCCL buffers. The CUDA context is outside the budget.
-# - transformers (CUDA): the CUDA context (0.3-0.8 GiB, MEMORY-FORMULAS §7 row 14) + cuBLAS workspaces.
+#   a published vLLM start-up log shows 0.35 GiB on one RTX 3090; TP adds NCCL buffers. The CUDA context is
+#   outside the budget.
+# - transformers (CUDA): the CUDA context (0.3-0.8 GiB depending on the driver and GPU) + cuBLAS workspaces.
 # - cpu: the Python process with torch + transformers imported (resident libraries).
 DEFAULT_OVERHEAD = {"vllm": GiB // 2, "transformers": 3 * GiB // 4, "cpu": GiB // 2}
 ENGINES = ("vllm", "transformers")
@@ -129,7 +109,8 @@ def activation_terms(arch: Architecture, tokens: int, *, engine: str, act_bytes:
                      logits_rows: int, gated: bool = True, positions: int | None = None) -> dict[str, int]:
     """Peak bytes of each phase of one forward pass over ``tokens`` tokens (per GPU); the workspace is their max.
 
-    Hidden-state copies alive at the peak: vLLM 3 (residual, normed input, layer output; MEMORY-FORMULAS §3.1);
+    Hidden-state copies alive at the peak: vLLM 3 (residual, normed input, layer output: the decoder layers'
+    ``forward`` in vllm/model_executor/models/llama.py);
     transformers 4 (the embedding output, which the model's forward keeps referenced, the decoder layer's input,
     the residual and the normed input), plus the rotary cos/sin ``[positions, head_dim]`` pair and int64
     positions. Measured on CPU with a TorchDispatchMode (tests/test_planner_truth.py).

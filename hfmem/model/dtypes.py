@@ -31,23 +31,6 @@ DTYPE_BITS: dict[str, int] = {
     "C64": 64,
 }
 
-FLOAT_DTYPES = frozenset(
-    {"F16", "BF16", "F32", "F64", "F8_E5M2", "F8_E4M3", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "F4", "F6_E2M3", "F6_E3M2"}
-)
-
-# config.json "torch_dtype"/"dtype" spellings -> bytes per element.
-TORCH_DTYPE_BYTES: dict[str, float] = {
-    "float32": 4,
-    "float": 4,
-    "float16": 2,
-    "half": 2,
-    "bfloat16": 2,
-    "float8_e4m3fn": 1,
-    "float8_e5m2": 1,
-    "float64": 8,
-}
-
-
 def dtype_bits(dtype: str) -> int | None:
     """Bits per element, or None for a dtype this version does not know (counted, bytes flagged)."""
     return DTYPE_BITS.get(dtype)

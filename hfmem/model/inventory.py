@@ -1,12 +1,8 @@
-"""Tensor inventory: exact parameter counts per dtype and per component, from safetensors headers alone.
+"""Tensor inventory: exact parameter counts per dtype, per component and per part, from safetensors headers alone.
 
-Rules (see MEMORY-FORMULAS §1.2-1.4): a parameter is counted once (a stored copy of a tied lm_head is noted, not
-counted); non-parameter buffers (position_ids, inv_freq, causal-mask biases, integer lookup tables) are not
-parameters; packed quantized storage is converted to logical elements by ``quant.Quantizer`` and its scales/zeros
-are overhead bytes. ``total`` counts every stored parameter (the Hub's convention, MTP layers included);
-``inference_loaded`` leaves out what transformers does not build (MTP); ``by_part`` splits composite models into
-language model, vision tower, audio tower, projector, speech generator and MTP.
-"""
+A parameter is counted once (a stored tied lm_head copy is noted); buffers (position_ids, inv_freq, masks, integer
+tables) are not parameters; packed quantized storage counts its logical elements (``quant.Quantizer``), its scales
+and zeros are overhead bytes. The rules, with the checkpoints they were checked on: docs/parameters.md."""
 
 from __future__ import annotations
 

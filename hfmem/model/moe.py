@@ -9,7 +9,7 @@ etc.: their leading dimension). Which layers are MoE is read from the tensors an
 models/deepseek_v3, deepseek_v2 and qwen3_moe/modeling_*.py). MTP layers and speech-generator models are outside
 ``inference_loaded`` (respectively have their own config) and are left out here.
 
-``active`` includes the input embedding (MEMORY-FORMULAS §1.3: DeepSeek-V3 37.55B); ``active_excluding_embeddings``
+``active`` includes the input embedding (DeepSeek-V3: 37.55B, as its model card counts); ``active_excluding_embeddings``
 leaves it out, the convention of OpenAI's gpt-oss model card (20b: 3.6B, 120b: 5.1B).
 """
 

@@ -623,9 +623,3 @@ class Quantizer:
                     f"{self.bnb_nested} nested_absmax tensors are stored"
                 )
         return warnings
-
-
-def tensor_role(t: TensorEntry, scheme: QuantScheme | None, index: Mapping[str, TensorEntry]) -> tuple[str, int]:
-    """(role, logical parameter count) of one stored tensor (convenience wrapper around ``Quantizer``)."""
-    r = Quantizer(scheme, index).role(t)
-    return r.role, r.logical
