@@ -10,8 +10,10 @@ import pytest
 gguf = pytest.importorskip("gguf")
 
 from hfmem import errors  # noqa: E402
-from hfmem.gguf.reader import GGML_TYPES, parse_gguf, read_local_gguf  # noqa: E402
-from hfmem.gguf.model import analyze_gguf, gguf_kv, group_gguf_files  # noqa: E402
+from hfmem.gguf.ggml import GGML_TYPES  # noqa: E402
+from hfmem.gguf.reader import parse_gguf, read_local_gguf  # noqa: E402
+from hfmem.gguf.model import analyze_gguf, group_gguf_files  # noqa: E402
+from hfmem.memory.kv.llamacpp import gguf_kv  # noqa: E402
 from hub_server import RepoSpec  # noqa: E402
 
 T = gguf.GGMLQuantizationType

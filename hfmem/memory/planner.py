@@ -37,7 +37,7 @@ from typing import Any
 
 from hfmem.errors import UsageError
 from hfmem.memory.gpus import CATALOG, GPU, GiB
-from hfmem.memory.kv import estimate_kv, parse_context
+from hfmem.memory.kv import ENGINES, estimate_kv, parse_context
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
 from hfmem.model.architecture import Architecture
 
@@ -51,7 +51,6 @@ APPLE_WORKING_SET = 0.75  # Metal's default recommendedMaxWorkingSetSize is ~75%
 # - transformers (CUDA): the CUDA context (0.3-0.8 GiB, MEMORY-FORMULAS §7 row 14) + cuBLAS workspaces.
 # - cpu: the Python process with torch + transformers imported (resident libraries).
 DEFAULT_OVERHEAD = {"vllm": GiB // 2, "transformers": 3 * GiB // 4, "cpu": GiB // 2}
-ENGINES = ("vllm", "transformers")
 
 
 def _act_bytes_of(arch: Architecture) -> int:
