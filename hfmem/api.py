@@ -154,16 +154,16 @@ def analyze_gguf(
 ) -> GGUFReport:
     """A GGUF repo, folder or file: its GGUF files, the selected file's exact parameters and bytes, and llama.cpp's
     KV cache at each context (``kv_dtype``: auto/fp16 = f16, bf16, fp32, q8_0, q4_0)."""
-    from hfmem.gguf.model import LLAMA_CPP_CACHE_TYPES, gguf_kv
-    from hfmem.gguf.model import analyze_gguf as read_gguf
+    from hfmem.gguf.model import read_gguf_report
     from hfmem.memory.kv import parse_context
+    from hfmem.memory.kv.llamacpp import LLAMA_CPP_CACHE_TYPES, gguf_kv
 
     cache_type = LLAMA_CPP_CACHE_TYPES.get(kv_dtype or "auto")
     if cache_type is None:
         raise UsageError(f"--kv-dtype: llama.cpp caches support {', '.join(LLAMA_CPP_CACHE_TYPES)}")
     parts = [] if ctx is None else [str(c) for c in ctx] if isinstance(ctx, (list, tuple)) else str(ctx).split(",")
     contexts = [int(c) for part in parts if part.strip().lower() != "max" for c in parse_context(part)]
-    report = read_gguf(ref, gguf_file=gguf_file, quant=quant, revision=revision, token=token, timeout=timeout,
+    report = read_gguf_report(ref, gguf_file=gguf_file, quant=quant, revision=revision, token=token, timeout=timeout,
                        contexts=contexts, batch=batch, cache_type=cache_type)
     if any(part.strip().lower() == "max" for part in parts) and report.architecture.get("context_length"):
         report.kv_cache.append(gguf_kv(report.architecture, int(report.architecture["context_length"]), batch, cache_type))

@@ -20,3 +20,8 @@ def fmt_count(n: int | None) -> str:
         if abs(n) >= size:
             return f"{n:,} ({n / size:.2f}{unit})"
     return f"{n:,}"
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division of integers, exact at any size (no float round trip)."""
+    return -(-a // b)

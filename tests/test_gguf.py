@@ -10,8 +10,10 @@ import pytest
 gguf = pytest.importorskip("gguf")
 
 from hfmem import errors  # noqa: E402
-from hfmem.gguf.reader import GGML_TYPES, parse_gguf, read_local_gguf  # noqa: E402
-from hfmem.gguf.model import analyze_gguf, gguf_kv, group_gguf_files  # noqa: E402
+from hfmem.gguf.ggml import GGML_TYPES  # noqa: E402
+from hfmem.gguf.reader import parse_gguf, read_local_gguf  # noqa: E402
+from hfmem.gguf.model import group_gguf_files, read_gguf_report  # noqa: E402
+from hfmem.memory.kv.llamacpp import gguf_kv  # noqa: E402
 from hub_server import RepoSpec  # noqa: E402
 
 T = gguf.GGMLQuantizationType
@@ -92,7 +94,7 @@ def test_exact_parameters_and_bytes(tmp_path, weight_type):
 
 
 def test_metadata_architecture(tmp_path):
-    report = analyze_gguf(str(write_gguf(tmp_path / "m-Q4_K_M.gguf")), contexts=[4096])
+    report = read_gguf_report(str(write_gguf(tmp_path / "m-Q4_K_M.gguf")), contexts=[4096])
     a = report.architecture
     assert (a["architecture"], a["num_layers"], a["hidden_size"], a["num_kv_heads"], a["key_length"], a["vocab_size"]) == ("llama", L, H, KV, H // HEADS, V)
     # llama.cpp f16 cache: 2 layers x 2 KV heads x (64 + 64) x 2 bytes per cell.
@@ -130,10 +132,10 @@ def test_hub_range_reads_in_growing_chunks(hub_env, tmp_path):
     write_gguf(repo / "m-Q4_K_M.gguf", vocab_tokens=60_000)  # ~1 MB of tokenizer strings
     write_gguf(repo / "m-Q8_0.gguf", T.Q8_0)
     hub_env.add_repo("org/m-GGUF", RepoSpec(root=repo))
-    listing = analyze_gguf("org/m-GGUF")
+    listing = read_gguf_report("org/m-GGUF")
     assert listing.selected is None and {f.quant for f in listing.files} == {"Q4_K_M", "Q8_0"}
     hub_env.clear_log()
-    report = analyze_gguf("org/m-GGUF", quant="Q4_K_M", contexts=[8192])
+    report = read_gguf_report("org/m-GGUF", quant="Q4_K_M", contexts=[8192])
     params, nbytes = _expected(T.Q4_K)
     assert report.parameters()["total"] == params and report.parameters()["weight_bytes"] == nbytes
     ranged = [r for r in hub_env.requests if r.range]

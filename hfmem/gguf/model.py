@@ -1,10 +1,5 @@
-"""Analyse GGUF repos and files: exact weights per file from GGUF headers, and llama.cpp's KV cache.
-
-KV follows llama.cpp's cache (src/llama-kv-cache.cpp, llama-kv-cache-iswa.cpp): per layer K of
-n_head_kv x key_length and V of n_head_kv x value_length per cell, in the cache type (f16 default; q8_0 = 34 bytes
-per 32 values, q4_0 = 18 per 32), for a context padded up to 256 cells; sliding-window layers of iSWA models keep
-min(context, pad(window + n_ubatch, 256)) cells per sequence (n_ubatch = 512 by default).
-"""
+"""Analyse GGUF repos and files: exact weights per file from GGUF headers, and llama.cpp's KV cache
+(``hfmem.memory.kv.llamacpp``)."""
 
 from __future__ import annotations
 
@@ -13,23 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hfmem.errors import HfmemError, MalformedHeader, NoSafetensors, UsageError
-from hfmem.gguf.reader import TYPE_BY_NAME, GGUFHeader, parse_gguf, read_local_gguf, remote_fetcher
+from hfmem.errors import MalformedHeader, NoSafetensors, UsageError
+from hfmem.gguf.reader import GGUFHeader, parse_gguf, read_local_gguf, remote_fetcher
+from hfmem.memory.kv.llamacpp import GGUFKV, gguf_kv
 
 _SHARD_RE = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$")
 _QUANT_RE = re.compile(r"(?i)(?:^|[-_.])((?:I?Q\d(?:_[A-Z0-9]+)*)|BF16|F16|F32|FP16|MXFP4(?:_MOE)?)(?=[-_.](?:\d{5}-of|gguf))")
-# Sliding-window layer patterns llama.cpp hard-codes per architecture (llama-model.cpp: set_swa_pattern):
-# every n-th layer is full attention, the others use the window.
-_SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3n": 5, "cohere2": 4, "gpt-oss": 2, "llama4": 4}
-_N_UBATCH = 512
-_PAD = 256
-# --kv-dtype spellings -> llama.cpp cache types (auto = llama.cpp's default f16).
-LLAMA_CPP_CACHE_TYPES = {"auto": "f16", "fp16": "f16", "bf16": "bf16", "fp32": "f32", "q8_0": "q8_0", "q4_0": "q4_0"}
-KV_TYPES = {"f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24)}
-
-
-def _pad(n: int, to: int = _PAD) -> int:
-    return -(-n // to) * to
 
 
 @dataclass
@@ -64,25 +48,6 @@ def group_gguf_files(files: dict[str, int | None]) -> list[GGUFFile]:
         size = files[path]
         g.size_bytes = None if size is None or g.size_bytes is None else g.size_bytes + size
     return list(groups.values())
-
-
-@dataclass
-class GGUFKV:
-    context: int
-    batch: int
-    dtype: str
-    cells: int
-    bytes_per_token: int
-    constant_bytes: int
-    total_bytes: int
-    by_layer_type: dict[str, dict[str, int]]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "engine": "llama.cpp", "dtype": self.dtype, "context": self.context, "batch": self.batch,
-            "cells": self.cells, "bytes_per_token": self.bytes_per_token, "constant_bytes": self.constant_bytes,
-            "total_bytes": self.total_bytes, "by_layer_type": self.by_layer_type,
-        }  # fmt: skip
 
 
 @dataclass
@@ -156,44 +121,7 @@ def architecture_from_metadata(md: dict[str, Any], array_lengths: dict[str, int]
     }
 
 
-def gguf_kv(arch: dict[str, Any], context: int, batch: int = 1, cache_type: str = "f16") -> GGUFKV:
-    if cache_type not in KV_TYPES:
-        raise UsageError(f"unknown llama.cpp cache type {cache_type!r}; use one of {', '.join(KV_TYPES)}")
-    block, size = KV_TYPES[cache_type]
-    layers = int(arch["num_layers"] or 0)
-    kv_heads = arch["num_kv_heads"]
-    per_layer_heads = kv_heads if isinstance(kv_heads, list) else [kv_heads] * layers
-    k_len, v_len = int(arch["key_length"] or 0), int(arch["value_length"] or 0)
-    window = arch.get("sliding_window")
-    pattern = _SWA_PATTERN.get(arch["architecture"]) if window else None
-    cells = _pad(context)
-    swa_cells = min(cells, _pad(int(window) * batch + _N_UBATCH)) if pattern else cells
-    by_type: dict[str, dict[str, int]] = {}
-    per_token = constant = total = 0
-    for i, n_kv in enumerate(per_layer_heads):
-        if not n_kv:
-            continue  # attention-free / recurrent layers keep no KV
-        values = int(n_kv) * (k_len + v_len)
-        if values % block:
-            raise UsageError(f"cache type {cache_type} needs head sizes divisible by {block}")
-        cell_bytes = values // block * size
-        is_swa = pattern is not None and (i + 1) % pattern != 0
-        kind = "sliding_attention" if is_swa else "full_attention"
-        n_cells = swa_cells if is_swa else cells
-        entry = by_type.setdefault(kind, {"layers": 0, "tokens": n_cells, "bytes": 0})
-        entry["layers"] += 1
-        if is_swa and swa_cells < cells:
-            constant += cell_bytes * n_cells
-            layer_total = cell_bytes * n_cells  # the window cache is shared by all sequences (unified)
-        else:
-            per_token += cell_bytes
-            layer_total = cell_bytes * n_cells * batch
-        entry["bytes"] += layer_total
-        total += layer_total
-    return GGUFKV(context, batch, cache_type, cells, per_token, constant, total, by_type)
-
-
-def analyze_gguf(
+def read_gguf_report(
     ref: str,
     gguf_file: str | None = None,
     quant: str | None = None,
@@ -209,7 +137,7 @@ def analyze_gguf(
     counter: list[int] = []
     if path.exists():
         if path.is_file():
-            files = {path.name: path.stat().st_size}
+            files: dict[str, int | None] = {path.name: path.stat().st_size}
             root = path.parent
         else:
             root = path
@@ -259,6 +187,3 @@ def analyze_gguf(
         report.kv_cache.append(gguf_kv(report.architecture, context, batch, cache_type))
     report.request_count = len(counter)
     return report
-
-
-__all__ = ["analyze_gguf", "gguf_kv", "group_gguf_files", "GGUFReport", "HfmemError", "TYPE_BY_NAME"]

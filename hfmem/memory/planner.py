@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from hfmem.errors import UsageError
 from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
-from hfmem.memory.kv import estimate_kv
+from hfmem.memory.kv import ENGINES, estimate_kv
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
 from hfmem.model.architecture import Architecture
 
@@ -34,7 +34,6 @@ APPLE_WORKING_SET = 0.75  # Metal's default recommendedMaxWorkingSetSize is ~75%
 # - transformers (CUDA): the CUDA context (0.3-0.8 GiB depending on the driver and GPU) + cuBLAS workspaces.
 # - cpu: the Python process with torch + transformers imported (resident libraries).
 DEFAULT_OVERHEAD = {"vllm": GiB // 2, "transformers": 3 * GiB // 4, "cpu": GiB // 2}
-ENGINES = ("vllm", "transformers")
 
 
 def _act_bytes_of(arch: Architecture) -> int:

@@ -45,7 +45,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hfmem.errors import UsageError
+from hfmem.gguf.ggml import block_of
 from hfmem.model.dtypes import dtype_bits
+from hfmem.units import cdiv
 
 GROUP = 128  # GPTQ/AWQ group size
 BNB_BLOCK = 64
@@ -79,9 +81,7 @@ ALIASES = {
 }
 CHECKPOINT = "checkpoint"  # the bytes as stored (what loading the repo as-is costs)
 
-# ggml block types: (values per block, bytes per block), ggml/src/ggml-common.h static_asserts.
-GGML = {"f32": (1, 4), "f16": (1, 2), "q8_0": (32, 34), "q6_k": (256, 210), "q5_k": (256, 176),
-        "q4_k": (256, 144), "q5_0": (32, 22), "q5_1": (32, 24)}
+# llama.cpp's shape fallback for rows not divisible by the k-quant block (src/llama-quant.cpp: tensor_type_fallback)
 _GGML_FALLBACK = {"q4_k": "q5_0", "q5_k": "q5_1", "q6_k": "q8_0"}
 
 _QUANT_COMPONENTS = {"attention", "mlp", "moe_experts", "moe_shared_experts", "ssm"}
@@ -197,36 +197,36 @@ def _linear_bytes(precision: str, out: int, inn: int) -> int:
     if precision == "fp8":
         return n + 4
     if precision == "fp8-block":
-        return n + 4 * math.ceil(out / FP8_BLOCK) * math.ceil(inn / FP8_BLOCK)
+        return n + 4 * cdiv(out, FP8_BLOCK) * cdiv(inn, FP8_BLOCK)
     if precision == "int8":
         return n + 4 * out
     if precision in ("int4", "gptq"):
-        groups = math.ceil(inn / GROUP)
-        zeros = groups * math.ceil(out / 8) * 4
+        groups = cdiv(inn, GROUP)
+        zeros = groups * cdiv(out, 8) * 4
         scales = groups * out * 2
         if precision == "int4":
-            return inn * math.ceil(out / 8) * 4 + zeros + scales
-        return math.ceil(inn / 8) * out * 4 + zeros + scales + 4 * inn
+            return inn * cdiv(out, 8) * 4 + zeros + scales
+        return cdiv(inn, 8) * out * 4 + zeros + scales + 4 * inn
     if precision == "nf4":
-        blocks = math.ceil(n / BNB_BLOCK)
-        return math.ceil(n / 2) + blocks + 4 * math.ceil(blocks / BNB_NESTED_BLOCK) + 4 * 256 + 4 * 16
+        blocks = cdiv(n, BNB_BLOCK)
+        return cdiv(n, 2) + blocks + 4 * cdiv(blocks, BNB_NESTED_BLOCK) + 4 * 256 + 4 * 16
     if precision == "nf4-nodq":
-        return math.ceil(n / 2) + 4 * math.ceil(n / BNB_BLOCK) + 4 * 16
+        return cdiv(n, 2) + 4 * cdiv(n, BNB_BLOCK) + 4 * 16
     if precision == "mxfp4":
-        return out * math.ceil(inn / MX_BLOCK) * (MX_BLOCK // 2 + 1)
+        return out * cdiv(inn, MX_BLOCK) * (MX_BLOCK // 2 + 1)
     raise KeyError(precision)
 
 
 def ggml_row_bytes(gtype: str, inn: int) -> tuple[str, int]:
     """(type actually used, bytes of one row of ``inn`` values), with llama.cpp's shape fallback."""
-    block, size = GGML[gtype]
+    block, size = block_of(gtype)
     if inn % block:
         fallback = _GGML_FALLBACK.get(gtype)
-        if fallback is None or inn % GGML[fallback][0]:
+        if fallback is None or inn % block_of(fallback)[0]:
             gtype = "f16"
         else:
             gtype = fallback
-        block, size = GGML[gtype]
+        block, size = block_of(gtype)
     return gtype, inn // block * size
 
 
@@ -271,7 +271,7 @@ def _gguf_type(t: WeightTensor, ctx: _GGUFContext) -> str:
     base = {"q8_0": "q8_0", "q6_k": "q6_k", "q5_k_m": "q5_k", "q4_k_m": "q4_k"}[ctx.ftype]
     cat = _gguf_category(t)
     if cat == "output" or (cat == "token_embd" and ctx.tied):
-        block = GGML[base][0]
+        block = block_of(base)[0]
         if t.inn % block:
             return "q8_0"
         return base if base == "q8_0" else "q6_k"

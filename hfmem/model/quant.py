@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 
 from hfmem.hub.header import TensorEntry
 from hfmem.model.dtypes import dtype_bits
+from hfmem.units import cdiv
 
 PARAM = "param"
 QUANTIZED = "quantized"
@@ -190,10 +191,6 @@ def _itemsize(dtype: str) -> int:
     return max(1, (dtype_bits(dtype) or 8) // 8)
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 @dataclass(frozen=True)
 class PackedLinear:
     """A GPTQ/AWQ linear recovered from its tensor shapes."""
@@ -250,10 +247,10 @@ def packed_linear_geometry(
     in_features = int(in_f)
     group = -1
     if s is not None and s[0] > 1:
-        if config_group and config_group > 0 and _ceil_div(in_features, config_group) == s[0]:
+        if config_group and config_group > 0 and cdiv(in_features, config_group) == s[0]:
             group = config_group  # when in_features % group != 0 the last group is short: only the config says g
         else:
-            group = in_features // s[0] if in_features % s[0] == 0 else _ceil_div(in_features, s[0])
+            group = in_features // s[0] if in_features % s[0] == 0 else cdiv(in_features, s[0])
     return PackedLinear(layout, b, in_features, out, group)
 
 
@@ -448,7 +445,7 @@ class Quantizer:
         if absmax is None:
             return None
         logical = t.numel * _itemsize(t.dtype) * 2
-        sizes = [b for b in (32, 64, 128, 256, 512, 1024, 2048, 4096) if _ceil_div(logical, b) == absmax.numel]
+        sizes = [b for b in (32, 64, 128, 256, 512, 1024, 2048, 4096) if cdiv(logical, b) == absmax.numel]
         if sizes:
             self.bnb_blocksizes[sizes[0]] += 1
         else:
@@ -513,11 +510,11 @@ class Quantizer:
             return "other"
         block = (self.scheme.details.get("weight_block_size") if self.scheme else None) or []
         if len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block):
-            r0, r1 = _ceil_div(out, block[0]), _ceil_div(inp, block[1])
+            r0, r1 = cdiv(out, block[0]), cdiv(inp, block[1])
             # fused projections (e.g. MiMo qkv_proj) round each part up separately: a few extra rows/columns
             if r0 <= scale.shape[0] <= r0 + 4 and r1 <= scale.shape[1] <= r1 + 4:
                 return f"block {block[0]}x{block[1]}"
-        b0, b1 = _ceil_div(out, scale.shape[0]), _ceil_div(inp, scale.shape[1])
+        b0, b1 = cdiv(out, scale.shape[0]), cdiv(inp, scale.shape[1])
         return f"block ~{b0}x{b1}"
 
     @staticmethod

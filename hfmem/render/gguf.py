@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hfmem.gguf.model import GGUFReport
+from hfmem.render.kv import gguf_kv_lines
 from hfmem.units import fmt_bytes, fmt_count
 
 
@@ -22,10 +23,7 @@ def gguf_text(report: GGUFReport, fmt: str = "table") -> str:
         type_rows = [[t, f"{n:,}"] for t, n in p["by_ggml_type"].items()]
         out += [tabulate(type_rows, headers=["ggml type", "parameters"], tablefmt=tablefmt)]
     for kv in report.kv_cache:
-        out += ["", f"KV cache (llama.cpp, {kv.dtype}) at {kv.context:,} tokens x {kv.batch}: {fmt_bytes(kv.total_bytes)} "
-                    f"({kv.total_bytes:,} bytes; {kv.cells:,} cells)"]
-        layer_rows = [[t, v["layers"], f"{v['tokens']:,}", f"{v['bytes']:,}"] for t, v in kv.by_layer_type.items()]
-        out += [tabulate(layer_rows, headers=["layers", "count", "cells", "bytes"], tablefmt=tablefmt)]
+        out += gguf_kv_lines(kv, tablefmt)
     for w in report.warnings:
         out.append(f"warning: {w}")
     return "\n".join(out)

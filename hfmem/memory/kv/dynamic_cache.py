@@ -1,0 +1,62 @@
+"""transformers' DynamicCache: the bytes of the tensors the cache object holds after a prefill of `context` tokens
+(transformers 5.24, cache_utils.py: DynamicLayer, DynamicSlidingWindowLayer, LinearAttentionLayer, DummyLayer)."""
+
+from __future__ import annotations
+
+from hfmem.memory.kv.estimate import KVCacheEstimate
+from hfmem.memory.kv.layers import _add, _attn_bytes_per_token, _Layer, _state_bytes
+
+# transformers, cache_utils.py: DynamicSlidingWindowLayer._sliding_window_tensor, one int64 scalar per sliding layer
+_SLIDING_BOOKKEEPING = 8
+
+
+def _transformers(layers: list[_Layer], dtype: str, context: int, batch: int) -> KVCacheEstimate:
+    by: dict[str, dict[str, int]] = {}
+    per_token = 0
+    constant = 0
+    bookkeeping = 0
+    prefill_storage = 0
+    decode_storage = 0
+    for layer in layers:
+        bpt = _attn_bytes_per_token(layer, dtype, "transformers") if layer.attn else 0
+        states = _state_bytes(layer, "transformers")
+        tokens = 0
+        grow = 0
+        bounded = states
+        prefill_tokens = decode_tokens = 0
+        if layer.attn in ("full", "mla"):
+            tokens = prefill_tokens = decode_tokens = context
+            grow = bpt
+        elif layer.attn in ("sliding", "chunked"):
+            assert layer.window is not None  # describe_layers gives every sliding/chunked layer its window
+            tokens = min(context, layer.window - 1)  # DynamicSlidingWindowLayer keeps the last window - 1 tokens
+            bounded += tokens * bpt
+            bookkeeping += _SLIDING_BOOKKEEPING
+            prefill_tokens = context  # the kept slice is a view of the full prefill concatenation
+            decode_tokens = min(context, layer.window)  # after a decode step: a view of (window - 1) + 1 tokens
+        elif layer.attn == "cross":
+            tokens = prefill_tokens = decode_tokens = layer.window or 0
+            bounded += tokens * bpt
+        per_token += grow
+        constant += bounded
+        layer_bytes = batch * (grow * context + bounded)
+        prefill_storage += batch * (prefill_tokens * bpt + states)
+        decode_storage += batch * (decode_tokens * bpt + states)
+        if layer.label in ("kv_shared", "no_cache"):
+            _add(by, layer.label, layers=1)
+            continue
+        _add(by, layer.label, layers=1, tokens=tokens, bytes=layer_bytes, bytes_per_token=bpt, state_bytes=states)
+    for entry in by.values():
+        entry.setdefault("bytes_per_token", 0)
+        entry.setdefault("state_bytes", 0)
+    total = batch * (per_token * context + constant) + bookkeeping
+    return KVCacheEstimate(
+        engine="transformers", dtype=dtype, context=context, batch=batch, bytes_per_token=per_token,
+        constant_bytes=constant, total_bytes=total, by_layer_type=by, total_is=(
+            "bytes of the tensors DynamicCache holds after a prefill of the context (sliding layers: window - 1 tokens)"
+        ),
+        bookkeeping_bytes=bookkeeping,
+        storage_bytes={"after_prefill": prefill_storage + bookkeeping, "while_decoding": decode_storage + bookkeeping},
+        assumptions=["transformers 5.24 DynamicCache; recurrent states float32 as on its PyTorch paths"]
+        if any(l.states for l in layers) else ["transformers 5.24 DynamicCache"],
+    )

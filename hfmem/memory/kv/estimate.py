@@ -1,0 +1,217 @@
+"""The KV cache estimate: options (engines, KV dtypes), the result record, and ``estimate_kv`` / ``kv_section``.
+
+Exact integer bytes for every attention kind, as stored by vLLM (paged blocks, ``vllm.py``) or by transformers
+(DynamicCache, ``dynamic_cache.py``); the per-layer facts both read are in ``layers.py``. Derivations: docs/kv.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hfmem.errors import UsageError
+from hfmem.memory.kv.layers import _BITS, _ST_TO_SHORT, _int, _Layer, _model_dtype, describe_layers, ggml_block
+from hfmem.model.architecture import Architecture
+
+if TYPE_CHECKING:
+    pass
+
+ENGINES = ("vllm", "transformers")
+KV_DTYPES = ("auto", "bf16", "fp16", "fp32", "fp8", "int8", "int4", "q8_0", "q4_0")
+
+
+@dataclass
+class KVCacheEstimate:
+    """One engine's KV cache at one context: exact bytes, per layer type, and how they were computed."""
+
+    engine: str
+    dtype: str
+    context: int
+    batch: int
+    bytes_per_token: int
+    constant_bytes: int
+    total_bytes: int
+    by_layer_type: dict[str, dict[str, int]]
+    tp: int = 1
+    block_size: int | None = None
+    page_reserved_total_bytes: int | None = None
+    bytes_per_block: int | None = None  # vLLM: one pool block across all layers (num_blocks = available // this)
+    blocks_per_request: int | None = None  # vLLM: blocks one request of `context` tokens needs (concurrency divisor)
+    total_is: str = ""
+    bookkeeping_bytes: int = 0
+    storage_bytes: dict[str, int] | None = None
+    encoder_len: int | None = None
+    formulas: dict[str, str] = field(default_factory=dict)
+    assumptions: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "engine": self.engine,
+            "dtype": self.dtype,
+            "context": self.context,
+            "batch": self.batch,
+            "bytes_per_token": self.bytes_per_token,
+            "constant_bytes": self.constant_bytes,
+            "total_bytes": self.total_bytes,
+            "by_layer_type": {k: dict(v) for k, v in self.by_layer_type.items()},
+            "tp": self.tp,
+            "per_gpu": self.tp > 1,
+            "total_is": self.total_is,
+        }
+        if self.engine == "vllm":
+            out["block_size"] = self.block_size
+            out["page_reserved_total_bytes"] = self.page_reserved_total_bytes
+            out["bytes_per_block"] = self.bytes_per_block
+            out["blocks_per_request"] = self.blocks_per_request
+        else:
+            out["bookkeeping_bytes"] = self.bookkeeping_bytes
+            out["storage_bytes"] = dict(self.storage_bytes or {})
+        if self.encoder_len is not None:
+            out["encoder_len"] = self.encoder_len
+        out["formulas"] = dict(self.formulas)
+        out["assumptions"] = list(self.assumptions)
+        out["warnings"] = list(self.warnings)
+        return out
+
+
+def _resolve_dtype(arch: Architecture, kv_dtype: str, engine: str, assumptions: list[str], weights_dtype: str | None) -> str:
+    if kv_dtype not in KV_DTYPES:
+        raise UsageError(f"--kv-dtype must be one of {', '.join(KV_DTYPES)}, got {kv_dtype!r}")
+    if kv_dtype == "auto":
+        return _model_dtype(arch, engine, assumptions, weights_dtype)
+    if engine == "vllm" and kv_dtype in ("int4", "q8_0", "q4_0"):
+        assumptions.append(f"vLLM has no {kv_dtype} KV cache; bytes assume its storage layout regardless")
+    if engine == "vllm" and kv_dtype == "int8":
+        assumptions.append("int8 = vLLM's int8_per_token_head: adds fp32 K and V scales per token per head")
+    if engine == "transformers" and kv_dtype not in ("bf16", "fp16", "fp32"):
+        assumptions.append(
+            f"DynamicCache stores the model dtype; {kv_dtype} assumes a quantized cache with no scale/zero-point "
+            "or full-precision residual overhead"
+        )
+    ggml = ggml_block(kv_dtype)
+    if ggml is not None:
+        per, size = ggml
+        assumptions.append(f"{kv_dtype}: llama.cpp blocks of {per} values in {size} bytes per K and V row")
+    return kv_dtype
+
+
+def _elem(dtype: str) -> str:
+    ggml = ggml_block(dtype)
+    if ggml is not None:
+        per, size = ggml
+        return f"{size}/{per} B"
+    bits = _BITS[dtype]
+    return f"{bits // 8} B" if bits % 8 == 0 else f"{bits}/8 B"
+
+
+def _formulas(layers: list[_Layer], dtype: str, engine: str, context: int, mbt: int, bs: int) -> dict[str, str]:
+    """How each layer type's bytes were computed, in words a reader can redo by hand (per sequence)."""
+    groups: dict[str, dict[tuple, int]] = {}
+    for l in layers:
+        if l.label in ("kv_shared", "no_cache"):
+            continue
+        key = (l.attn, l.kv_heads, l.dk, l.dv, l.window, tuple((s.name, s.hf_elements, s.hf_dtype, s.vllm_elements,
+                                                                   s.vllm_dtype) for s in l.states))
+        groups.setdefault(l.label, {}).setdefault(key, 0)
+        groups[l.label][key] += 1
+    out: dict[str, str] = {}
+    for label, shapes in groups.items():
+        parts = []
+        for (attn, heads, dk, dv, window, states), n in shapes.items():
+            bits = []
+            if attn == "mla":
+                bits.append(f"{n} x (kv_lora_rank {dk} + qk_rope_head_dim {dv}) x {_elem(dtype)} per token")
+            elif attn:
+                bits.append(f"{n} x {heads} KV heads x ({dk} + {dv}) x {_elem(dtype)} per token")
+            if attn in ("sliding", "chunked"):
+                if engine == "transformers":
+                    bits.append(f"x min(context, {window} - 1) tokens")
+                elif attn == "sliding":
+                    bits.append(f"x (cdiv(min({window} - 1 + {mbt}, context), {bs}) + 1) blocks of {bs}")
+                else:
+                    bits.append(f"x cdiv(min({window} + {mbt}, context), {bs}) blocks of {bs}")
+            elif attn == "cross":
+                bits.append(f"x {window} encoder tokens" + (f" (rounded to blocks of {bs})" if engine == "vllm" else ""))
+            elif attn and engine == "vllm":
+                bits.append(f"x cdiv(context, {bs}) blocks of {bs}")
+            elif attn:
+                bits.append("x context tokens")
+            if states:
+                desc = []
+                for name, hf_el, hf_dt, v_el, v_dt in states:
+                    el, dt = (hf_el, hf_dt) if engine == "transformers" else (v_el, v_dt)
+                    desc.append(f"{name} {el:,} x {_elem(dt)}")
+                bits.append(("+ " if attn else "") + f"{n} x state ({' + '.join(desc)}) per sequence")
+            parts.append(" ".join(bits))
+        out[label] = "; ".join(parts)
+    return out
+
+
+def _default_encoder_len(arch: Architecture) -> int | None:
+    cfg = arch.text_config or {}
+    for key in ("max_source_positions", "max_encoder_position_embeddings", "n_positions", "max_position_embeddings"):
+        v = _int(cfg.get(key))
+        if v:
+            return v
+    return arch.max_position_embeddings
+
+
+def estimate_kv(
+    arch: Architecture,
+    context: int,
+    batch: int = 1,
+    kv_dtype: str = "auto",
+    engine: str = "vllm",
+    encoder_len: int | None = None,
+    tp: int = 1,
+    block_size: int = 16,
+    max_batched_tokens: int = 8192,
+    weights_dtype: str | None = None,
+) -> KVCacheEstimate:
+    """KV cache for `batch` sequences of `context` tokens under `engine`; exact integer bytes (per GPU if tp > 1).
+
+    weights_dtype: the stored tensors' dominant float dtype ("BF16", ...), used when config.json has no dtype."""
+    if engine not in ENGINES:
+        raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    for name, value in (("context", context), ("batch", batch), ("tp", tp), ("block_size", block_size),
+                        ("max_batched_tokens", max_batched_tokens)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UsageError(f"{name} must be a positive integer, got {value!r}")
+    assumptions: list[str] = []
+    warnings: list[str] = []
+    dtype = _resolve_dtype(arch, kv_dtype, engine, assumptions, weights_dtype)
+    if arch.is_encoder_decoder and encoder_len is None:
+        encoder_len = _default_encoder_len(arch)
+        if encoder_len is None:
+            raise UsageError("encoder-decoder model without a maximum source length: give --encoder-len")
+    layers = describe_layers(arch, engine, tp, encoder_len, assumptions, warnings, weights_dtype)
+    limit = _int((arch.text_config or {}).get("max_target_positions")) or arch.max_position_embeddings
+    if limit and context > limit:
+        warnings.append(f"context {context:,} exceeds the model's {limit:,} positions (vLLM refuses it unless overridden)")
+    if arch.is_encoder_decoder:
+        assumptions.append(f"cross-attention cache sized by an encoder input of {encoder_len:,} tokens (--encoder-len)")
+    if tp > 1:
+        assumptions.append(f"per-GPU bytes at tensor parallel size {tp} (KV heads max(1, n_kv // tp); MLA not split)")
+    # The engines build KVCacheEstimate (defined here), so they are imported when called.
+    if engine == "transformers":
+        from hfmem.memory.kv.dynamic_cache import _transformers
+
+        est = _transformers(layers, dtype, context, batch)
+    else:
+        from hfmem.memory.kv.vllm import _vllm
+
+        est = _vllm(arch, layers, dtype, context, batch, block_size, max_batched_tokens, assumptions, warnings)
+        if arch.is_encoder_decoder and arch.model_type not in ("whisper",):
+            warnings.append(f"vLLM V1 may not serve {arch.model_type} (encoder-decoder support is limited to a few models)")
+    est.tp, est.encoder_len = tp, encoder_len if arch.is_encoder_decoder else None
+    est.formulas = _formulas(layers, dtype, engine, context, max_batched_tokens, est.block_size or block_size)
+    est.assumptions = assumptions + est.assumptions
+    est.warnings = warnings + est.warnings
+    return est
+
+
+def stored_float_dtype(by_dtype: dict[str, int] | None) -> str | None:
+    """The dominant floating dtype of the stored tensors (Parameters.by_dtype), e.g. "BF16"."""
+    floats = {k: v for k, v in (by_dtype or {}).items() if k in _ST_TO_SHORT}
+    return max(floats, key=lambda k: floats[k]) if floats else None

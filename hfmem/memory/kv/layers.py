@@ -1,0 +1,379 @@
+"""What each layer of a model caches, independent of the engine: its attention kind, KV heads and head dims, window,
+and recurrent/conv state tensors (with transformers' and vLLM's shapes and dtypes), plus the bytes of one row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hfmem.errors import UsageError
+from hfmem.gguf.ggml import block_of
+from hfmem.model.architecture import Architecture
+from hfmem.units import cdiv
+
+_BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "fp8": 8, "int8": 8, "int4": 4}
+# KV dtypes stored as llama.cpp ggml blocks (block sizes from hfmem.gguf.ggml).
+GGML_KV_DTYPES = ("q8_0", "q4_0")
+_TORCH_TO_SHORT = {
+    "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
+    "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "float64": "fp32",
+}
+_ST_TO_SHORT = {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}
+
+# Layer-type names as they appear in normalised configs -> what the cache layer is.
+_FULL = {"full_attention", "attention", "global_attention", "global"}
+_SLIDING = {"sliding_attention", "sliding", "local_attention", "local"}
+_CHUNKED = {"chunked_attention"}
+_STATE = {"linear_attention", "mamba", "mamba2", "conv", "ssm", "gated_deltanet", "kda"}
+_NONE = {"mlp", "moe", "mlp_only", "moe_only", "dummy", "none"}
+
+# Which recurrent-state formula a model type's linear layers follow (each verified against transformers in
+# tests/test_kv_truth.py where the model is in transformers; vLLM shapes: vllm,
+# model_executor/layers/mamba/mamba_utils.py: MambaStateShapeCalculator).
+_STATE_FAMILY = {
+    "mamba": "mamba1", "falcon_mamba": "mamba1", "jamba": "mamba1",
+    "mamba2": "mamba2", "bamba": "mamba2", "granitemoehybrid": "mamba2", "nemotron_h": "mamba2",
+    "falcon_h1": "mamba2", "zamba2": "mamba2",
+    "qwen3_next": "gdn", "qwen3_5": "gdn", "qwen3_5_text": "gdn", "qwen3_5_moe": "gdn", "qwen3_5_moe_text": "gdn",
+    "kimi_linear": "kda",
+    "minimax": "linear",
+    "lfm2": "short_conv", "lfm2_moe": "short_conv",
+}
+_ENCODER_ONLY = {"bert", "roberta", "xlm-roberta", "distilbert", "electra", "deberta", "deberta-v2", "albert",
+                 "mpnet", "camembert", "modernbert", "nomic_bert", "xlm_roberta"}
+
+
+def ggml_block(dtype: str) -> tuple[int, int] | None:
+    """(values per block, bytes per block) of a ggml-block KV dtype (q8_0, q4_0); None for plain dtypes."""
+    return block_of(dtype) if dtype in GGML_KV_DTYPES else None
+
+
+def row_bytes(values: int, dtype: str) -> int:
+    """Bytes of one row of `values` elements in a KV dtype (ggml types: whole blocks, rounded up)."""
+    ggml = ggml_block(dtype)
+    if ggml is not None:
+        per, size = ggml
+        return cdiv(values, per) * size
+    return cdiv(values * _BITS[dtype], 8)
+
+
+@dataclass
+class _State:
+    """One recurrent/conv state tensor of a layer, per sequence (transformers layout and vLLM layout)."""
+
+    name: str
+    hf_elements: int
+    hf_dtype: str  # short dtype: bf16 / fp16 / fp32
+    vllm_elements: int
+    vllm_dtype: str
+
+
+@dataclass
+class _Layer:
+    index: int
+    label: str  # key in by_layer_type
+    attn: str | None = None  # full | sliding | chunked | mla | cross
+    kv_heads: int = 0
+    dk: int = 0
+    dv: int = 0
+    window: int | None = None
+    states: list[_State] = field(default_factory=list)
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _first(cfg: dict[str, Any], *names: str) -> Any:
+    for name in names:
+        value = cfg.get(name)
+        if value is not None:
+            return value
+    return None
+
+
+def _per_layer(cfg: dict[str, Any], index: int) -> dict[str, Any]:
+    """transformers' heterogeneous configs serialise per-layer overrides under per_layer_config {"05": {...}}."""
+    overrides = cfg.get("per_layer_config")
+    if not isinstance(overrides, dict):
+        return cfg
+    for key, value in overrides.items():
+        try:
+            if int(key) == index and isinstance(value, dict):
+                return {**cfg, **value}
+        except (TypeError, ValueError):
+            continue
+    return cfg
+
+
+def _short_dtype(name: Any) -> str | None:
+    if name is None:
+        return None
+    return _TORCH_TO_SHORT.get(str(name).replace("torch.", ""))
+
+
+def _model_dtype(arch: Architecture, engine: str, notes: list[str], weights_dtype: str | None = None) -> str:
+    """The activation dtype the runtime computes (and, for 'auto', caches) in."""
+    cfg = arch.text_config or {}
+    raw = arch.torch_dtype
+    short = _short_dtype(raw)
+    quantized = bool(cfg.get("quantization_config")) or (raw is not None and short in (None, "fp8"))
+    if quantized:
+        if short in ("bf16", "fp16"):
+            return short
+        notes.append("quantized checkpoint: the KV cache and states use the activation dtype, assumed bf16")
+        return "bf16"
+    if short is None:
+        stored = _ST_TO_SHORT.get(str(weights_dtype).upper()) or _short_dtype(weights_dtype)
+        if engine == "transformers":
+            if stored:  # transformers, modeling_utils.py: _get_dtype: dtype "auto" falls back to the stored weights' dtype
+                notes.append(f"config.json has no dtype: transformers uses the stored weights' dtype ({stored})")
+                return stored
+            notes.append("config.json has no dtype and no weights dtype was given: assumed float32 (torch default)")
+            return "fp32"
+        notes.append("config.json has no dtype: vLLM serves float32 models in bf16 (its 'auto' downcast)")
+        return "bf16"
+    if short == "fp32" and engine == "vllm":
+        notes.append("float32 model: vLLM's dtype 'auto' serves it in bf16 (fp16 on GPUs without bf16)")
+        return "bf16"
+    return short
+
+
+def _state_dims(arch: Architecture, family: str, cfg: dict[str, Any], tp: int, act: str, ssm_vllm: str) -> list[_State]:
+    """Conv and recurrent state of one linear/SSM layer, per sequence.
+
+    transformers keeps the conv window at the full kernel width and the recurrent state in float32 (measured);
+    vLLM keeps ``kernel - 1`` conv columns and divides channels/heads by TP (vllm,
+    model_executor/layers/mamba/mamba_utils.py: MambaStateShapeCalculator)."""
+    hidden = arch.hidden_size
+
+    def div(n: int, what: str) -> int:
+        if n % tp:
+            raise UsageError(f"tensor parallel size {tp} does not divide {what} ({n})")
+        return n // tp
+
+    if family == "mamba1":
+        inter: int | None = int(cfg["mamba_expand"] * hidden) if _int(cfg.get("mamba_expand")) else None
+        if not inter:
+            inter = _int(cfg.get("intermediate_size")) if arch.model_type in ("mamba", "falcon_mamba") else None
+        inter = inter or int((cfg.get("expand") or 2) * hidden)
+        n = _int(_first(cfg, "state_size", "mamba_d_state")) or 16
+        k = _int(_first(cfg, "conv_kernel", "mamba_d_conv")) or 4
+        return [
+            _State("conv", inter * k, act, div(inter, "mamba intermediate size") * (k - 1), act),
+            _State("ssm", inter * n, "fp32", div(inter, "mamba intermediate size") * n, ssm_vllm),
+        ]
+    if family == "mamba2":
+        heads = _int(_first(cfg, "mamba_n_heads", "mamba_num_heads", "n_mamba_heads", "num_heads")) or 0
+        expand = _first(cfg, "mamba_expand", "expand")
+        if arch.model_type == "nemotron_h":
+            head_dim = _int(cfg.get("mamba_head_dim")) or 0
+            inter = heads * head_dim
+        else:
+            inter = _int(cfg.get("mamba_d_ssm")) or int((expand or 2) * hidden)
+            declared = _int(_first(cfg, "mamba_d_head", "mamba_headdim", "mamba_head_dim"))
+            if declared is None and arch.model_type == "mamba2":
+                declared = _int(cfg.get("head_dim"))
+            head_dim = declared or (inter // heads if heads else 0)
+        groups = _int(_first(cfg, "mamba_n_groups", "mamba_ngroups", "n_groups")) or 1
+        n = _int(_first(cfg, "mamba_d_state", "ssm_state_size", "state_size")) or 128
+        k = _int(_first(cfg, "mamba_d_conv", "conv_kernel")) or 4
+        extra = 0 if groups % tp == 0 else tp - groups  # vLLM replicates groups to follow head shards
+        conv_hf = inter + 2 * groups * n
+        conv_vllm = div(inter + 2 * (groups + extra) * n, "mamba conv channels")
+        return [
+            _State("conv", conv_hf * k, act, conv_vllm * (k - 1), act),
+            _State("ssm", heads * head_dim * n, "fp32", div(heads, "mamba heads") * head_dim * n, ssm_vllm),
+        ]
+    if family == "gdn":
+        kh = _int(cfg.get("linear_num_key_heads")) or 0
+        vh = _int(cfg.get("linear_num_value_heads")) or 0
+        kd = _int(cfg.get("linear_key_head_dim")) or 0
+        vd = _int(cfg.get("linear_value_head_dim")) or 0
+        k = _int(cfg.get("linear_conv_kernel_dim")) or 4
+        conv = 2 * kh * kd + vh * vd
+        return [
+            _State("conv", conv * k, act, div(conv, "gated-DeltaNet conv channels") * (k - 1), act),
+            _State("recurrent", vh * kd * vd, "fp32", div(vh, "linear value heads") * vd * kd, ssm_vllm),
+        ]
+    if family == "kda":
+        raw_lin = cfg.get("linear_attn_config")
+        lin: dict[str, Any] = raw_lin if isinstance(raw_lin, dict) else {}
+        h = _int(_first(cfg, "linear_num_heads")) or _int(lin.get("num_heads")) or 0
+        d = _int(_first(cfg, "linear_head_dim")) or _int(lin.get("head_dim")) or 0
+        k = _int(_first(cfg, "linear_conv_kernel_dim")) or _int(lin.get("short_conv_kernel_size")) or 4
+        conv = 3 * h * d  # q, k and v short convolutions
+        return [
+            _State("conv", conv * k, act, div(conv, "KDA conv channels") * (k - 1), act),
+            _State("recurrent", h * d * d, "fp32", div(h, "KDA heads") * d * d, "fp32"),  # vLLM kda_state_dtype
+        ]
+    if family == "linear":  # MiniMax-Text-01 lightning attention: one [heads, d, d] state in the model dtype
+        h = _int(cfg.get("num_attention_heads")) or arch.num_attention_heads
+        d = _int(cfg.get("head_dim")) or arch.head_dim
+        return [_State("recurrent", h * d * d, act, div(h, "attention heads") * d * d, act)]
+    if family == "short_conv":  # LFM2: one conv window of conv_L_cache over hidden channels
+        k = _int(cfg.get("conv_L_cache")) or 3
+        return [_State("conv", hidden * k, act, div(hidden, "hidden size") * (k - 1), act)]
+    return []
+
+
+def _kv_heads_and_dim(arch: Architecture, cfg: dict[str, Any], index: int) -> tuple[int, int]:
+    layer = _per_layer(cfg, index)
+    if isinstance(cfg.get("per_layer_config"), dict):  # heterogeneous config: the dict holds the real base values (arch may not)
+        heads = _int(layer.get("num_key_value_heads")) or arch.num_kv_heads
+        dim = _int(layer.get("head_dim")) or arch.head_dim
+    else:
+        heads, dim = arch.num_kv_heads, arch.head_dim
+    if arch.model_type == "falcon" and cfg.get("multi_query") and not cfg.get("new_decoder_architecture"):
+        heads = 1  # transformers, models/falcon/modeling_falcon.py: FalconAttention: multi_query without the new architecture shares one K/V head
+    return heads, dim
+
+
+def _layer_names(arch: Architecture, cfg: dict[str, Any], n: int) -> list[str]:
+    declared = cfg.get("layer_types")
+    if isinstance(declared, list) and len(declared) >= n and all(isinstance(x, str) for x in declared):
+        return list(declared[:n])
+    names = list(arch.layer_type_list or [])
+    if len(names) >= n:
+        return names[:n]
+    return names + ["full_attention"] * (n - len(names))
+
+
+def describe_layers(
+    arch: Architecture, engine: str = "transformers", tp: int = 1, encoder_len: int | None = None, notes: list[str] | None = None,
+    warnings: list[str] | None = None, weights_dtype: str | None = None,
+) -> list[_Layer]:
+    """One entry per decoder layer (plus cross-attention entries for encoder-decoder models)."""
+    notes = notes if notes is not None else []
+    warnings = warnings if warnings is not None else []
+    cfg = arch.text_config or {}
+    act = _model_dtype(arch, engine, [], weights_dtype)
+    ssm_vllm = _short_dtype(_first(cfg, "mamba_ssm_cache_dtype", "mamba_ssm_dtype")) or act
+
+    if arch.model_type in _ENCODER_ONLY:
+        notes.append(f"{arch.model_type} is an encoder-only model: it keeps no KV cache")
+        return []
+
+    n_layers = arch.num_layers
+    if arch.is_encoder_decoder:
+        n_layers = _int(cfg.get("num_decoder_layers")) or arch.num_layers
+    names = _layer_names(arch, cfg, n_layers)
+    shared = _int(cfg.get("num_kv_shared_layers")) or 0
+    family = _STATE_FAMILY.get(arch.model_type) or _STATE_FAMILY.get(str(cfg.get("model_type")))
+    window_default = _int(cfg.get("sliding_window"))
+    if window_default is not None and cfg.get("use_sliding_window") is False:
+        window_default = None
+    if arch.model_type == "gemma4" and cfg.get("use_bidirectional_attention") == "all" and window_default:
+        window_default = window_default // 2 + 1  # transformers, Gemma4TextConfig.__post_init__ halves it for bidirectional use
+    chunk = _int(cfg.get("attention_chunk_size"))
+    mla = arch.mla
+    unknown_state_warned = False
+
+    layers: list[_Layer] = []
+    for i, raw_name in enumerate(names):
+        name = str(raw_name)
+        if shared and i >= n_layers - shared:
+            layers.append(_Layer(i, "kv_shared"))
+            continue
+        if name in _NONE:
+            layers.append(_Layer(i, "no_cache"))
+            continue
+        has_state = name in _STATE or name in ("hybrid", "hybrid_sliding")
+        attn: str | None = None
+        if name in _FULL or name == "hybrid":
+            attn = "full"
+        elif name in _SLIDING or name == "hybrid_sliding":
+            attn = "sliding"
+        elif name in _CHUNKED:
+            attn = "chunked"
+        elif not has_state:
+            warnings.append(f"layer type {name!r} is not modelled; counted as full attention")
+            attn = "full"
+        layer = _Layer(i, "")
+        if has_state:
+            states = _state_dims(arch, family, cfg, tp, act, ssm_vllm) if family else []
+            if not states and not unknown_state_warned:
+                warnings.append(
+                    f"recurrent state size of {name} layers is not modelled for model_type {arch.model_type!r}: "
+                    "counted as 0 bytes"
+                )
+                unknown_state_warned = True
+            layer.states = states
+        if attn is not None:
+            window = None
+            if attn == "sliding":
+                window = _int(_per_layer(cfg, i).get("sliding_window")) or window_default
+                if window is None:
+                    attn = "full"
+            elif attn == "chunked":
+                window = chunk
+                if window is None:
+                    attn = "full"
+            if mla is not None and attn == "full":
+                layer.attn, layer.kv_heads, layer.dk, layer.dv = "mla", 1, mla["kv_lora_rank"], mla["qk_rope_head_dim"]
+            else:
+                heads, dim = _kv_heads_and_dim(arch, cfg, i)
+                per_gpu = max(1, heads // tp)
+                if tp > 1 and heads < tp:
+                    notes.append(f"{heads} KV heads < tp {tp}: KV heads are replicated, 1 per GPU")
+                layer.attn, layer.kv_heads, layer.dk, layer.dv, layer.window = attn, per_gpu, dim, dim, window
+        if attn is None:
+            layer.label = {"mamba1": "mamba", "mamba2": "mamba", "short_conv": "conv"}.get(family or "", "linear_attention")
+        elif has_state:
+            layer.label = "hybrid" if attn == "full" else "hybrid_sliding"
+        else:
+            assert layer.attn is not None  # set with attn above
+            layer.label = {"full": "full_attention", "mla": "mla", "sliding": "sliding_attention",
+                           "chunked": "chunked_attention"}[layer.attn]
+        layers.append(layer)
+
+    if arch.is_encoder_decoder:
+        heads = _int(cfg.get("decoder_attention_heads")) or arch.num_kv_heads
+        dim = arch.head_dim
+        if _int(cfg.get("decoder_attention_heads")) and not _int(cfg.get("d_kv")) and not _int(cfg.get("head_dim")):
+            dim = arch.hidden_size // heads
+        for j in range(n_layers):
+            layers.append(_Layer(n_layers + j, "cross_attention", "cross", max(1, heads // tp), dim, dim, encoder_len))
+    if mla is not None:
+        notes.append(
+            f"MLA: one latent of kv_lora_rank {mla['kv_lora_rank']} + qk_rope_head_dim {mla['qk_rope_head_dim']} per "
+            "token per layer (transformers >= 5 and vLLM); not divided by tensor parallelism"
+        )
+    if shared:
+        notes.append(f"the last {shared} layers reuse earlier layers' KV (num_kv_shared_layers) and keep no cache")
+    return layers
+
+
+def _attn_bytes_per_token(layer: _Layer, dtype: str, engine: str) -> int:
+    """Bytes one token costs in one attention layer (per sequence, per GPU)."""
+    if layer.attn == "mla":
+        if engine == "vllm":  # vllm, v1/kv_cache_interface.py: MLAAttentionSpec: one row of kv_lora_rank + qk_rope_head_dim
+            b = row_bytes(layer.dk + layer.dv, dtype)
+        else:  # transformers: keys [.., kv_lora_rank], values [.., qk_rope_head_dim]
+            b = row_bytes(layer.dk, dtype) + row_bytes(layer.dv, dtype)
+    else:
+        b = row_bytes(layer.kv_heads * layer.dk, dtype) + row_bytes(layer.kv_heads * layer.dv, dtype)
+    if engine == "vllm" and dtype == "int8":
+        b += 2 * layer.kv_heads * 4  # vllm, v1/kv_cache_interface.py: AttentionSpec.page_size_bytes: fp32 scales
+    return b
+
+
+def _state_bytes(layer: _Layer, engine: str) -> int:
+    if engine == "vllm":
+        return sum(cdiv(s.vllm_elements * _BITS[s.vllm_dtype], 8) for s in layer.states)
+    return sum(cdiv(s.hf_elements * _BITS[s.hf_dtype], 8) for s in layer.states)
+
+
+def _add(table: dict[str, dict[str, int]], label: str, **values: int) -> None:
+    entry = table.setdefault(label, {"layers": 0, "tokens": 0, "bytes": 0})
+    for key, value in values.items():
+        if key == "tokens":
+            entry["tokens"] = max(entry["tokens"], value)
+        else:
+            entry[key] = entry.get(key, 0) + value

@@ -1,0 +1,204 @@
+"""vLLM V1's paged KV cache: the blocks the block manager reserves for `batch` requests of `context` tokens, per
+layer spec and layer group (vllm, v1/kv_cache_interface.py and v1/core/kv_cache_utils.py; sources per function)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from hfmem.errors import UsageError
+from hfmem.memory.kv.estimate import KVCacheEstimate
+from hfmem.memory.kv.layers import _add, _attn_bytes_per_token, _Layer, _state_bytes
+from hfmem.model.architecture import Architecture
+from hfmem.units import cdiv
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """One layer's vLLM KV cache spec (per GPU)."""
+
+    kind: str  # full | sliding | chunked | mamba | cross
+    block_size: int
+    page: int  # bytes of one block of this layer
+    window: int | None = None
+
+    def usage(self, context: int, mbt: int, encoder_len: int | None) -> int:
+        """max_memory_usage_bytes with max_model_len = context (vllm, v1/kv_cache_interface.py: each spec's
+        max_memory_usage_bytes)."""
+        bs = self.block_size
+        if self.kind == "full":
+            return cdiv(context, bs) * self.page
+        if self.kind in ("sliding", "chunked"):
+            assert self.window is not None  # _vllm_specs gives every sliding/chunked spec its window
+            if self.kind == "sliding":  # SlidingWindowSpec: +1 because the window may start mid-block
+                return (cdiv(min(self.window - 1 + mbt, context), bs) + 1) * self.page
+            # ChunkedLocalAttentionSpec
+            return cdiv(min(self.window + mbt, context), bs) * self.page
+        if self.kind == "mamba":  # MambaSpec, mamba_cache_mode "none", no speculative blocks
+            return self.page
+        if self.kind == "cross":  # CrossAttentionSpec: max_num_encoder_input_tokens
+            return cdiv(encoder_len or 0, bs) * self.page
+        raise AssertionError(self.kind)
+
+
+def _vllm_specs(layers: list[_Layer], dtype: str, block_size: int, full_only: bool,
+                assumptions: list[str]) -> tuple[dict[int, _Spec], int]:
+    """Per-layer specs after the hybrid block-size/padding rule (vllm, model_executor/models/config.py:
+    HybridAttentionMambaModelConfig)."""
+    attn_layers = [l for l in layers if l.attn]
+    state_layers = [l for l in layers if l.states]
+    bs = block_size
+    if attn_layers and state_layers:
+        # vllm, model_executor/models/config.py: HybridAttentionMambaModelConfig: attention page (per token) from the first attention
+        # layer; block size = 16 * cdiv(mamba_page, 16 * attn_page_1_token) if larger than the configured one.
+        p1 = _attn_bytes_per_token(attn_layers[0], dtype, "vllm")
+        mamba_page = max(_state_bytes(l, "vllm") for l in state_layers)
+        needed = 16 * cdiv(mamba_page, 16 * p1)
+        if bs < needed:
+            assumptions.append(f"hybrid attention/state model: vLLM raises the attention block size to {needed} tokens "
+                               "so one attention page holds one state page (state page padded to it)")
+            bs = needed
+    specs: dict[int, _Spec] = {}
+    attn_page_for_state = None
+    if attn_layers and state_layers:
+        attn_page_for_state = bs * _attn_bytes_per_token(attn_layers[0], dtype, "vllm")
+    for l in layers:
+        if l.attn:
+            kind = {"mla": "full", "full": "full", "sliding": "sliding", "chunked": "chunked", "cross": "cross"}[l.attn]
+            if full_only and kind in ("sliding", "chunked"):
+                kind = "full"
+            page = bs * _attn_bytes_per_token(l, dtype, "vllm")
+            specs[l.index] = _Spec(kind, bs, page, l.window if kind in ("sliding", "chunked") else None)
+        if l.states:
+            page = _state_bytes(l, "vllm")
+            padded = max(page, attn_page_for_state or 0)
+            # a hybrid layer (attention + state in one layer, e.g. Falcon-H1) registers two specs in vLLM
+            specs[-1 - l.index if l.attn else l.index] = _Spec("mamba", bs, padded)
+    return specs, bs
+
+
+def _vllm_groups(specs: dict[int, _Spec], assumptions: list[str]) -> tuple[list[tuple[_Spec, list[int]]], int, bool]:
+    """(groups as (spec, member layer keys), group_size, general_case) following vllm, v1/core/kv_cache_utils.py:
+    get_kv_cache_groups."""
+    values = list(specs.values())
+    if not values:
+        return [], 0, False
+    if all(v == values[0] for v in values):  # vllm, v1/core/kv_cache_utils.py: is_kv_cache_spec_uniform
+        return [(values[0], list(specs))], len(values), False
+    kinds = {(v.kind, v.window, v.block_size) for v in values}
+    if len(kinds) == 1:  # UniformTypeKVCacheSpecs: one group, pages summed per layer
+        return [(v, [k]) for k, v in specs.items()], 1, False
+    # kv_cache_utils.py: unify_kv_cache_spec_page_size: enlarge the block size of smaller pages to the largest page
+    max_page = max(v.page for v in values)
+    unified: dict[int, _Spec] = {}
+    for key, v in specs.items():
+        if v.page == max_page:
+            unified[key] = v
+            continue
+        if max_page % v.page:
+            raise UsageError("vLLM cannot unify this model's KV page sizes (not divisible); no vLLM estimate")
+        ratio = max_page // v.page
+        unified[key] = replace(v, block_size=v.block_size * ratio, page=max_page)
+    same: dict[_Spec, list[int]] = {}
+    for key, v in unified.items():
+        same.setdefault(v, []).append(key)
+    counts = [len(m) for m in same.values()]
+    group_size = min(counts)
+    if max(counts) < group_size * 1.5:
+        group_size = max(counts)
+    groups: list[tuple[_Spec, list[int]]] = []
+    for spec, members in same.items():
+        n_groups = cdiv(len(members), group_size)
+        pad = n_groups * group_size - len(members)
+        if pad:
+            assumptions.append(f"vLLM pads {len(members)} {spec.kind} layers to {n_groups * group_size} "
+                               f"(groups of {group_size}): {pad} padding layer(s) of pages")
+        for g in range(n_groups):
+            groups.append((spec, members[g::n_groups]))
+    return groups, group_size, True
+
+
+def _vllm_per_request(layers: list[_Layer], specs: dict[int, _Spec], context: int, mbt: int,
+                      assumptions: list[str]) -> tuple[int, int, dict[str, dict[str, int]], int]:
+    """(bytes one request of `context` tokens reserves, of which in growing full-attention pages, per-label split,
+    bytes of one pool block across layers: the divisor of kv_cache_utils.py: get_num_blocks and
+    get_max_concurrency_for_kv_cache_config)."""
+    groups, group_size, general = _vllm_groups(specs, assumptions)
+    label_of = {}
+    for l in layers:
+        if l.attn:
+            label_of[l.index] = l.label
+        if l.states:
+            label_of[-1 - l.index if l.attn else l.index] = l.label
+    enc = next((l.window for l in layers if l.attn == "cross"), None)
+    by: dict[str, dict[str, int]] = {}
+    total = growing = 0
+    if general:
+        bytes_per_block = group_size * groups[0][0].page
+    else:
+        bytes_per_block = sum(spec.page * len(members) for spec, members in groups)
+    for spec, members in groups:
+        blocks = cdiv(spec.usage(context, mbt, enc), spec.page)
+        if general:  # kv_cache_utils.py: _max_memory_usage_bytes_from_groups: group_size pools, one layer of every group each
+            group_bytes = group_size * spec.page * blocks
+            _add(by, label_of[members[0]], bytes=group_bytes, padding_slots=group_size - len(members),
+                 tokens=blocks * spec.block_size if spec.kind != "mamba" else 0)
+        else:  # uniform spec / uniform type: every layer its own pages
+            group_bytes = len(members) * spec.page * blocks
+            for key in members:
+                _add(by, label_of[key], bytes=spec.page * blocks,
+                     tokens=blocks * spec.block_size if spec.kind != "mamba" else 0)
+        total += group_bytes
+        if spec.kind == "full":
+            growing += group_bytes
+    return total, growing, by, bytes_per_block
+
+
+def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, batch: int, block_size: int, mbt: int,
+          assumptions: list[str], warnings: list[str]) -> KVCacheEstimate:
+    local: list[str] = []
+    specs, bs = _vllm_specs(layers, dtype, block_size, False, local)
+    per_request, growing, by_req, bytes_per_block = _vllm_per_request(layers, specs, context, mbt, local)
+    has_window = any(l.attn in ("sliding", "chunked") for l in layers)
+    reserved = per_request
+    if has_window:
+        full_specs, _ = _vllm_specs(layers, dtype, block_size, True, [])
+        reserved, _, _, _ = _vllm_per_request(layers, full_specs, context, mbt, [])
+    by: dict[str, dict[str, int]] = {}
+    per_token = 0
+    for l in layers:
+        if l.label in ("kv_shared", "no_cache"):
+            _add(by, l.label, layers=1)
+            continue
+        bpt = _attn_bytes_per_token(l, dtype, "vllm") if l.attn else 0
+        if l.attn in ("full", "mla"):
+            per_token += bpt
+        _add(by, l.label, layers=1, bytes_per_token=bpt, state_bytes=_state_bytes(l, "vllm"))
+    for label, entry in by_req.items():
+        target = by.setdefault(label, {"layers": 0})
+        target["bytes"] = batch * entry.get("bytes", 0)
+        target["tokens"] = entry.get("tokens", 0)
+        if entry.get("padding_slots"):
+            target["padding_layers"] = entry["padding_slots"]
+    for entry in by.values():
+        for key in ("tokens", "bytes", "bytes_per_token", "state_bytes"):
+            entry.setdefault(key, 0)
+    assumptions_v = [f"vLLM V1 paged KV cache: block_size {bs}, rounded up to whole blocks per layer group"]
+    if has_window:
+        assumptions_v.append(
+            f"sliding/chunked layers: vLLM's admission bound min(window - 1 + max_num_batched_tokens ({mbt:,}), "
+            "context) + 1 block; page_reserved_total_bytes gives them full-length pages "
+            "(--disable-hybrid-kv-cache-manager)"
+        )
+    if arch.mla is not None:
+        assumptions_v.append("MLA backends that force a larger block size (FlashMLA: 64) round to that instead")
+    if any(l.states for l in layers):
+        assumptions_v.append("state layers: one state page per request (mamba_cache_mode 'none', no speculative decoding)")
+    return KVCacheEstimate(
+        engine="vllm", dtype=dtype, context=context, batch=batch, bytes_per_token=per_token,
+        constant_bytes=per_request - growing, total_bytes=batch * per_request, by_layer_type=by, block_size=bs,
+        page_reserved_total_bytes=batch * reserved, bytes_per_block=bytes_per_block,
+        blocks_per_request=cdiv(per_request, bytes_per_block) if bytes_per_block else 0,
+        total_is=("window-capped: hybrid KV cache manager on (vLLM default)" if has_window
+                  else "blocks vLLM reserves for the requests"),
+        assumptions=assumptions_v + local,
+    )
