@@ -89,7 +89,8 @@ def _speech_generator_moe(config: dict[str, Any] | None) -> tuple[int | None, in
     talker = (config or {}).get("talker_config")
     if not isinstance(talker, dict):
         return None, None
-    text = talker.get("text_config") if isinstance(talker.get("text_config"), dict) else talker
+    talker_text = talker.get("text_config")
+    text: dict[str, Any] = talker_text if isinstance(talker_text, dict) else talker
     k = text.get("num_experts_per_tok")
     e = text.get("num_experts") or text.get("num_local_experts")
     return (e if isinstance(e, int) else None), (k if isinstance(k, int) else None)

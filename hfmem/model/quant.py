@@ -89,7 +89,9 @@ class QuantScheme:
 
 def quant_config(config: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
     """(quantization config, key) from config.json, also nested under text_config; MLX uses ``quantization``."""
-    for holder in (config, config.get("text_config") if isinstance(config.get("text_config"), dict) else {}):
+    text_config = config.get("text_config")
+    holders: tuple[dict[str, Any], ...] = (config, text_config) if isinstance(text_config, dict) else (config,)
+    for holder in holders:
         q = holder.get("quantization_config")
         if isinstance(q, dict):
             return q, "quantization_config"
@@ -143,10 +145,10 @@ def scheme_from_config(q: dict[str, Any], key: str = "quantization_config") -> Q
         return QuantScheme(method, 8, _MX_BLOCK, {"weight_block_size": q.get("weight_block_size")}, "config", q)
     if method == "mxfp4":
         return QuantScheme(method, 4, _MX_BLOCK, {}, "config", q)
-    bits = _int_or_none(q.get("bits") or q.get("w_bit") or q.get("num_bits") or q.get("wbits"))
+    int_bits = _int_or_none(q.get("bits") or q.get("w_bit") or q.get("num_bits") or q.get("wbits"))
     group = _int_or_none(q.get("group_size") if "group_size" in q else q.get("q_group_size"))
     keys = ("version", "desc_act", "sym", "zero_point", "checkpoint_format", "backend")
-    return QuantScheme(method, bits, group, {k: q[k] for k in keys if k in q}, "config", q)
+    return QuantScheme(method, int_bits, group, {k: q[k] for k in keys if k in q}, "config", q)
 
 
 def scheme_from_tensors(entries: list[TensorEntry]) -> QuantScheme | None:
@@ -551,12 +553,12 @@ class Quantizer:
         if self.scale_kinds:
             out["scales"] = dict(sorted(self.scale_kinds.items()))
         if self.scheme is not None and self.scheme.source == "tensors" and self.linears:
-            lay = {k[0] for k in self.linears}
-            bits = {k[1] for k in self.linears}
-            if len(lay) == 1:
-                out["method"] = lay.pop()
-            if len(bits) == 1:
-                out["bits"] = bits.pop()
+            layout_set = {k[0] for k in self.linears}
+            bit_set = {k[1] for k in self.linears}
+            if len(layout_set) == 1:
+                out["method"] = layout_set.pop()
+            if len(bit_set) == 1:
+                out["bits"] = bit_set.pop()
         if self.bnb_blocksizes:
             out["blocksize_from_shapes"] = self.bnb_blocksizes.most_common(1)[0][0]
         if self.bnb_quant_types:
@@ -606,10 +608,10 @@ class Quantizer:
         block = s.details.get("weight_block_size")
         if s.method in ("fp8", "mxfp8") and isinstance(block, list) and len(block) == 2:
             want = f"mx 1x{_MX_BLOCK}" if s.method == "mxfp8" else f"block {block[0]}x{block[1]}"
-            odd = {k: n for k, n in self.scale_kinds.items() if k.startswith(("block", "mx")) and k != want}
-            if odd and not (s.method == "fp8" and set(odd) == {f"mx 1x{_MX_BLOCK}"}):  # FP4 experts warned above
+            odd_scales = {k: n for k, n in self.scale_kinds.items() if k.startswith(("block", "mx")) and k != want}
+            if odd_scales and not (s.method == "fp8" and set(odd_scales) == {f"mx 1x{_MX_BLOCK}"}):  # FP4 experts warned above
                 warnings.append(f"quantization_config weight_block_size {block} but weight scales are "
-                                + ", ".join(f"{k} ({n} tensors)" for k, n in sorted(odd.items())))
+                                + ", ".join(f"{k} ({n} tensors)" for k, n in sorted(odd_scales.items())))
         if s.method == "bitsandbytes-4bit":
             qt = self.bnb_quant_types.most_common(1)[0][0] if self.bnb_quant_types else None
             if qt and qt != s.details.get("quant_type"):
