@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hfmem.hub.fetch import ModelFiles, looks_local, read_hub, read_local
+from hfmem.hub.files import ModelFiles
+from hfmem.hub.local import looks_local, read_local
+from hfmem.hub.remote import read_hub
 from hfmem.model.architecture import Architecture, build_architecture
 from hfmem.model.inventory import CountedTensor, Parameters, count_tensors, summarize
 from hfmem.model.moe import summarize_moe

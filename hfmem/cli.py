@@ -250,7 +250,7 @@ def check_cmd(model: str, revision: str | None, token: str | None, timeout: floa
 
     def body() -> None:
         from hfmem.api import analyze
-        from hfmem.memory.planner import cache_free_bytes, hub_download_bytes
+        from hfmem.hub.disk import cache_free_bytes, hub_download_bytes
         from hfmem.units import fmt_bytes
 
         if not opts.get("gpu"):

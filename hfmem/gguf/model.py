@@ -1,10 +1,9 @@
-"""Analyse GGUF repos and files: exact weights per file from GGUF headers, and llama.cpp's KV cache.
+"""Analyse GGUF repos and files: exact weights per file from GGUF headers, and llama.cpp's KV cache."""
 
-KV follows llama.cpp's cache (src/llama-kv-cache.cpp, llama-kv-cache-iswa.cpp): per layer K of
-n_head_kv x key_length and V of n_head_kv x value_length per cell, in the cache type (f16 default; q8_0 = 34 bytes
-per 32 values, q4_0 = 18 per 32), for a context padded up to 256 cells; sliding-window layers of iSWA models keep
-min(context, pad(window + n_ubatch, 256)) cells per sequence (n_ubatch = 512 by default).
-"""
+# KV follows llama.cpp's cache (src/llama-kv-cache.cpp, llama-kv-cache-iswa.cpp): per layer K of
+# n_head_kv x key_length and V of n_head_kv x value_length per cell, in the cache type (f16 default; q8_0 = 34 bytes
+# per 32 values, q4_0 = 18 per 32), for a context padded up to 256 cells; sliding-window layers of iSWA models keep
+# min(context, pad(window + n_ubatch, 256)) cells per sequence (n_ubatch = 512 by default).
 
 from __future__ import annotations
 
@@ -192,7 +191,7 @@ def gguf_kv(arch: dict[str, Any], context: int, batch: int = 1, cache_type: str 
     window = arch.get("sliding_window")
     pattern = _SWA_PATTERN.get(arch["architecture"]) if window else None
     cells = _pad(context)
-    swa_cells = min(cells, _pad(int(window) * batch + _N_UBATCH)) if pattern else cells
+    swa_cells = min(cells, _pad(int(window or 0) * batch + _N_UBATCH)) if pattern else cells
     by_type: dict[str, dict[str, int]] = {}
     per_token = constant = total = 0
     for i, n_kv in enumerate(per_layer_heads):
@@ -233,6 +232,7 @@ def analyze_gguf(
     path = Path(ref).expanduser()
     counter: list[int] = []
     if path.exists():
+        files: dict[str, int | None]
         if path.is_file():
             files = {path.name: path.stat().st_size}
             root = path.parent
@@ -244,10 +244,10 @@ def analyze_gguf(
     else:
         from huggingface_hub import HfApi
 
-        from hfmem.hub.fetch import _HubContext, check_revision
+        from hfmem.hub.remote import HubContext, check_revision
 
         check_revision(revision)
-        ctx = _HubContext(ref, revision, token, timeout or 10.0)
+        ctx = HubContext(ref, revision, token, timeout or 10.0)
         # One request: the commit sha and every file's size (retried on transient failures, see retry.py).
         info = ctx.guard(lambda: ctx.call(lambda: HfApi().model_info(ref, revision=revision, token=token, files_metadata=True)))
         files = {s.rfilename: s.size for s in info.siblings or [] if s.rfilename.endswith(".gguf")}
