@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hfmem.errors import HfmemError, NoConfig, NoSafetensors, UsageError
-from hfmem.hub.fetch import ModelFiles, looks_local, read_hub, read_local
+from hfmem.hub.files import ModelFiles
+from hfmem.hub.local import looks_local, read_local
+from hfmem.hub.remote import read_hub
 from hfmem.model.architecture import build_architecture
 from hfmem.model.inventory import count_tensors, summarize
 from hfmem.model.moe import summarize_moe
@@ -257,7 +259,7 @@ def check(
 ) -> CheckResult:
     """Pre-download check: does ``ref`` fit ``gpu`` (a catalog name or a size such as "24GB") at ``ctx``, and does
     its download fit the disk of the HF cache? Options as :func:`analyze`."""
-    from hfmem.memory.planner import cache_free_bytes, hub_download_bytes
+    from hfmem.hub.disk import cache_free_bytes, hub_download_bytes
 
     if not gpu:
         raise UsageError("check needs --gpu (a catalog name or a size such as 24GB)")

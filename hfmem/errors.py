@@ -16,13 +16,39 @@ def redact(text: str, token: object = None) -> str:
 
 
 class HfmemError(Exception):
-    """Base class: one clear line for the user, and a distinct exit code."""
+    """Base class: one clear line for the user, and a distinct exit code.
+
+    Like huggingface_hub's errors (huggingface_hub, errors.py: HfHubHTTPError), it carries what it is about as
+    fields, each None when unknown: the Hub repo id, the revision asked for, the file or local path, and the HTTP
+    status of the answer that failed. ``message`` is the line the CLI prints.
+    """
 
     exit_code = 10
 
-    def __init__(self, message: str):
+    def __init__(
+        self,
+        message: str,
+        *,
+        repo_id: str | None = None,
+        revision: str | None = None,
+        path: str | None = None,
+        status: int | None = None,
+    ):
         super().__init__(message)
         self.message = message
+        self.repo_id = repo_id
+        self.revision = revision
+        self.path = path
+        self.status = status
+
+    def fill(self, *, repo_id: str | None = None, revision: str | None = None, path: str | None = None) -> None:
+        """Set the fields still unknown where the error was raised (a caller higher up knows the repo)."""
+        if self.repo_id is None:
+            self.repo_id = repo_id
+        if self.revision is None:
+            self.revision = revision
+        if self.path is None:
+            self.path = path
 
 
 class UsageError(HfmemError):

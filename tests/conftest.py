@@ -29,7 +29,7 @@ def stub_repo(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _private_hfmem_cache(tmp_path_factory, monkeypatch):
-    """hfmem's digest/normalisation cache (hfmem.hub.digest) per test, never the user's ~/.cache (subprocesses too)."""
+    """hfmem's digest/normalisation cache (hfmem.hub.cachedir) per test, never the user's ~/.cache (subprocesses too)."""
     monkeypatch.setenv("HFMEM_CACHE", str(tmp_path_factory.mktemp("hfmem_cache")))
 
 

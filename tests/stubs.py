@@ -77,7 +77,7 @@ def fixture_repo_ids() -> list[str]:
 def model_files(repo_id: str, config: dict[str, Any] | None = None, tensors: list | None = None):
     """An in-memory ``ModelFiles`` for a fixture inventory (no stub files written): for large inventories and for
     variants with an edited config or tensor list. Shapes and byte sizes are validated like a real header."""
-    from hfmem.hub.fetch import ModelFiles
+    from hfmem.hub.files import ModelFiles
     from hfmem.hub.header import validate_header
 
     tensors = load_inventory(repo_id)["tensors"] if tensors is None else tensors

@@ -162,3 +162,29 @@ def test_debug_shows_the_traceback(tmp_path, cli):
 def test_unknown_gpu_is_a_usage_error(fixtures_dir, cli):
     out = cli([str(fixtures_dir / "models/Qwen/Qwen2-7B-Instruct"), "--gpu", "banana"])
     _one_line_error(out, 2, "unknown GPU 'banana'")
+
+
+def test_errors_carry_repo_revision_path_and_status(hub_env, stub_repo, tmp_path):
+    """Beyond the message, an error names what it is about (as huggingface_hub's errors do): repo_id, revision,
+    path and the HTTP status, each None when unknown."""
+    from hfmem.api import read_model
+    from hfmem.errors import GatedRepo, LocalPathError, RepoNotFound, RevisionNotFound
+
+    with pytest.raises(RepoNotFound) as missing:
+        read_model("nobody/nothing-here")
+    assert (missing.value.repo_id, missing.value.revision, missing.value.status) == ("nobody/nothing-here", None, 401)
+
+    _serve(hub_env, stub_repo, SMALL, "meta-llama/Gated", gated=True)
+    with pytest.raises(GatedRepo) as gated:
+        read_model("meta-llama/Gated")
+    assert (gated.value.repo_id, gated.value.status) == ("meta-llama/Gated", 401)
+
+    _serve(hub_env, stub_repo, SMALL)
+    with pytest.raises(RevisionNotFound) as revision:
+        read_model(SMALL, revision="no-such-branch")
+    assert (revision.value.repo_id, revision.value.revision, revision.value.status) == (SMALL, "no-such-branch", 404)
+
+    where = str(tmp_path / "missing")
+    with pytest.raises(LocalPathError) as local:
+        read_model(where)
+    assert (local.value.path, local.value.repo_id, local.value.status) == (where, None, None)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hfmem.api import analyze_files, attach_sections
 from hfmem.model.dtypes import DTYPE_BITS
 from hfmem.errors import HfmemError, MalformedConfig, MalformedHeader
-from hfmem.hub.fetch import ModelFiles, load_json_text
+from hfmem.hub.files import ModelFiles, load_json_text
 from hfmem.hub.header import FileHeader, parse_file_bytes, parse_header_bytes
 from hfmem.model.inventory import count_tensors, summarize
 from stubs import header_bytes, load_config, load_inventory

@@ -13,10 +13,12 @@ import pytest
 from click.testing import CliRunner
 
 import hfmem
+from hfmem.hub import disk as disk_mod
 from hfmem.memory import planner as planner_mod
 from hfmem.cli import main
 from hfmem.memory.gpus import CATALOG, GB, GiB, parse_size, resolve_gpu
-from hfmem.memory.planner import Planner, folder_size, shard
+from hfmem.hub.disk import folder_size
+from hfmem.memory.planner import Planner, shard
 from hfmem.render.plan import fit_line
 from hub_server import RepoSpec
 
@@ -241,7 +243,7 @@ def test_check_exit_codes_local(stub_repo):
 def test_check_hub_repo_download_size(hub_env, stub_repo):
     root = stub_repo(QWEN)
     hub_env.add_repo(QWEN, RepoSpec(root=root))
-    assert planner_mod.hub_download_bytes(QWEN) == folder_size(root)
+    assert disk_mod.hub_download_bytes(QWEN) == folder_size(root)
     ok = _check(QWEN, "--gpu", "h100", "--ctx", "32k")
     assert ok.returncode == 0, ok.stderr
     assert "download " in ok.stdout and "free at" in ok.stdout and len(ok.stdout.strip().splitlines()) == 1
@@ -249,6 +251,6 @@ def test_check_hub_repo_download_size(hub_env, stub_repo):
 
 def test_check_fails_when_disk_is_too_small(hub_env, stub_repo, monkeypatch):
     hub_env.add_repo(QWEN, RepoSpec(root=stub_repo(QWEN)))
-    monkeypatch.setattr(planner_mod, "cache_free_bytes", lambda: ("/tiny", 1000))
+    monkeypatch.setattr(disk_mod, "cache_free_bytes", lambda: ("/tiny", 1000))
     result = CliRunner().invoke(main, ["check", QWEN, "--gpu", "h100", "--ctx", "4k"])
     assert result.exit_code == 1 and "not enough disk" in result.output

@@ -14,7 +14,7 @@ import pytest
 import hfmem
 from entry import SRC, cli  # noqa: F401  (fixture)
 from hfmem import errors
-from hfmem.hub.fetch import check_revision
+from hfmem.hub.remote import check_revision
 from hub_server import RepoSpec
 from stubs import header_bytes
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 import hfmem
-from hfmem.hub import digest as cache, fetch
-from hfmem.model import inventory
+from hfmem.hub import cachedir, remote
+from hfmem.hub import digest as cache
+from hfmem.model import inventory, normalise
 from hub_server import RepoSpec
 from stubs import header_bytes
 
@@ -93,7 +94,7 @@ def test_other_revision_is_config_index_and_one_range_per_shard(hub_env, tmp_pat
     root = _many_shards(tmp_path, 64)
     hub_env.add_repo("org/moe", RepoSpec(root=root, revisions={"v1": ("b" * 40, root)}))
     hub_env.latency_s = LATENCY
-    files = fetch.read_hub("org/moe", revision="v1")
+    files = remote.read_hub("org/moe", revision="v1")
     assert files.revision == "b" * 40 and len(files.headers) == 64
     log = _log(hub_env)
     ranged = [r for r in hub_env.requests if r.range]
@@ -118,7 +119,7 @@ def test_speculative_range_is_sized_from_the_index(hub_env, tmp_path):
     # 4 shards with ~200 kB headers each (long names): still one range per shard, none larger than needed x2.
     root = _many_shards(tmp_path, 4, tensors_per_shard=600, name_pad="x" * 200 + ".")
     hub_env.add_repo("org/long", RepoSpec(root=root, revisions={"v1": ("c" * 40, root)}))
-    files = fetch.read_hub("org/long", revision="v1")
+    files = remote.read_hub("org/long", revision="v1")
     assert sum(len(h.tensors) for h in files.headers) == 2400
     ranged = [r for r in hub_env.requests if r.range]
     assert len(ranged) == 4
@@ -133,13 +134,13 @@ def test_second_range_only_for_a_header_beyond_the_first_read(hub_env, tmp_path)
     (root / "config.json").write_text('{"model_type": "llama"}')
     tensors = [(f"model.layers.{i}.self_attn.q_proj.{'y' * 300}.weight", "F16", [2, 2]) for i in range(1200)]
     raw = header_bytes(tensors)
-    assert len(raw) > fetch.SPECULATIVE_RANGE
+    assert len(raw) > remote.SPECULATIVE_RANGE
     (root / "model.safetensors").write_bytes(raw + b"\0" * (1 << 20))  # with "weights" after the header
     hub_env.add_repo("org/big", RepoSpec(root=root))
-    files = fetch.read_hub("org/big")
+    files = remote.read_hub("org/big")
     assert len(files.headers[0].tensors) == 1200
     ranged = [r for r in hub_env.requests if r.range]
-    assert [r.range for r in ranged] == [f"bytes=0-{fetch.SPECULATIVE_RANGE - 1}", f"bytes={fetch.SPECULATIVE_RANGE}-{len(raw) - 1}"]
+    assert [r.range for r in ranged] == [f"bytes=0-{remote.SPECULATIVE_RANGE - 1}", f"bytes={remote.SPECULATIVE_RANGE}-{len(raw) - 1}"]
     assert sum(r.bytes_sent for r in ranged) == len(raw), "never a byte of the weights"
 
 
@@ -182,7 +183,7 @@ def test_moved_branch_refetches_headers(hub_env, stub_repo, tmp_path):
     hfmem.analyze(QWEN)
     spec.sha = "d" * 40  # main now points at another commit
     hub_env.clear_log()
-    files = fetch.read_hub(QWEN)
+    files = remote.read_hub(QWEN)
     assert files.revision == "d" * 40
     assert [p.rsplit("/", 1)[1] for _, p, _ in _log(hub_env)] == ["config.json", "model.safetensors.index.json"]
     assert cache.read_ref(QWEN, None) == "d" * 40 and cache.load(QWEN, "d" * 40) is not None
@@ -202,7 +203,7 @@ def test_moved_branch_refetches_headers(hub_env, stub_repo, tmp_path):
 def test_corrupt_entry_is_ignored_and_rewritten(hub_env, stub_repo, damage):
     spec = _serve(hub_env, stub_repo)
     first = hfmem.analyze(QWEN).to_dict()
-    entry = cache.cache_root() / f"models--{QWEN.replace('/', '--')}" / "digests" / f"{spec.sha}.json"
+    entry = cachedir.cache_root() / f"models--{QWEN.replace('/', '--')}" / "digests" / f"{spec.sha}.json"
     assert entry.is_file()
     damage(entry)
     assert cache.load(QWEN, spec.sha) is None
@@ -215,13 +216,13 @@ def test_corrupt_entry_is_ignored_and_rewritten(hub_env, stub_repo, damage):
 def test_atomic_write_leaves_old_entry_and_no_temp_files(hub_env, stub_repo, monkeypatch):
     spec = _serve(hub_env, stub_repo)
     hfmem.analyze(QWEN)
-    digests = cache.cache_root() / f"models--{QWEN.replace('/', '--')}" / "digests"
+    digests = cachedir.cache_root() / f"models--{QWEN.replace('/', '--')}" / "digests"
     before = (digests / f"{spec.sha}.json").read_bytes()
 
     def boom(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(cache.os, "replace", boom)
+    monkeypatch.setattr(cachedir.os, "replace", boom)
     hit = cache.load(QWEN, spec.sha)
     cache.store(QWEN, spec.sha, *hit)  # a failed write does not raise ...
     assert (digests / f"{spec.sha}.json").read_bytes() == before  # ... nor touch the old entry
@@ -235,14 +236,14 @@ def test_cache_can_be_disabled(hub_env, stub_repo, monkeypatch):
     hub_env.clear_log()
     hfmem.analyze(QWEN)
     assert len(hub_env.requests) == 2
-    assert not any(cache.cache_root().rglob("*.json"))
+    assert not any(cachedir.cache_root().rglob("*.json"))
 
 
 def test_cache_location_follows_hf_home_or_hfmem_cache(hub_env, stub_repo, monkeypatch, tmp_path):
     from huggingface_hub import constants
 
     monkeypatch.delenv("HFMEM_CACHE")  # conftest gives every test a private one
-    assert cache.cache_root() == Path(constants.HF_HOME) / "hfmem"
+    assert cachedir.cache_root() == Path(constants.HF_HOME) / "hfmem"
     monkeypatch.setenv("HFMEM_CACHE", str(tmp_path / "elsewhere"))
     _serve(hub_env, stub_repo)
     hfmem.analyze(QWEN)
@@ -267,7 +268,7 @@ def test_help_and_version_import_nothing_heavy(flag):
 
 
 def test_analysis_modules_do_not_import_transformers_or_torch():
-    code = "import sys, hfmem.api, hfmem.hub.fetch, hfmem.hub.digest, hfmem.render.text\nprint(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    code = "import sys, hfmem.api, hfmem.hub.remote, hfmem.hub.digest, hfmem.model.normalise, hfmem.render.text\nprint(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
     assert out.returncode == 0, out.stderr
@@ -325,13 +326,13 @@ def test_replayed_normalisation_equals_transformers_on_every_fixture_config(fixt
     replayed = 0
     for path in sorted((fixtures_dir / "configs").glob("*/*/config.json")):
         config = json.loads(path.read_text())
-        if cache.load_normalised(config) is not None:
+        if normalise.load_normalised(config) is not None:
             continue  # the same config.json under two repo names
         try:
             live, live_notes = architecture.build_architecture(config)  # transformers; stored if replayable
         except Exception:
             continue
-        if cache.load_normalised(config) is None:
+        if normalise.load_normalised(config) is None:
             continue  # not replayable (e.g. nested multimodal sub-configs): transformers runs every time
         again, again_notes = architecture.build_architecture(config)  # from the replay
         assert again.to_dict() == live.to_dict(), path
@@ -349,6 +350,6 @@ def test_normalisation_cache_survives_corruption(tmp_path, monkeypatch, fixtures
     first = architecture.build_architecture(config)[0].to_dict()
     [entry] = (tmp_path / "c" / "configs").glob("*.json")
     entry.write_bytes(entry.read_bytes()[:100])
-    assert cache.load_normalised(config) is None
+    assert normalise.load_normalised(config) is None
     assert architecture.build_architecture(config)[0].to_dict() == first
-    assert cache.load_normalised(config) is not None  # rewritten
+    assert normalise.load_normalised(config) is not None  # rewritten

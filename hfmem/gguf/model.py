@@ -136,8 +136,9 @@ def read_gguf_report(
     path = Path(ref).expanduser()
     counter: list[int] = []
     if path.exists():
+        files: dict[str, int | None]
         if path.is_file():
-            files: dict[str, int | None] = {path.name: path.stat().st_size}
+            files = {path.name: path.stat().st_size}
             root = path.parent
         else:
             root = path
@@ -147,10 +148,10 @@ def read_gguf_report(
     else:
         from huggingface_hub import HfApi
 
-        from hfmem.hub.fetch import _HubContext, check_revision
+        from hfmem.hub.remote import HubContext, check_revision
 
         check_revision(revision)
-        ctx = _HubContext(ref, revision, token, timeout or 10.0)
+        ctx = HubContext(ref, revision, token, timeout or 10.0)
         # One request: the commit sha and every file's size (retried on transient failures, see retry.py).
         info = ctx.guard(lambda: ctx.call(lambda: HfApi().model_info(ref, revision=revision, token=token, files_metadata=True)))
         files = {s.rfilename: s.size for s in info.siblings or [] if s.rfilename.endswith(".gguf")}

@@ -1,9 +1,8 @@
-"""Parse and validate safetensors headers (8-byte little-endian length + UTF-8 JSON), never the data.
+"""Parse and validate safetensors headers (8-byte little-endian length + UTF-8 JSON), never the data."""
 
-Validation mirrors the safetensors reader (safetensors/src/tensor.rs ``Metadata::validate``): every entry has a
-known-shaped dtype/shape/data_offsets, offsets are contiguous from 0 in order, and ``end - begin`` equals
-``numel * bits / 8``. Nothing here allocates in proportion to a declared shape.
-"""
+# Validation mirrors the safetensors reader (safetensors, src/tensor.rs: Metadata::validate): every entry has a
+# known-shaped dtype/shape/data_offsets, offsets are contiguous from 0 in order, and ``end - begin`` equals
+# ``numel * bits / 8``. Nothing here allocates in proportion to a declared shape.
 
 from __future__ import annotations
 
@@ -42,12 +41,12 @@ class FileHeader:
 def header_length(prefix: bytes, file: str, file_size: int | None = None) -> int:
     """Length N of the JSON header from the first 8 bytes, checked against the format's limit and the file."""
     if len(prefix) < 8:
-        raise MalformedHeader(f"{file}: not a safetensors file (shorter than the 8-byte header length)")
+        raise MalformedHeader(f"{file}: not a safetensors file (shorter than the 8-byte header length)", path=file)
     (length,) = struct.unpack("<Q", prefix[:8])
     if length > MAX_HEADER_BYTES:
-        raise MalformedHeader(f"{file}: header length {length} exceeds the 100 MB safetensors limit")
+        raise MalformedHeader(f"{file}: header length {length} exceeds the 100 MB safetensors limit", path=file)
     if file_size is not None and 8 + length > file_size:
-        raise MalformedHeader(f"{file}: header length {length} is larger than the file ({file_size} bytes)")
+        raise MalformedHeader(f"{file}: header length {length} is larger than the file ({file_size} bytes)", path=file)
     return length
 
 
@@ -56,13 +55,13 @@ def parse_header_bytes(raw: bytes, file: str) -> FileHeader:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise MalformedHeader(f"{file}: header is not valid UTF-8 (byte {exc.start})") from None
+        raise MalformedHeader(f"{file}: header is not valid UTF-8 (byte {exc.start})", path=file) from None
     try:
         obj = json.loads(text, object_pairs_hook=_reject_duplicates)
     except _DuplicateKey as exc:
-        raise MalformedHeader(f"{file}: duplicate tensor name {exc.args[0]!r} in header") from None
+        raise MalformedHeader(f"{file}: duplicate tensor name {exc.args[0]!r} in header", path=file) from None
     except (ValueError, RecursionError) as exc:
-        raise MalformedHeader(f"{file}: header is not JSON ({str(exc)[:80]})") from None
+        raise MalformedHeader(f"{file}: header is not JSON ({str(exc)[:80]})", path=file) from None
     return validate_header(obj, file)
 
 
@@ -71,7 +70,7 @@ def parse_file_bytes(data: bytes, file: str, file_size: int | None = None) -> Fi
     length = header_length(data[:8], file, file_size)
     raw = data[8 : 8 + length]
     if len(raw) < length:
-        raise MalformedHeader(f"{file}: header truncated ({len(raw)} of {length} bytes)")
+        raise MalformedHeader(f"{file}: header truncated ({len(raw)} of {length} bytes)", path=file)
     return parse_header_bytes(raw, file)
 
 
@@ -83,7 +82,7 @@ def read_local_header(path: Path, file: str | None = None) -> FileHeader:
         length = header_length(fh.read(8), name, size)
         raw = fh.read(length)
     if len(raw) < length:
-        raise MalformedHeader(f"{name}: header truncated ({len(raw)} of {length} bytes)")
+        raise MalformedHeader(f"{name}: header truncated ({len(raw)} of {length} bytes)", path=name)
     return parse_header_bytes(raw, name)
 
 
@@ -107,14 +106,14 @@ def _is_int(value: Any) -> bool:
 def validate_header(obj: Any, file: str) -> FileHeader:
     """Validate a decoded header object and turn it into tensor entries (sorted by data offset)."""
     if not isinstance(obj, dict):
-        raise MalformedHeader(f"{file}: header is not a JSON object")
+        raise MalformedHeader(f"{file}: header is not a JSON object", path=file)
     metadata = obj.get("__metadata__", {})
     if metadata is None:
         metadata = {}
     if not isinstance(metadata, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
     ):
-        raise MalformedHeader(f"{file}: __metadata__ must map strings to strings")
+        raise MalformedHeader(f"{file}: __metadata__ must map strings to strings", path=file)
     warnings: list[str] = []
     entries: list[tuple[int, int, TensorEntry]] = []
     for name, info in obj.items():
@@ -122,34 +121,35 @@ def validate_header(obj: Any, file: str) -> FileHeader:
             continue
         where = f"{file}: tensor {name[:120]!r}"
         if not isinstance(info, dict):
-            raise MalformedHeader(f"{where}: entry is not an object")
+            raise MalformedHeader(f"{where}: entry is not an object", path=file)
         for key in ("dtype", "shape", "data_offsets"):
             if key not in info:
-                raise MalformedHeader(f"{where}: missing {key!r}")
+                raise MalformedHeader(f"{where}: missing {key!r}", path=file)
         dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
         if not isinstance(dtype, str):
-            raise MalformedHeader(f"{where}: dtype is not a string")
+            raise MalformedHeader(f"{where}: dtype is not a string", path=file)
         if not isinstance(shape, list) or not all(_is_int(d) for d in shape):
-            raise MalformedHeader(f"{where}: shape must be a list of integers")
+            raise MalformedHeader(f"{where}: shape must be a list of integers", path=file)
         if any(d < 0 for d in shape):
-            raise MalformedHeader(f"{where}: negative dimension in shape {shape}")
+            raise MalformedHeader(f"{where}: negative dimension in shape {shape}", path=file)
         numel = 1
         for d in shape:
             numel *= d
             if numel > _INT64_MAX:
-                raise MalformedHeader(f"{where}: shape product overflows int64")
+                raise MalformedHeader(f"{where}: shape product overflows int64", path=file)
         if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_int(o) for o in offsets)):
-            raise MalformedHeader(f"{where}: data_offsets must be two integers")
+            raise MalformedHeader(f"{where}: data_offsets must be two integers", path=file)
         begin, end = offsets
         if begin < 0 or end < begin:
-            raise MalformedHeader(f"{where}: invalid data_offsets {offsets}")
+            raise MalformedHeader(f"{where}: invalid data_offsets {offsets}", path=file)
         bits = dtype_bits(dtype)
         if bits is None:
             warnings.append(f"{where}: unknown dtype {dtype!r}; counted by data_offsets")
         elif numel * bits != (end - begin) * 8:
             raise MalformedHeader(
                 f"{where}: data_offsets span {end - begin} bytes but shape {shape} of {dtype} needs "
-                f"{numel * bits / 8:g}"
+                f"{numel * bits / 8:g}",
+                path=file,
             )
         entries.append((begin, end, TensorEntry(name, dtype, tuple(shape), numel, end - begin, file)))
     entries.sort(key=lambda e: (e[0], e[1]))
@@ -157,6 +157,6 @@ def validate_header(obj: Any, file: str) -> FileHeader:
     for begin, end, entry in entries:
         if begin != position:
             kind = "overlapping" if begin < position else "gapped"
-            raise MalformedHeader(f"{file}: tensor {entry.name[:120]!r} has {kind} data_offsets (starts at {begin}, expected {position})")
+            raise MalformedHeader(f"{file}: tensor {entry.name[:120]!r} has {kind} data_offsets (starts at {begin}, expected {position})", path=file)
         position = end
     return FileHeader(file, tuple(e for _, _, e in entries), dict(metadata), tuple(warnings))

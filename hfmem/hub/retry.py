@@ -1,18 +1,17 @@
-"""Bounded retries with exponential backoff, and a wall-clock deadline, around one Hub operation.
+"""Bounded retries with exponential backoff, and a wall-clock deadline, around one Hub operation."""
 
-huggingface_hub retries some calls itself (HEAD inside ``hf_hub_download``, body reads) but not others
-(``model_info``, ``get_sharded_safetensors_metadata``, ``parse_safetensors_file_metadata``), and after a failed HEAD
-it retries with a 60 s timeout of its own (``file_download._ETAG_RETRY_TIMEOUT``). So hfmem wraps each Hub operation:
-
-* transient failures (HTTP 408/429/5xx, dropped or refused connections, DNS failures, timeouts, truncated bodies)
-  are retried up to ``RetryPolicy.attempts`` times, with exponential backoff and jitter; a 429's ``Retry-After`` is
-  honoured (the wait is exactly what the server asked, when it fits);
-* every attempt and wait fits in one wall-clock deadline: each attempt runs in a daemon thread and is abandoned
-  when the deadline passes, so a stalled server gives ``DeadlineExceeded`` on time whatever the client does
-  (fetch.py picks the deadline and what is retryable per kind of call).
-
-Nothing here knows about hfmem's errors; ``fetch._HubContext.guard`` translates what comes out.
-"""
+# huggingface_hub retries some calls itself (HEAD inside ``hf_hub_download``, body reads) but not others
+# (``model_info``, ``get_sharded_safetensors_metadata``, ``parse_safetensors_file_metadata``), and after a failed HEAD
+# it retries with a 60 s timeout of its own (``file_download._ETAG_RETRY_TIMEOUT``). So hfmem wraps each Hub operation:
+#
+# * transient failures (HTTP 408/429/5xx, dropped or refused connections, DNS failures, timeouts, truncated bodies)
+#   are retried up to ``RetryPolicy.attempts`` times, with exponential backoff and jitter; a 429's ``Retry-After`` is
+#   honoured (the wait is exactly what the server asked, when it fits);
+# * every attempt and wait fits in one wall-clock deadline: each attempt runs in a daemon thread and is abandoned
+#   when the deadline passes, so a stalled server gives ``DeadlineExceeded`` on time whatever the client does
+#   (remote.py picks the deadline and what is retryable per kind of call).
+#
+# Nothing here knows about hfmem's errors; ``hfmem.hub.errors.HubErrors.guard`` translates what comes out.
 
 from __future__ import annotations
 

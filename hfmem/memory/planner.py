@@ -8,13 +8,12 @@ measured checks are in docs/planner.md."""
 from __future__ import annotations
 
 import math
-import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hfmem.errors import UsageError
+from hfmem.hub.disk import folder_size
 from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
 from hfmem.memory.kv import ENGINES, estimate_kv
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
@@ -459,46 +458,6 @@ class Planner:
         mc, _ = self.max_context(budget, batch)
         conc = self.concurrency(budget, context)[0]
         return FitRow(gpu, need <= budget, budget - need, mc, int(conc) if conc is not None else None)
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Download size and disk space (for `hfmem check`)
-
-
-def folder_size(path: str | Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for f in files:
-            p = Path(root) / f
-            if not p.is_symlink() or p.exists():
-                total += p.stat().st_size
-    return total
-
-
-def hub_download_bytes(repo_id: str, revision: str | None = None, token: str | bool | None = None) -> int:
-    """Bytes a default ``snapshot_download`` fetches: every file of the repo tree at ``revision``."""
-    from huggingface_hub import HfApi
-
-    from hfmem.hub.fetch import _HubContext
-
-    ctx = _HubContext(repo_id, revision, token, 30.0)
-
-    def call() -> int:
-        return sum(getattr(f, "size", 0) or 0 for f in HfApi().list_repo_tree(repo_id, recursive=True, revision=revision, token=token)
-                   if getattr(f, "size", None) is not None)
-
-    return ctx.guard(call)
-
-
-def cache_free_bytes() -> tuple[str, int]:
-    """(HF cache path, free bytes on its filesystem), using the nearest existing parent folder."""
-    from huggingface_hub import constants
-
-    path = Path(constants.HF_HUB_CACHE)
-    probe = path
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
-    return str(path), shutil.disk_usage(probe).free
 
 
 # ------------------------------------------------------------------------------------------------------------

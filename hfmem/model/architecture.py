@@ -1,19 +1,15 @@
-"""Architecture facts from config.json, normalised through transformers' config classes (never remote code),
-falling back to the raw JSON for model types transformers does not know. Cross-checked against header shapes.
-"""
+"""Architecture facts from config.json (normalised by hfmem.model.normalise, else read raw), cross-checked
+against the safetensors header shapes."""
 
 from __future__ import annotations
 
-import logging
-import os
-import sys
-import warnings as _warnings
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
 from hfmem.errors import MalformedConfig
 from hfmem.hub.header import TensorEntry
+from hfmem.model.normalise import as_dict, normalise_config
 
 _MAMBA_TYPES = {"mamba", "mamba2", "falcon_mamba"}
 _ABSURD = 10**9  # no real model has a billion layers, heads or a trillion-entry vocab
@@ -85,88 +81,34 @@ def _get(obj: Any, *names: str, default: Any = None) -> Any:
     return default
 
 
-def _import_auto_config() -> Any:
-    """transformers' AutoConfig, imported without its import-time advice ("PyTorch was not found ...") on stderr:
-    hfmem needs only the config classes, which work without torch."""
-    if "transformers" in sys.modules:
-        from transformers import AutoConfig
-
-        return AutoConfig
-    previous = os.environ.get("TRANSFORMERS_NO_ADVISORY_WARNINGS")
-    os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
-    try:
-        from transformers import AutoConfig
-    finally:
-        if previous is None:
-            os.environ.pop("TRANSFORMERS_NO_ADVISORY_WARNINGS", None)
-        else:
-            os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = previous
-    return AutoConfig
+@overload
+def _positive_int(value: Any, field_name: str, required: Literal[True] = ...) -> int: ...
 
 
-def normalise_config(config: dict[str, Any]) -> tuple[Any, Any, str, list[str]]:
-    """(full config object, decoder text config object, how, notes). Objects may be plain dicts (raw fallback, or
-    transformers' normalisation of this exact config.json replayed from hfmem.hub.digest: no transformers import)."""
-    from hfmem.hub import digest as cache
-
-    hit = cache.load_normalised(config)
-    if hit is not None:
-        return hit
-    result = _normalise_config(config)
-    cache.store_normalised(config, result, _as_dict)
-    return result
-
-
-def _normalise_config(config: dict[str, Any]) -> tuple[Any, Any, str, list[str]]:
-    notes: list[str] = []
-    model_type = config.get("model_type")
-    if not isinstance(model_type, str) or not model_type:
-        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-        return config, text, "raw config.json", ["config.json has no model_type; read raw"]
-    if config.get("auto_map"):
-        notes.append("config declares custom code (auto_map); analysed from the raw config and headers, code not run")
-    try:
-        AutoConfig = _import_auto_config()
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.set_verbosity_error()
-        logging.getLogger("transformers").setLevel(logging.ERROR)
-        with _warnings.catch_warnings():
-            _warnings.simplefilter("ignore")
-            kwargs = {k: v for k, v in config.items() if k != "model_type"}
-            full = AutoConfig.for_model(model_type, **kwargs)
-            text = full.get_text_config(decoder=True)
-        return full, text, "transformers", notes
-    except (ValueError, KeyError) as exc:
-        if "Unrecognized model" in str(exc) or "not recognized" in str(exc) or isinstance(exc, KeyError):
-            notes.append(f"model_type {model_type!r} is unknown to transformers; read raw config.json")
-        else:
-            notes.append(f"transformers rejected config.json ({str(exc)[:100]}); read raw")
-    except Exception as exc:  # config classes validate values; any failure falls back to the raw JSON
-        notes.append(f"transformers could not load config.json ({type(exc).__name__}); read raw")
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-    return config, text, "raw config.json", notes
+@overload
+def _positive_int(value: Any, field_name: str, required: bool) -> int | None: ...
 
 
 def _positive_int(value: Any, field_name: str, required: bool = True) -> int | None:
     if value is None:
         if required:
-            raise MalformedConfig(f"config.json: missing {field_name}")
+            raise MalformedConfig(f"config.json: missing {field_name}", path="config.json")
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         else:
-            raise MalformedConfig(f"config.json: {field_name} must be an integer, got {value!r}"[:160])
+            raise MalformedConfig(f"config.json: {field_name} must be an integer, got {value!r}"[:160], path="config.json")
     if value <= 0 or value > _ABSURD * (1000 if field_name == "vocab_size" else 1):
-        raise MalformedConfig(f"config.json: {field_name} = {value} is out of range")
+        raise MalformedConfig(f"config.json: {field_name} = {value} is out of range", path="config.json")
     return value
 
 
 def build_architecture(config: dict[str, Any], entries: list[TensorEntry] | None = None) -> tuple[Architecture, list[str]]:
     full, text, how, notes = normalise_config(config)
     warnings: list[str] = []
-    raw_text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    nested = config.get("text_config")
+    raw_text: dict[str, Any] = nested if isinstance(nested, dict) else config
     model_type = str(_get(full, "model_type", default=config.get("model_type") or "unknown"))
     text_type = str(_get(text, "model_type", default=model_type))
 
@@ -195,7 +137,8 @@ def build_architecture(config: dict[str, Any], entries: list[TensorEntry] | None
     if head_dim is None and heads:
         if hidden % heads:
             raise MalformedConfig(
-                f"config.json: hidden_size {hidden} is not divisible by num_attention_heads {heads} and head_dim is absent"
+                f"config.json: hidden_size {hidden} is not divisible by num_attention_heads {heads} and head_dim is absent",
+                path="config.json",
             )
         head_dim = hidden // heads
     head_dim = _positive_int(head_dim, "head_dim", required=False) or 0
@@ -251,28 +194,11 @@ def build_architecture(config: dict[str, Any], entries: list[TensorEntry] | None
         moe=_moe_facts(text),
         mla=mla,
         normalised_by=how,
-        text_config=_as_dict(text),
+        text_config=as_dict(text),
     )
     if entries:
         warnings.extend(cross_check(arch, entries))
     return arch, notes + warnings
-
-
-def _as_dict(cfg: Any) -> dict[str, Any]:
-    if isinstance(cfg, dict):
-        return dict(cfg)
-    try:
-        out = cfg.to_dict()
-    except Exception:
-        return {}
-    if not isinstance(out.get("layer_types"), list):  # some configs derive it (property / attribute_map)
-        try:
-            derived = getattr(cfg, "layer_types", None)
-        except Exception:
-            derived = None
-        if isinstance(derived, (list, tuple)) and all(isinstance(x, str) for x in derived):
-            out["layer_types"] = list(derived)
-    return out
 
 
 def _layer_types(text: Any, raw: dict[str, Any], text_type: str, num_layers: int) -> list[str]:

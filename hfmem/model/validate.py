@@ -1,10 +1,9 @@
-"""Check config.json values before anything trusts them (transformers' config classes included).
+"""Check config.json values before anything trusts them (transformers' config classes included)."""
 
-A config is written by strangers. transformers builds lists in proportion to some values (``layer_types`` has
-``num_hidden_layers`` entries), and hfmem divides by others, so absurd values are refused here, with the file and
-the field named, before they reach either. Checks apply to every nested object (``text_config``,
-``vision_config``, ...), since transformers builds those sub-configs too.
-"""
+# A config is written by strangers. transformers builds lists in proportion to some values (``layer_types`` has
+# ``num_hidden_layers`` entries), and hfmem divides by others, so absurd values are refused here, with the file and
+# the field named, before they reach either. Checks apply to every nested object (``text_config``,
+# ``vision_config``, ...), since transformers builds those sub-configs too.
 
 from __future__ import annotations
 
@@ -59,9 +58,9 @@ def _check_int(obj: dict[str, Any], key: str, lo: int, hi: int, where: str, file
         return
     as_int = _as_int(value)
     if as_int is None:
-        raise MalformedConfig(f"{file}: {where}{key} must be an integer, got {_show(value)}")
+        raise MalformedConfig(f"{file}: {where}{key} must be an integer, got {_show(value)}", path=file)
     if not lo <= as_int <= hi:
-        raise MalformedConfig(f"{file}: {where}{key} = {as_int} is out of range ({lo}..{hi})")
+        raise MalformedConfig(f"{file}: {where}{key} = {as_int} is out of range ({lo}..{hi})", path=file)
 
 
 def _show(value: Any) -> str:
@@ -75,10 +74,10 @@ def check_config(config: dict[str, Any], file: str = "config.json") -> list[str]
     for key, kind in (("model_type", str), ("architectures", list)):
         value = config.get(key)
         if value is not None and not isinstance(value, kind):
-            raise MalformedConfig(f"{file}: {key} must be a {'string' if kind is str else 'list'}, got {_show(value)}")
+            raise MalformedConfig(f"{file}: {key} must be a {'string' if kind is str else 'list'}, got {_show(value)}", path=file)
     arch = config.get("architectures")
     if isinstance(arch, list) and not all(isinstance(a, str) for a in arch):
-        raise MalformedConfig(f"{file}: architectures must be a list of strings")
+        raise MalformedConfig(f"{file}: architectures must be a list of strings", path=file)
     # Every nested object, iteratively (depth is already bounded by load_json_text).
     stack: list[tuple[dict[str, Any], str]] = [(config, "")]
     while stack:
@@ -88,7 +87,7 @@ def check_config(config: dict[str, Any], file: str = "config.json") -> list[str]
                 _check_int(obj, key, lo, hi, where, file)
         tie = obj.get("tie_word_embeddings")
         if tie is not None and not isinstance(tie, bool):
-            raise MalformedConfig(f"{file}: {where}tie_word_embeddings must be true or false, got {_show(tie)}")
+            raise MalformedConfig(f"{file}: {where}tie_word_embeddings must be true or false, got {_show(tie)}", path=file)
         for key, value in obj.items():
             if isinstance(value, dict) and key != "quantization_config":
                 stack.append((value, f"{where}{key}."))
@@ -98,10 +97,10 @@ def check_config(config: dict[str, Any], file: str = "config.json") -> list[str]
     for key in _POSITIVE:
         value = _as_int(text.get(key))
         if value is not None and value <= 0:
-            raise MalformedConfig(f"{file}: {prefix}{key} = {value} must be positive")
+            raise MalformedConfig(f"{file}: {prefix}{key} = {value} must be positive", path=file)
     heads = _as_int(text.get("num_attention_heads"))
     if heads == 0 and text.get("model_type") not in ("mamba", "mamba2", "falcon_mamba"):
-        raise MalformedConfig(f"{file}: {prefix}num_attention_heads = 0 must be positive")
+        raise MalformedConfig(f"{file}: {prefix}num_attention_heads = 0 must be positive", path=file)
     _check_quantization(config, file)
     return warnings
 
@@ -116,26 +115,26 @@ def _check_quantization(config: dict[str, Any], file: str) -> None:
             continue
         name = f"{where}quantization_config"
         if not isinstance(q, dict):
-            raise MalformedConfig(f"{file}: {name} must be an object, got {_show(q)}")
+            raise MalformedConfig(f"{file}: {name} must be an object, got {_show(q)}", path=file)
         for key in ("quant_method", "quant_type", "fmt", "format"):
             if q.get(key) is not None and not isinstance(q[key], str):
-                raise MalformedConfig(f"{file}: {name}.{key} must be a string, got {_show(q[key])}")
+                raise MalformedConfig(f"{file}: {name}.{key} must be a string, got {_show(q[key])}", path=file)
         for key, (lo, hi) in _QUANT_INTS.items():
             _check_int(q, key, lo, hi, name + ".", file)
         groups = q.get("config_groups")
         if groups is not None:
             if not isinstance(groups, dict) or not all(isinstance(g, dict) or g is None for g in groups.values()):
-                raise MalformedConfig(f"{file}: {name}.config_groups must map names to objects")
+                raise MalformedConfig(f"{file}: {name}.config_groups must map names to objects", path=file)
             for gname, group in groups.items():
                 weights = (group or {}).get("weights")
                 if weights is None:
                     continue
                 if not isinstance(weights, dict):
-                    raise MalformedConfig(f"{file}: {name}.config_groups.{gname}.weights must be an object")
+                    raise MalformedConfig(f"{file}: {name}.config_groups.{gname}.weights must be an object", path=file)
                 for key in ("num_bits", "group_size"):
                     _check_int(weights, key, *_QUANT_INTS[key], f"{name}.config_groups.{gname}.weights.", file)
         block = q.get("weight_block_size")
         if block is not None and not (
             isinstance(block, list) and all(0 < (_as_int(b) or 0) <= 1 << 20 for b in block)
         ):
-            raise MalformedConfig(f"{file}: {name}.weight_block_size must be a list of positive integers")
+            raise MalformedConfig(f"{file}: {name}.weight_block_size must be a list of positive integers", path=file)

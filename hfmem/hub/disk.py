@@ -1,0 +1,44 @@
+"""Bytes on disk for `hfmem check`: a local model's size, what a download of a Hub repo would fetch, and the free
+space where the HF cache would put it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+
+def folder_size(path: str | Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            p = Path(root) / f
+            if not p.is_symlink() or p.exists():
+                total += p.stat().st_size
+    return total
+
+
+def hub_download_bytes(repo_id: str, revision: str | None = None, token: str | bool | None = None) -> int:
+    """Bytes a default ``snapshot_download`` fetches: every file of the repo tree at ``revision``."""
+    from huggingface_hub import HfApi
+
+    from hfmem.hub.remote import HubContext
+
+    ctx = HubContext(repo_id, revision, token, 30.0)
+
+    def call() -> int:
+        return sum(getattr(f, "size", 0) or 0 for f in HfApi().list_repo_tree(repo_id, recursive=True, revision=revision, token=token)
+                   if getattr(f, "size", None) is not None)
+
+    return ctx.guard(call)
+
+
+def cache_free_bytes() -> tuple[str, int]:
+    """(HF cache path, free bytes on its filesystem), using the nearest existing parent folder."""
+    from huggingface_hub import constants
+
+    path = Path(constants.HF_HUB_CACHE)
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    return str(path), shutil.disk_usage(probe).free

@@ -1,0 +1,384 @@
+"""Read config.json and safetensors headers from the Hub in as few round trips as it allows, never the weights."""
+
+# All Hub traffic goes through huggingface_hub (auth, HF_ENDPOINT, revisions, cache, HF_HUB_OFFLINE). On main the
+# one-shot safetensors-metadata endpoint returns every shard header in one request, issued concurrently with the
+# config download; other revisions, and hubs without that endpoint, fall back to the index plus one range request
+# per shard (all shards concurrently).
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from hfmem.errors import MalformedHeader, NetworkError, NoSafetensors, UsageError
+from hfmem.hub import digest
+from hfmem.hub.errors import HubErrors, error_code
+from hfmem.hub.files import (
+    BIN_INDEX_FILE,
+    INDEX_FILE,
+    MAX_CONFIG_BYTES,
+    SINGLE_FILE,
+    ModelFiles,
+    approximate_from_bin_index,
+    fallback_safetensors,
+    index_shards,
+    is_sha,
+    load_json_text,
+    no_safetensors,
+    restrict_to_index,
+)
+from hfmem.hub.header import MAX_HEADER_BYTES, FileHeader, header_length, parse_header_bytes, validate_header
+from hfmem.hub.local import cached_sha, read_local
+from hfmem.hub.retry import call_with_retries, is_transient, transient_for_downloads, transient_not_timeout
+
+T = TypeVar("T")
+
+# Speculative first range for a shard header: sized from the index (tensor count and name lengths) when there is
+# one, else this. Measured over 2,817 published shard files, the per-shard estimate covered 100 % (mean over-read
+# 20 kB), and every single-file (index-less) header was under 90 kB. See docs/speed.md.
+SPECULATIVE_RANGE = 262_144
+_BYTES_PER_TENSOR = 96  # JSON of one entry beyond its name: {"dtype":..,"shape":[..],"data_offsets":[..,..]},
+_HEADER_SLACK = 4096  # __metadata__ and padding
+MAX_SHARD_WORKERS = 64
+MAX_METADATA_BYTES = 1_000_000_000  # the one-shot answer holds every shard header (each <= 100 MB)
+_NOT_SHARDED = "not-sharded"
+
+
+def read_hub(repo_id: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None) -> ModelFiles:
+    """Config + headers of a Hub repo in as few round trips as the Hub allows (see docs/speed.md):
+
+    - main, sharded: GET config.json and GET the one-shot safetensors-metadata endpoint, concurrently (2 requests);
+    - other revisions / no endpoint: GET config.json and GET the index concurrently, then one range per shard, all
+      shards concurrently, at the commit the config answered with;
+    - repeat runs: the header digest cache (hfmem.hub.digest) keyed by commit sha: 1 request (the config GET that
+      re-resolves the revision), 0 for a full-sha revision or with HF_HUB_OFFLINE=1.
+    """
+    from huggingface_hub import constants
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as exc:
+        raise UsageError(f"invalid repo id {repo_id!r}: {str(exc).splitlines()[0][:160]}", repo_id=repo_id) from None
+    check_revision(revision)
+    timeout = timeout if timeout is not None else constants.HF_HUB_DOWNLOAD_TIMEOUT
+    ctx = HubContext(repo_id, revision, token, timeout)
+    if constants.HF_HUB_OFFLINE:
+        sha = digest.read_ref(repo_id, revision) or cached_sha(repo_id, revision)
+        hit = _from_digest(repo_id, sha, None, "cache")
+        return hit if hit is not None else ctx.guard(ctx.read_offline)
+    if is_sha(revision):  # a commit names immutable content: a digest hit needs no request at all
+        hit = _from_digest(repo_id, revision, None, "hub")
+        if hit is not None:
+            return hit
+    return ctx.guard(ctx.read_online)
+
+
+def _from_digest(repo_id: str, sha: str | None, config: dict[str, Any] | None, source: str) -> ModelFiles | None:
+    """What the header digest holds for repo@sha (with a freshly read config, if given), or None on a miss."""
+    hit = digest.load(repo_id, sha)
+    if hit is None:
+        return None
+    cached_config, headers, index_metadata, warnings = hit
+    return ModelFiles(
+        repo=repo_id,
+        revision=sha,
+        source=source,
+        config=config if config is not None else cached_config,
+        headers=headers,
+        index_metadata=index_metadata,
+        warnings=list(warnings),
+    )
+
+
+# git check-ref-format's rules (what the Hub accepts for branches and tags), plus a length cap. A revision ends up
+# in URLs (quoted by huggingface_hub) and as a file name under the cache's refs/ folder, so ".." must never pass.
+_BAD_REF_RE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^/|/$|\.lock$|^@$|\.$|^-")
+
+
+def check_revision(revision: str | None) -> None:
+    """A UsageError unless `revision` is None or could name a branch, tag or commit."""
+    if revision is None:
+        return
+    if not isinstance(revision, str) or not revision or len(revision) > 256 or _BAD_REF_RE.search(revision):
+        raise UsageError(f"invalid revision {str(revision)[:80]!r}: not a branch, tag or commit name", revision=revision)
+
+
+def _same_commit(commit: str | None, sha: str | None) -> bool:
+    return commit is None or sha is None or commit == sha
+
+
+# Responses are typed Any: huggingface_hub 1.x answers with httpx objects, 2.x with httpx2 ones.
+def _commit(response: Any) -> str | None:
+    commit = response.headers.get("X-Repo-Commit") if response is not None else None
+    return commit if isinstance(commit, str) and is_sha(commit) else None
+
+
+def _total_size(response: Any) -> int | None:
+    """The file size from Content-Range ("bytes 0-99/1234"), or Content-Length of a 200 answer."""
+    content_range = response.headers.get("Content-Range", "")
+    if "/" in content_range and content_range.rsplit("/", 1)[1].isdigit():
+        return int(content_range.rsplit("/", 1)[1])
+    length = response.headers.get("Content-Length", "")
+    return int(length) if response.status_code == 200 and length.isdigit() else None
+
+
+def _shard_guesses(index: dict[str, Any]) -> dict[str, int]:
+    """Bytes to ask for in the first range request of each shard, from the index's tensor names."""
+    guesses: dict[str, int] = {}
+    for name, shard in index["weight_map"].items():
+        guesses[shard] = guesses.get(shard, 8 + _HEADER_SLACK) + len(name.encode("utf-8")) + _BYTES_PER_TENSOR
+    return guesses
+
+
+class HubContext:
+    """Requests about one repo at one revision: retried (retry.py), bounded, and their failures translated."""
+
+    def __init__(self, repo_id: str, revision: str | None, token: str | bool | None, timeout: float):
+        from huggingface_hub import HfApi
+
+        self.repo_id = repo_id
+        self.revision = revision
+        self.token = token
+        self.timeout = timeout
+        self.api = HfApi()
+        self.errors = HubErrors(repo_id, revision, token, timeout)
+
+    def guard(self, call: Callable[[], T]) -> T:
+        """Run `call`, its failures as hfmem errors (hfmem.hub.errors)."""
+        return self.errors.guard(call)
+
+    def call(self, fn: Callable[[], T], download: bool = False) -> T:
+        """One Hub operation, retried on transient failures (see retry.py).
+
+        Requests made here (``_get``: one GET through huggingface_hub's session; ``list_repo_files``) pass
+        --timeout to the client as its read timeout, so silence for that long raises at once (and is not retried);
+        their wall-clock cap is generous, so a large answer on a slow link still arrives. ``download=True`` is for
+        ``hf_hub_download`` (only ``read_offline`` uses it now), which after a failed HEAD retries on its own with a
+        60 s timeout and resumes cut-short bodies itself: a wall-clock deadline of --timeout, retries included.
+        """
+        # A 429's Retry-After is waited out when it is no longer than --timeout, else reported at once.
+        if download:
+            return call_with_retries(
+                fn, deadline_s=self.timeout, retryable=transient_for_downloads, max_retry_after_s=self.timeout
+            )
+        started = [time.monotonic()]
+
+        def attempt() -> T:
+            started[0] = time.monotonic()
+            return fn()
+
+        def retryable(exc: BaseException) -> bool:
+            # A timeout that took (most of) --timeout was a stall: report it. One raised early (a pool or connect
+            # hiccup) is transient like any other.
+            if transient_not_timeout(exc):
+                return True
+            return is_transient(exc) and time.monotonic() - started[0] < 0.5 * self.timeout
+
+        return call_with_retries(
+            attempt, deadline_s=max(60.0, 10 * self.timeout), retryable=retryable, max_retry_after_s=self.timeout
+        )
+
+    # -- flows ------------------------------------------------------------------------------------------------
+    def read_online(self) -> ModelFiles:
+        on_main = self.revision in (None, "main")
+        known = digest.read_ref(self.repo_id, self.revision)
+        early: Any = None
+        if known is not None and digest.has(self.repo_id, known):
+            # Seen before: one request re-resolves the revision; the digest answers if the commit is unchanged.
+            config_bytes, sha = self.get_config()
+            config = load_json_text(config_bytes, "config.json")
+            hit = _from_digest(self.repo_id, sha, config, "hub")
+            if hit is not None:
+                return hit
+        else:
+            # First time: config and the headers (or the index) are fetched in the same round trip.
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                config_future = pool.submit(self.get_config)
+                early_future = pool.submit(self.get_sharded if on_main else self.get_index, self.revision)
+                try:
+                    config_bytes, sha = config_future.result()
+                finally:
+                    early_exc = early_future.exception()  # wait for it either way
+                if early_exc is not None:
+                    raise early_exc
+                early = early_future.result()
+            config = load_json_text(config_bytes, "config.json")
+            hit = _from_digest(self.repo_id, sha, config, "hub")  # e.g. another branch name for a known commit
+            if hit is not None:
+                if sha is not None:  # always, for a hit: the digest is keyed by the commit
+                    digest.write_ref(self.repo_id, self.revision, sha)
+                return hit
+        at = sha or self.revision  # pin every later request to the commit the config came from
+        if known is not None and early is None:  # the digest path missed: the commit moved since last time
+            early = self.get_sharded(at) if on_main else self.get_index(at)
+        warnings: list[str] = []
+        if on_main and isinstance(early, tuple) and _same_commit(early[2], sha):
+            headers, index_metadata = early[0], early[1]
+        elif on_main and early == _NOT_SHARDED:
+            headers, index_metadata = self.headers_from_index(None, at, warnings)
+        else:
+            index, index_commit = early if not on_main else self.get_index(at)
+            if not _same_commit(index_commit, sha):  # the branch moved between the two requests
+                index, _ = self.get_index(at)
+            headers, index_metadata = self.headers_from_index(index, at, warnings)
+        if sha is not None:
+            digest.store(self.repo_id, sha, config, headers, index_metadata, warnings)
+            digest.write_ref(self.repo_id, self.revision, sha)
+        return ModelFiles(
+            repo=self.repo_id,
+            revision=sha,
+            source="hub",
+            config=config,
+            headers=headers,
+            index_metadata=index_metadata,
+            warnings=warnings,
+        )
+
+    def read_offline(self) -> ModelFiles:
+        """HF_HUB_OFFLINE and no digest: the HF cache's config.json, and headers if the snapshot holds the weights."""
+        from huggingface_hub import hf_hub_download
+
+        config_path = self.call(
+            lambda: hf_hub_download(self.repo_id, "config.json", revision=self.revision, token=self.token),
+            download=True,
+        )
+        snapshot = Path(config_path).parent
+        if (snapshot / INDEX_FILE).is_file() or (snapshot / SINGLE_FILE).is_file():
+            try:
+                files = read_local(str(snapshot))
+            except NoSafetensors:
+                pass  # a partial snapshot (index without its shards); a symlink leaving the repo folder is an error
+            else:
+                files.repo = self.repo_id
+                return files
+        raise NetworkError(f"{self.repo_id}: safetensors headers are not cached and HF_HUB_OFFLINE is set")
+
+    def headers_from_index(
+        self, index: dict[str, Any] | None, revision: str | None, warnings: list[str]
+    ) -> tuple[list[FileHeader], dict[str, Any] | None]:
+        from huggingface_hub.errors import EntryNotFoundError
+
+        if index is None:
+            try:
+                return [self.range_header(SINGLE_FILE, revision)], None
+            except EntryNotFoundError:
+                return self.headers_without_index(revision, warnings), None
+        shards = index_shards(index, INDEX_FILE)
+        guesses = _shard_guesses(index)
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, min(MAX_SHARD_WORKERS, len(shards)))) as pool:
+                headers = list(pool.map(lambda s: self.range_header(s, revision, guesses.get(s)), shards))
+        except EntryNotFoundError:
+            raise NoSafetensors(f"{self.repo_id}: {INDEX_FILE} names a shard that is missing") from None
+        return restrict_to_index(headers, index), index.get("metadata")
+
+    # -- requests (huggingface_hub's session, URL builder, headers and error classes) -------------------------
+    def _open(self, url: str, extra: dict[str, str] | None = None):
+        from huggingface_hub.utils import build_hf_headers, get_session
+
+        headers = build_hf_headers(token=self.token)
+        if extra:
+            headers.update(extra)
+        return get_session().stream("GET", url, headers=headers, timeout=self.timeout, follow_redirects=True)
+
+    def _get(self, url: str, limit: int, extra: dict[str, str] | None = None) -> tuple[bytes, Any]:
+        """One GET = one retried operation (transient failures, a body cut short, 429 Retry-After: see call)."""
+        return self.call(lambda: self._get_once(url, limit, extra))
+
+    def _get_once(self, url: str, limit: int, extra: dict[str, str] | None = None) -> tuple[bytes, Any]:
+        """GET reading at most `limit` body bytes (a server that ignores Range cannot make us download weights)."""
+        from huggingface_hub.utils import hf_raise_for_status
+
+        with self._open(url, extra) as response:
+            if response.status_code >= 400:
+                if response.status_code == 416:
+                    return b"", response
+                response.read()
+                hf_raise_for_status(response)
+            chunks, size = [], 0
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= limit:
+                    break
+            return b"".join(chunks)[:limit], response
+
+    def _url(self, filename: str, revision: str | None) -> str:
+        from huggingface_hub import hf_hub_url
+
+        return hf_hub_url(self.repo_id, filename, revision=revision)
+
+    def get_config(self) -> tuple[bytes, str | None]:
+        """config.json in one GET (hf_hub_download would add a HEAD); the commit comes from X-Repo-Commit."""
+        data, response = self._get(self._url("config.json", self.revision), MAX_CONFIG_BYTES + 1)
+        return data, _commit(response)
+
+    def get_index(self, revision: str | None) -> tuple[dict[str, Any] | None, str | None]:
+        """(model.safetensors.index.json, commit), or (None, commit) when the repo has no index."""
+        from huggingface_hub.errors import EntryNotFoundError
+
+        try:
+            data, response = self._get(self._url(INDEX_FILE, revision), MAX_CONFIG_BYTES + 1)
+        except EntryNotFoundError as exc:
+            return None, _commit(getattr(exc, "response", None))
+        return load_json_text(data, INDEX_FILE, MalformedHeader), _commit(response)
+
+    def get_sharded(self, revision: str | None = None) -> tuple[list[FileHeader], dict[str, Any] | None, str | None] | str | None:
+        """Every shard header in one request (main only): (headers, index metadata, commit); _NOT_SHARDED when the
+        repo has no index; None when the hub lacks the endpoint."""
+        from huggingface_hub import constants
+        from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
+        url = f"{constants.ENDPOINT}/api/models/{self.repo_id}/safetensors-metadata/{quote(INDEX_FILE, safe='/')}"
+        try:
+            data, response = self._get(url, MAX_METADATA_BYTES)
+        except EntryNotFoundError:
+            return _NOT_SHARDED
+        except HfHubHTTPError as exc:
+            status = exc.response.status_code if exc.response is not None else None
+            if status in (400, 404, 405, 501) and not error_code(exc):
+                return None  # a hub (or mirror) without the endpoint
+            raise
+        body = load_json_text(data, "safetensors-metadata", MalformedHeader, MAX_METADATA_BYTES, max_depth=None)
+        shard_headers, index = body.get("headers"), body.get("index")
+        if not isinstance(shard_headers, dict) or not isinstance(index, dict):
+            raise MalformedHeader("safetensors-metadata: expected 'headers' and 'index' objects")
+        headers = [validate_header(shard_headers[name], name) for name in sorted(shard_headers)]
+        metadata = index.get("metadata")
+        return headers, metadata if isinstance(metadata, dict) else None, _commit(response)
+
+    def range_header(self, filename: str, revision: str | None, guess: int | None = None) -> FileHeader:
+        """One range request for the header (a second only if it is longer than the speculative first read)."""
+        url = self._url(filename, revision)
+        first = max(8, min(guess or SPECULATIVE_RANGE, MAX_HEADER_BYTES + 8))
+        data, response = self._get(url, first, {"Range": f"bytes=0-{first - 1}"})
+        length = header_length(data[:8], filename, _total_size(response))
+        need = 8 + length
+        if len(data) < need and len(data) >= first:
+            more, _ = self._get(url, need - len(data), {"Range": f"bytes={len(data)}-{need - 1}"})
+            data += more
+        if len(data) < need:
+            raise MalformedHeader(f"{filename}: header truncated ({len(data) - 8} of {length} bytes)", path=filename)
+        return parse_header_bytes(data[8:need], filename)
+
+    def headers_without_index(self, revision: str | None, warnings: list[str]) -> list[FileHeader]:
+        names = self.call(lambda: self.api.list_repo_files(self.repo_id, revision=revision, token=self.token))
+        shards = fallback_safetensors(names, warnings)
+        if not shards:
+            approx = None
+            if BIN_INDEX_FILE in names:
+                data, _ = self._get(self._url(BIN_INDEX_FILE, revision), MAX_CONFIG_BYTES + 1)
+                approx = approximate_from_bin_index(data, BIN_INDEX_FILE)
+            err = no_safetensors(self.repo_id, approx)
+            if any(n.endswith(".gguf") for n in names):
+                err.message += " (the repo has GGUF files)"
+            raise err
+        with ThreadPoolExecutor(max_workers=max(1, min(MAX_SHARD_WORKERS, len(shards)))) as pool:
+            return list(pool.map(lambda s: self.range_header(s, revision), shards))
+
