@@ -20,3 +20,7 @@ def fmt_count(n: int | None) -> str:
         if abs(n) >= size:
             return f"{n:,} ({n / size:.2f}{unit})"
     return f"{n:,}"
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hfmem.memory.training import TrainingReport
+from hfmem.render.training import training_tables
 from hfmem.units import fmt_bytes, fmt_count
 
 
@@ -66,7 +68,9 @@ def _tables(report: Any) -> list[tuple[str, list[str], list[list[Any]]]]:
         ("By component", ["component", "parameters", "share", "stored"], comp_rows),
     ]
     for section in report.extra.values():
-        if hasattr(section, "tables"):
+        if isinstance(section, TrainingReport):
+            tables.extend(training_tables(section))
+        elif hasattr(section, "tables"):
             tables.extend(section.tables())
     return tables
 
