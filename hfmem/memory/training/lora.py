@@ -1,0 +1,281 @@
+"""The model's trainable structure from its headers: parameters, nn.Linear / Conv1D modules and MoE expert tensors,
+and the LoRA adapters PEFT puts on them (PEFT 0.21 semantics on transformers 5)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hfmem.errors import UsageError
+
+if TYPE_CHECKING:
+    from hfmem.api import Report
+    from hfmem.model.architecture import Architecture
+    from hfmem.model.inventory import CountedTensor
+
+# Model types whose MoE experts PEFT 0.21 retargets as fused parameters under transformers 5 (PEFT's copy of
+# transformers, conversion_mapping.py: _MODEL_TO_CONVERSION_PATTERN, plus "mixtral"; version-sensitive, checked
+# against the installed peft by tests/test_training_truth.py). Value: the base pattern.
+PEFT_MOE_CONVERSION: dict[str, str] = {
+    "mixtral": "mixtral", "minimax": "mixtral", "minimax_m2": "mixtral",
+    **{t: "qwen2_moe" for t in (
+        "Dots3NoteTextModel", "afmoe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "dots1", "ernie4_5_moe",
+        "glm4_moe", "glm4_moe_lite", "glm_moe_dsa", "glm4v_moe", "longcat_flash", "solar_open", "mellum", "qwen3_moe",
+        "beam", "qwen3_omni_moe", "qwen3_omni_moe_thinker", "qwen3_omni_moe_text", "qwen3_next", "hunyuan_v1_moe",
+        "flex_olmo", "olmoe", "sarvam_mla", "exaone_moe", "cohere2_moe", "UnlimitedOcrTextModel",
+    )},
+}
+# pre-fusion module name -> fused target (peft, utils/transformers_weight_conversion.py: _MOE_TARGET_MODULE_MAPPING);
+# fused pairs get rank r * 2.
+_MOE_NAME_MAP = {
+    "mixtral": {"gate": "gate.weight", "w1": "gate_up_proj", "w3": "gate_up_proj", "w2": "down_proj"},
+    "qwen2_moe": {"gate": "gate.weight", "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj", "down_proj": "down_proj"},
+}
+_MOE_FUSED_PAIR = {"mixtral": ("w1", "w3"), "qwen2_moe": ("gate_proj", "up_proj")}
+
+# Models whose Linear layers are GPT-2 style Conv1D ([in, out] weights).
+CONV1D_TYPES = {"gpt2", "openai-gpt", "imagegpt", "decision_transformer"}
+
+# Linear leaf names by the activation they read: attention inputs, MLA's inner projections, MLP down projections.
+ATTN_IN = {"q_proj", "k_proj", "v_proj", "qkv_proj", "query_key_value", "c_attn", "q_a_proj", "kv_a_proj_with_mqa",
+           "wqkv", "Wqkv", "query", "key", "value", "in_proj"}
+ATTN_MID = {"q_b_proj", "kv_b_proj"}
+MLP_MID = {"down_proj", "w2", "fc2", "dense_4h_to_h", "wo"}
+
+
+@dataclass(frozen=True)
+class LinearModule:
+    """One nn.Linear / Conv1D module from a 2-D ``*.weight`` tensor."""
+
+    name: str  # module path (tensor name without ".weight")
+    leaf: str
+    in_features: int
+    out_features: int
+    layer: int | None
+    component: str
+    tensor: str = ""  # the stored weight tensor's name
+
+    @property
+    def params(self) -> int:
+        return self.in_features * self.out_features
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """One PEFT LoRA adapter: on a Linear module, or (PEFT ParamWrapper) on a fused expert / router tensor."""
+
+    name: str
+    kind: str  # "linear" | "experts" | "router"
+    in_features: int
+    out_features: int
+    rank: int
+    experts: int = 1
+    layer: int | None = None
+    group: str = "other"  # which activation the adapter reads (attn_in, attn_out, attn_mid:<leaf>, mlp_in, mlp_mid)
+    base_params: int = 0  # parameters of the adapted tensor
+
+    @property
+    def params(self) -> int:
+        return self.rank * self.experts * (self.in_features + self.out_features)
+
+
+def is_text_component(component: str) -> bool:
+    """Whether a component belongs to the language model's decoder stack (not a vision/audio tower or MTP layer)."""
+    return component not in ("vision", "audio", "projector", "mtp")
+
+
+def trainable_tensors(report: Report) -> list[CountedTensor]:
+    """Parameters transformers builds: no MTP layers, no registered buffers stored in the checkpoint (DeepSeek's
+    e_score_correction_bias is a buffer)."""
+    return [
+        c for c in report.tensors
+        if c.role in ("param", "quantized") and c.component != "mtp" and not c.entry.name.endswith("e_score_correction_bias")
+    ]
+
+
+def linear_modules(report: Report) -> list[LinearModule]:
+    """nn.Linear / Conv1D modules as transformers 5 builds them: 2-D ``*.weight`` parameters outside embeddings,
+    norms and the output head; per-expert checkpoint matrices are fused into 3-D parameters at load (not Linear) and
+    MoE routers are custom modules (TopKRouter), so neither is listed. Packed quantized weights (GPTQ/AWQ ``qweight``,
+    compressed-tensors ``weight_packed``, bitsandbytes U8) are Linear layers of their logical [out, in] shape."""
+    arch = report.architecture
+    conv1d = arch.model_type in CONV1D_TYPES
+    method = str((report.parameters.quantization or {}).get("method") or "")
+    out: list[LinearModule] = []
+    for c in report.tensors:
+        e = c.entry
+        suffix = next((x for x in (".weight", ".qweight", ".weight_packed") if e.name.endswith(x)), None)
+        if c.role not in ("param", "quantized") or suffix is None:
+            continue
+        if c.component in ("embeddings", "norms", "lm_head", "mtp", "moe_experts", "moe_router"):
+            continue
+        name = e.name[: -len(suffix)]
+        leaf = name.rsplit(".", 1)[-1]
+        dims = _logical_dims(c, suffix, method, leaf, arch)
+        if dims is None:
+            continue
+        fout, fin = dims
+        if conv1d and suffix == ".weight" and c.role == "param":
+            fin, fout = fout, fin  # Conv1D stores [in, out]
+        out.append(LinearModule(name, leaf, fin, fout, c.layer, c.component, e.name))
+    return out
+
+
+def _logical_dims(c: CountedTensor, suffix: str, method: str, leaf: str, arch: Architecture) -> tuple[int, int] | None:
+    """(out, in) of a Linear weight tensor, unpacking quantized storage (layouts in hfmem/model/quant.py's docstring)."""
+    shape = tuple(int(x) for x in c.entry.shape)
+    if len(shape) != 2:
+        return None
+    n = c.logical
+    if c.role != "quantized" or n == shape[0] * shape[1]:
+        return shape[0], shape[1]
+    if suffix == ".qweight":  # GPTQ [in*bits/32, out]; AWQ [in, out*bits/32]
+        if method.startswith("awq"):
+            return (n // shape[0], shape[0]) if n % shape[0] == 0 else None
+        return (shape[1], n // shape[1]) if n % shape[1] == 0 else None
+    if suffix == ".weight_packed":  # compressed-tensors: packed along the input dimension
+        return (shape[0], n // shape[0]) if n % shape[0] == 0 else None
+    # bitsandbytes 4-bit keeps a flat [n/2, 1] code buffer: the input width follows from the module's role
+    h = arch.hidden_size
+    fin = {"o_proj": arch.num_attention_heads * arch.head_dim, "down_proj": n // h, "w2": n // h}.get(leaf, h)
+    return (n // fin, fin) if fin and n % fin == 0 else None
+
+
+def _expert_tensors(report: Report) -> dict[int | None, dict[str, list[CountedTensor]]]:
+    """MoE expert weights per layer, keyed by projection leaf name (w1/w2/w3, gate_proj/up_proj/down_proj, or the
+    fused gate_up_proj/down_proj of checkpoints stored fused)."""
+    out: dict[int | None, dict[str, list[CountedTensor]]] = defaultdict(lambda: defaultdict(list))
+    for c in report.tensors:
+        if c.component != "moe_experts" or c.role not in ("param", "quantized"):
+            continue
+        name = c.entry.name
+        if name.endswith(("_bias", ".bias", "_scales")):
+            continue
+        stem = name[: -len(".weight")] if name.endswith(".weight") else name
+        leaf = stem.rsplit(".", 1)[-1].replace("_blocks", "")
+        out[c.layer][leaf].append(c)
+    return out
+
+
+def group_of(m: LinearModule) -> str:
+    """The activation a Linear module reads (see ``Adapter.group``)."""
+    leaf = m.leaf
+    if m.component == "attention" or leaf in ATTN_IN | ATTN_MID or leaf in ("o_proj", "out_proj", "dense"):
+        if leaf in ATTN_IN:
+            return "attn_in"
+        if leaf in ATTN_MID:
+            return f"attn_mid:{leaf}"
+        return "attn_out"
+    if leaf in MLP_MID or (leaf == "c_proj" and m.component != "attention"):
+        prefix = "shared_mid" if m.component == "moe_shared_experts" else "mlp_mid"
+        return prefix
+    return "mlp_in"
+
+
+def resolve_lora_targets(report: Report, targets: str, rank: int, dora: bool = False) -> tuple[list[Adapter], list[str], list[str]]:
+    """(adapters, target names as PEFT resolves them, notes). Follows peft, tuners/tuners_utils.py:
+    _maybe_include_all_linear_layers (every nn.Linear/Conv1D but the output embedding) and
+    utils/transformers_weight_conversion.py (MoE expert names remapped to the fused 3-D expert tensors)."""
+    arch = report.architecture
+    notes: list[str] = []
+    linears = linear_modules(report)
+    pattern = PEFT_MOE_CONVERSION.get(arch.model_type)
+    experts = _expert_tensors(report)
+    has_experts = any(experts.values())
+    if pattern is not None and not has_experts:
+        pattern = None
+    mapping = _MOE_NAME_MAP.get(pattern or "", {})
+    all_linear = targets.strip().lower() == "all-linear"
+    if all_linear:
+        wanted = {m.leaf for m in linears}
+        if pattern is not None:
+            wanted |= set(mapping)
+    else:
+        wanted = {t.strip() for t in targets.split(",") if t.strip()}
+        if not wanted:
+            raise UsageError("--lora-targets is empty")
+    module_targets = set(wanted)
+    param_targets: set[str] = set()
+    fused_rank: dict[str, int] = {}
+    if pattern is not None:
+        module_targets = {t for t in wanted if t.rsplit(".", 1)[-1] not in mapping}
+        present = {t.rsplit(".", 1)[-1] for t in wanted if t.rsplit(".", 1)[-1] in mapping}
+        param_targets = {mapping[t] for t in present}
+        pair = _MOE_FUSED_PAIR[pattern]
+        got = [p for p in pair if p in present]
+        if 0 < len(got) < len(pair):
+            raise UsageError(
+                f"LoRA target {', '.join(got)} cannot be used without {', '.join(p for p in pair if p not in got)}: "
+                "they are fused into one gate_up_proj tensor in transformers 5 (PEFT raises the same error)"
+            )
+        if len(got) == len(pair):
+            fused_rank["gate_up_proj"] = rank * len(pair)
+        lost = sorted({m.leaf for m in linears if m.leaf in present})
+        if lost:
+            notes.append(
+                f"PEFT remaps {', '.join(lost)} to the fused expert tensors of this MoE model, so the same-named dense "
+                "and shared-expert Linear layers get no adapter (peft 0.21 utils/transformers_weight_conversion.py)"
+            )
+
+    def matches(name: str, leaf: str) -> bool:
+        return any(name == t or name.endswith("." + t) for t in module_targets) or leaf in module_targets and all_linear
+
+    adapters: list[Adapter] = []
+    for m in linears:
+        if matches(m.name, m.leaf):
+            adapters.append(Adapter(m.name, "linear", m.in_features, m.out_features, rank, 1, m.layer, group_of(m), m.params))
+    if pattern is not None and param_targets:  # parameter targets exist only for a fused-MoE pattern
+        for layer, projs in sorted(experts.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
+            adapters.extend(_expert_adapters(layer, projs, param_targets, rank, fused_rank, pattern))
+        if "gate.weight" in param_targets:
+            for c in report.tensors:
+                if c.component == "moe_router" and c.entry.name.endswith("gate.weight") and len(c.entry.shape) == 2:
+                    out_f, in_f = c.entry.shape
+                    adapters.append(Adapter(c.entry.name, "router", in_f, out_f, rank, 1, c.layer, "mlp_in", out_f * in_f))
+    if not adapters:
+        raise UsageError(f"--lora-targets {targets!r} matches no Linear layer of this model")
+    if dora and any(a.kind != "linear" for a in adapters):
+        raise UsageError(
+            "DoRA cannot adapt fused MoE expert tensors (PEFT: 'lora.ParamWrapper does not work with use_dora=True'); "
+            "choose --lora-targets without the expert/router names"
+        )
+    if dora:
+        notes.append("DoRA adds one magnitude vector (out_features) per adapted Linear")
+    names = sorted(module_targets | param_targets) if not all_linear or pattern else ["all-linear"]
+    return adapters, names, notes
+
+
+def _expert_adapters(
+    layer: int | None, projs: dict[str, list[CountedTensor]], targets: set[str], rank: int, fused_rank: dict[str, int], pattern: str
+) -> list[Adapter]:
+    """ParamWrapper adapters on the fused 3-D expert tensors [E, out, in]: lora_A [r*E, in], lora_B [out, r*E]."""
+    out: list[Adapter] = []
+    pair = _MOE_FUSED_PAIR[pattern]
+    down_name = "w2" if pattern == "mixtral" else "down_proj"
+
+    def dims(items: list[CountedTensor]) -> tuple[int, int, int]:
+        if len(items) == 1 and len(items[0].entry.shape) == 3:  # stored fused [E, out, in]
+            e, a, b = items[0].entry.shape
+            return e, a, b
+        a, b = items[0].entry.shape
+        return len(items), a, b
+
+    if "gate_up_proj" in targets:
+        if "gate_up_proj" in projs:
+            e, a, b = dims(projs["gate_up_proj"])
+        elif all(p in projs for p in pair):
+            e, a0, b = dims(projs[pair[0]])
+            _, a1, _ = dims(projs[pair[1]])
+            a = a0 + a1
+        else:
+            e = 0
+        if e:
+            r = fused_rank.get("gate_up_proj", rank)
+            out.append(Adapter(f"layers.{layer}.experts.gate_up_proj", "experts", b, a, r, e, layer, "experts_in", e * a * b))
+    if "down_proj" in targets:
+        key = "down_proj" if "down_proj" in projs else down_name
+        if key in projs:
+            e, a, b = dims(projs[key])
+            out.append(Adapter(f"layers.{layer}.experts.down_proj", "experts", b, a, rank, e, layer, "experts_mid", e * a * b))
+    return out
