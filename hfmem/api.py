@@ -47,7 +47,7 @@ def analyze_files(files: ModelFiles) -> Report:
     moe = summarize_moe(counted, arch, params.inference_loaded if params.inference_loaded is not None else params.total, files.config)
     if moe is not None:
         params.active = moe.active
-        params.moe = moe.to_dict()
+        params.moe = moe
         warnings.extend(moe.warnings)
     if params.by_component.get("mtp"):
         notes.append(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = Path(__file__).resolve().parent.parent  # the checkout, whose hfmem/ is the package
 
 
 def hfmem_exe() -> str:

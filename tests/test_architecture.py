@@ -40,8 +40,8 @@ def test_architecture_facts(stub_repo, repo):
 
 def test_mla_details(stub_repo):
     arch = hfmem.analyze(str(stub_repo("deepseek-ai/DeepSeek-V3"))).architecture
-    assert arch.mla["kv_lora_rank"] == 512 and arch.mla["qk_rope_head_dim"] == 64
-    assert arch.moe["num_experts"] == 256 and arch.moe["experts_per_token"] == 8
+    assert arch.mla.kv_lora_rank == 512 and arch.mla.qk_rope_head_dim == 64
+    assert arch.moe.num_experts == 256 and arch.moe.experts_per_token == 8
 
 
 def test_multimodal_uses_text_config_not_vision(stub_repo):

@@ -34,7 +34,7 @@ def test_main_branch_uses_one_shot_metadata_endpoint(hub_env, stub_repo):
     paths = _paths(hub_env)
     assert ("GET", f"/api/models/{QWEN}/safetensors-metadata/model.safetensors.index.json") in paths
     assert not any("resolve" in p and p.endswith(".safetensors") for _, p in paths), "never touches weight files"
-    # config.json: one GET (commit from X-Repo-Commit); headers: one request. Nothing else (issue 9).
+    # config.json: one GET (commit from X-Repo-Commit); headers: one request. Nothing else.
     assert len(paths) == 2, paths
 
 

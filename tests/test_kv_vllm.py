@@ -5,7 +5,7 @@ batch, bounded by the window on sliding layers.
 vLLM rules followed: vllm/v1/kv_cache_interface.py (page sizes, max_memory_usage_bytes per spec),
 vllm/v1/core/kv_cache_utils.py (grouping, padding, get_num_blocks, get_max_concurrency_for_kv_cache_config),
 vllm/model_executor/layers/mamba/mamba_utils.py (state shapes), vllm/model_executor/models/config.py
-(HybridAttentionMambaModelConfig) - summarised in MEMORY-FORMULAS.md §2.2, §2.4 and §7.
+(HybridAttentionMambaModelConfig).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_qwen2_7b_worked_check(engine):
                                                     "bytes_per_token": 57_344, "state_bytes": 0}}
 
 
-# --- public vLLM logs (MEMORY-FORMULAS §7) --------------------------------------------------------------------------
+# --- public vLLM logs --------------------------------------------------------------------------------------------
 
 
 def test_llama31_8b_rtx3090_log():

@@ -22,7 +22,7 @@ EXPECTED = {
     "meta-llama/Llama-2-7b-hf": (6_738_415_616, "KerasHub llama2_7b_en"),
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": (7_615_616_512, "Qwen2-7B architecture"),
     "deepseek-ai/DeepSeek-V2-Lite-Chat": (15_706_484_224, "report of the real safetensors"),
-    # 671,026,419,200 main model + 13,463,426,304 MTP layer (MEMORY-FORMULAS §1.3, from the config).
+    # 671,026,419,200 main model + 13,463,426,304 MTP layer (from the config).
     "deepseek-ai/DeepSeek-V3": (684_489_845_504, "DeepSeek-V3 paper 671B + MTP module"),
     "unsloth/gpt-oss-20b-BF16": (20_914_757_184, "KerasHub gpt_oss_20b_en"),
     "Qwen/Qwen3-Next-80B-A3B-Instruct": (81_324_862_720, "report of the real safetensors (incl. mtp.*)"),
@@ -62,7 +62,7 @@ def test_quantized_logical_count_matches_unquantized_sibling(stub_repo, repo):
     assert report.parameters.stored_elements == stored
     assert report.parameters.total == logical
     assert report.parameters.quantization is not None
-    assert report.parameters.quantization["overhead_bytes"] > 0
+    assert report.parameters.quantization.overhead_bytes > 0
 
 
 def test_stored_bytes_equal_index_total_size(stub_repo):

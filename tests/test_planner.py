@@ -31,7 +31,7 @@ def _report(stub_repo, repo):
     return hfmem.analyze(str(stub_repo(repo)))
 
 
-# --- MEMORY-FORMULAS §7 row 1: vllm-project/vllm#10517, Llama-3.1-8B on an RTX 3090 (23.58 GiB), util 0.9 -------
+# --- a public vLLM V0 start-up log: Llama-3.1-8B on an RTX 3090 (23.58 GiB), util 0.9 -------
 # Assumptions (documented in docs/planner.md): V0 profiled max_model_len tokens in one forward, so
 # max_batched_tokens = max_model_len; non-torch memory 0.35 GiB as logged; BF16 weights and KV.
 
@@ -60,7 +60,7 @@ def test_reproduces_vllm_10517_log(stub_repo, max_len, log_peak_gib, log_kv_gib,
 
 
 def test_vllm_h100_worked_example(stub_repo):
-    """MEMORY-FORMULAS §3.1 worked example: H100 (79.19 GiB), util 0.9, 8192-token profile, non-torch 0.5 GiB:
+    """Worked by hand: H100 (79.19 GiB), util 0.9, 8192-token profile, non-torch 0.5 GiB:
     about 54.9 GiB of KV, 28,127 blocks, 3.43x concurrency at 128k."""
     gpu = hfmem.memory.gpus.GPU("h100-7919", "H100 79.19 GiB", int(79.19 * GiB))
     p = Planner(_report(stub_repo, LLAMA), "bf16", engine="vllm", overhead=GiB // 2)
@@ -76,7 +76,7 @@ def test_totals_are_the_sum_of_shown_terms(stub_repo):
     assert plan.total_bytes == plan.weights_bytes + plan.kv_bytes + plan.activation_bytes + plan.overhead_bytes
     assert plan.weights_bytes == sum(plan.weight_terms.values())
     assert plan.activation_bytes == max(plan.activation_terms.values())
-    assert plan.kv_bytes == 4 * 57_344 * 32768  # Qwen2-7B: 56 KiB per token (MEMORY-FORMULAS §2.1)
+    assert plan.kv_bytes == 4 * 57_344 * 32768  # Qwen2-7B: 56 KiB per token (28 x 4 x 256 x 2)
     assert plan.margin_bytes == int(resolve_gpu("4090").memory_bytes * 0.9) - plan.total_bytes
 
 

@@ -55,13 +55,13 @@ def test_logical_total_equals_unquantized_sibling(quantized, sibling, expected):
     q, u = report(quantized).parameters, report(sibling).parameters
     assert q.total == u.total == expected
     assert q.by_component == u.by_component  # same split, component by component
-    assert q.quantization["quantized_parameters"] + q.quantization["unquantized_parameters"] == q.total
-    assert q.quantization["overhead_bytes"] > 0
-    assert q.stored_elements < q.total or q.quantization["bits"] == 8  # peers' stored-element count is wrong
+    assert q.quantization.quantized_parameters + q.quantization.unquantized_parameters == q.total
+    assert q.quantization.overhead_bytes > 0
+    assert q.stored_elements < q.total or q.quantization.bits == 8  # peers' stored-element count is wrong
 
 
 def test_awq_scheme_and_geometry_llama2():
-    q = report("TheBloke/Llama-2-7B-AWQ").parameters.quantization
+    q = report("TheBloke/Llama-2-7B-AWQ").parameters.quantization.to_dict()
     assert (q["method"], q["bits"], q["group_size"]) == ("awq", 4, 128)
     assert q["layout"].startswith("awq") and q["bits_from_shapes"] == 4 and q["group_size_from_shapes"] == 128
     # Llama-2-7B's Linear shapes (config: hidden 4096, intermediate 11008, 32 layers): q/k/v/o, gate/up, down
@@ -74,7 +74,7 @@ def test_awq_scheme_and_geometry_llama2():
 
 def test_fp8_block_scales_are_overhead():
     p = report("Qwen/Qwen3-8B-FP8").parameters
-    q = p.quantization
+    q = p.quantization.to_dict()
     assert q["weight_block_size"] == [128, 128] and q["formats"] == {"fp8_e4m3": q["quantized_parameters"]}
     # one weight_scale_inv [ceil(out/128), ceil(in/128)] per Linear: stored elements minus logical = scale elements
     inv = load_inventory("Qwen/Qwen3-8B-FP8")["tensors"]
@@ -92,15 +92,15 @@ def test_fp8_block_size_disagreement_warns():
 
 def test_deepseek_v3_fp8_counts_and_mtp():
     p = report("deepseek-ai/DeepSeek-V3").parameters
-    assert p.total == 684_489_845_504 and p.inference_loaded == 671_026_419_200  # MEMORY-FORMULAS §1.3
-    assert p.quantization["method"] == "fp8" and set(p.quantization["formats"]) == {"fp8_e4m3"}
+    assert p.total == 684_489_845_504 and p.inference_loaded == 671_026_419_200  # 671,026,419,200 + an MTP layer
+    assert p.quantization.method == "fp8" and set(p.quantization.formats) == {"fp8_e4m3"}
 
 
 def test_mxfp4_gpt_oss_20b():
     p = report("openai/gpt-oss-20b").parameters
-    q = p.quantization
+    q = p.quantization.to_dict()
     assert (q["method"], q["bits"], q["group_size"]) == ("mxfp4", 4, 32)
-    assert q["formats"] == {"mxfp4": 19_110_297_600}  # MEMORY-FORMULAS §1.3 worked table
+    assert q["formats"] == {"mxfp4": 19_110_297_600}
     # scales: one U8 per 32 values
     assert q["overhead_bytes"] == 19_110_297_600 // 32
 
@@ -108,7 +108,7 @@ def test_mxfp4_gpt_oss_20b():
 def test_mxfp8_minimax_m3_experts_from_config():
     r = report("MiniMaxAI/MiniMax-M3-MXFP8")
     p, cfg = r.parameters, load_config("MiniMaxAI/MiniMax-M3-MXFP8")["text_config"]
-    q = p.quantization
+    q = p.quantization.to_dict()
     assert (q["method"], q["bits"], q["group_size"]) == ("mxfp8", 8, 32)
     assert set(q["formats"]) == {"mxfp8"}
     per_layer = cfg["num_local_experts"] * 3 * cfg["intermediate_size"] * cfg["hidden_size"]
@@ -123,7 +123,7 @@ def test_deepseek_v4_mixed_fp8_and_fp4_experts():
     h, inter, experts, layers = cfg["hidden_size"], cfg["moe_intermediate_size"], cfg["n_routed_experts"], cfg["num_hidden_layers"]
     # routed experts are I8 holding two FP4 values per byte (scale per 32 values covers twice the stored width)
     assert p.by_component["moe_experts"] == layers * experts * 3 * inter * h
-    assert set(p.quantization["formats"]) == {"fp8_e4m3", "mxfp4"}
+    assert set(p.quantization.formats) == {"fp8_e4m3", "mxfp4"}
     assert any("says fp8" in w and "mxfp4" in w for w in r.warnings)  # config only says fp8: cross-check warns
     assert round(p.inference_loaded / 1e9) == 284  # DeepSeek's announced 284B total
     assert p.buffers == 3 * 129280 * 6  # the hash-routing tid2eid tables are I64 lookup tables, not parameters
@@ -132,7 +132,7 @@ def test_deepseek_v4_mixed_fp8_and_fp4_experts():
 def test_compressed_tensors_float_quantized_glm45():
     r = report("zai-org/GLM-4.5-FP8")
     p = r.parameters
-    q = p.quantization
+    q = p.quantization.to_dict()
     assert q["method"] == "compressed-tensors" and q["format"] == "float-quantized" and q["bits"] == 8
     inv = load_inventory("zai-org/GLM-4.5-FP8")["tensors"]
     aux = sum(_numel(s) for n, _, s, _ in inv if n.endswith(("weight_scale", "input_scale")))
@@ -160,7 +160,7 @@ def test_compressed_tensors_pack_quantized_kimi_k25_matches_k2_fp8():
     k25, r25 = _kimi_layers("moonshotai/Kimi-K2.5", 3)
     k2, _ = _kimi_layers("moonshotai/Kimi-K2-Instruct", 3)
     assert k25 == k2
-    q = r25.parameters.quantization
+    q = r25.parameters.quantization.to_dict()
     assert (q["method"], q["bits"], q["group_size"], q["format"]) == ("compressed-tensors", 4, 32, "pack-quantized")
     assert q["formats"] == {"int4": r25.parameters.by_component["moe_experts"]}  # only routed experts are packed
     assert not [w for w in r25.warnings if "weight_packed" in w or "ignore" in w]
@@ -170,7 +170,7 @@ def test_compressed_tensors_mxfp4_pack_kimi_k3_experts_from_config():
     r = report("moonshotai/Kimi-K3")  # inventory truncated to layers 0-2 (layer 0 dense)
     cfg = load_config("moonshotai/Kimi-K3")["text_config"]
     per_layer = cfg["num_experts"] * 3 * cfg["moe_intermediate_size"] * cfg["routed_expert_hidden_size"]
-    q = r.parameters.quantization
+    q = r.parameters.quantization.to_dict()
     assert q["formats"] == {"mxfp4": 2 * per_layer}
     assert r.parameters.by_component["moe_experts"] == 2 * per_layer
 
@@ -187,7 +187,7 @@ TINY_LINEARS = {(128, 128): 4, (128, 64): 4, (128, 352): 4, (352, 128): 2}  # q,
 @pytest.mark.parametrize("name", GPTQ)
 def test_gptq_awq_stubs_exact(name):
     r = report(f"{STUBS}/{name}")
-    q = r.parameters.quantization
+    q = r.parameters.quantization.to_dict()
     assert r.parameters.total == stub_truth(name) == report(f"{STUBS}/tiny-llama").parameters.total
     bits, group = (int(x) for x in re.match(r".*-(\d)bit-g(-?\d+)", name).groups())
     layout = "awq" if "awq" in name else "gptq"
@@ -200,7 +200,7 @@ def test_gptq_awq_stubs_exact(name):
 @pytest.mark.parametrize("name", BNB)
 def test_bitsandbytes_stubs_exact(name):
     r = report(f"{STUBS}/{name}")
-    q = r.parameters.quantization
+    q = r.parameters.quantization.to_dict()
     assert r.parameters.total == stub_truth(name)
     assert q["quantized_parameters"] == sum(i * o * n for (i, o), n in TINY_LINEARS.items())
     if "int8" in name:
@@ -248,14 +248,14 @@ def test_mlx_and_mixed_compressed_tensors_groups():
             ct.append([name, dtype, shape, f])
     cfg = load_config(f"{STUBS}/tiny-llama")
     r = analyze_files(model_files(f"{STUBS}/tiny-llama", cfg | {"quantization": {"bits": 4, "group_size": 32}}, mlx))
-    assert r.parameters.total == truth and r.parameters.quantization["method"] == "mlx" and r.warnings == []
+    assert r.parameters.total == truth and r.parameters.quantization.method == "mlx" and r.warnings == []
     groups = {
         "attn": {"targets": ["re:.*self_attn\\..*"], "weights": {"num_bits": 8, "group_size": 32, "type": "int", "strategy": "group"}},
         "rest": {"targets": ["Linear"], "weights": {"num_bits": 4, "group_size": 32, "type": "int", "strategy": "group"}},
     }
     qc = {"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": groups, "ignore": ["lm_head"]}
     r = analyze_files(model_files(f"{STUBS}/tiny-llama", cfg | {"quantization_config": qc}, ct))
-    q = r.parameters.quantization
+    q = r.parameters.quantization.to_dict()
     assert r.parameters.total == truth and q["bits"] is None  # mixed 8/4-bit groups
     assert q["formats"] == {"int8": 2 * 2 * (128 * 128 + 128 * 64), "int4": 2 * 3 * 128 * 352}
     assert r.warnings == []
@@ -275,7 +275,7 @@ def test_no_quantization_config_detected_from_tensors_and_still_exact():
     for name in ("tiny-llama-awq-4bit-g32", "tiny-llama-gptq-3bit-g32"):
         r = analyze_files(_files_with(f"{STUBS}/{name}", lambda c: c.pop("quantization_config")))
         assert r.parameters.total == stub_truth(name)  # bits recovered from qweight vs scales / g_idx shapes
-        q = r.parameters.quantization
+        q = r.parameters.quantization.to_dict()
         assert (q["source"], q["method"], q["bits"]) == ("tensors", name.split("-")[2], int(name.split("-")[3][0]))
         assert any("no quantization_config" in w for w in r.warnings)
 
@@ -303,7 +303,7 @@ def test_bnb_config_disagreements_warn():
 def test_declared_but_not_stored_quantization_warns():
     cfg = load_config(f"{STUBS}/tiny-llama") | {"quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True}}
     r = analyze_files(model_files(f"{STUBS}/tiny-llama", cfg))
-    assert r.parameters.total == stub_truth("tiny-llama") and r.parameters.quantization["quantized_parameters"] == 0
+    assert r.parameters.total == stub_truth("tiny-llama") and r.parameters.quantization.quantized_parameters == 0
     assert any("stored unquantized" in w for w in r.warnings)
 
 

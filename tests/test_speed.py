@@ -1,4 +1,4 @@
-"""Issue 9 (speed): request counts and round trips against the local Hub, the header digest cache (hit, miss,
+"""Speed: request counts and round trips against the local Hub, the header digest cache (hit, miss,
 corrupt, offline, moved branch), start-up imports, and linear-time classification of a 139,644-tensor repo.
 
 Round trips are checked from the hub's request log (which requests were in flight together), never by timing

@@ -136,7 +136,7 @@ def test_nf4_bits_per_param():
 
 
 def test_llama_3_1_8b_lora_and_qlora_from_config_arithmetic(stub_repo):
-    """Independent arithmetic from the config (MEMORY-FORMULAS §5, §6): r=16 all-linear = 16 x 32 x sum(in+out)
+    """Independent arithmetic from the config: r=16 all-linear = 16 x 32 x sum(in+out)
     = 41,943,040; NF4 base 6,979,321,856 params -> 3.60 GB, 16-bit embed+lm_head+norms 2.10 GB, fp32 after
     prepare_model_for_kbit_training 4.20 GB."""
     report = hfmem.analyze(str(stub_repo("meta-llama/Llama-3.1-8B-Instruct")))

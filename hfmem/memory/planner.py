@@ -123,13 +123,13 @@ def activation_terms(arch: Architecture, tokens: int, *, engine: str, act_bytes:
     split = tp if engine == "vllm" else 1
     rope = 0
     if engine != "vllm" and arch.num_attention_heads and _uses_rope(arch):
-        rotary = arch.mla["qk_rope_head_dim"] if arch.mla else arch.head_dim
+        rotary = arch.mla.qk_rope_head_dim if arch.mla else arch.head_dim
         rope = (positions if positions is not None else T) * (2 * rotary * a + 8)
     moe = arch.moe
     if moe:
-        top_k = int(moe.get("experts_per_token") or 1)
-        experts = int(moe.get("num_experts") or 1)
-        mi = int(moe.get("moe_intermediate_size") or inter)
+        top_k = int(moe.experts_per_token or 1)
+        experts = int(moe.num_experts or 1)
+        mi = int(moe.moe_intermediate_size or inter)
         mup = (2 if gated else 1) * mi
         if engine == "vllm":
             # fused_moe: intermediate_cache1 [T, k, 2I], cache2 [T*k, I], cache3 [T, k, h]; router logits [T, E] fp32
@@ -141,7 +141,7 @@ def activation_terms(arch: Architecture, tokens: int, *, engine: str, act_bytes:
             # sort/permutation indices (int64) per routed row
             per_tok = hidden_live * a + top_k * (h + mup + 2 * mi) * a + experts * 4 + top_k * 20
             terms["moe (grouped experts)"] = T * per_tok + rope
-        dense_layers = int(moe.get("first_k_dense_replace") or 0)
+        dense_layers = int(moe.first_k_dense_replace or 0)
         if dense_layers and arch.intermediate_size:
             terms["mlp (dense layers)"] = T * a * (hidden_live + (up + inter) // split) + rope
     else:
@@ -153,7 +153,7 @@ def activation_terms(arch: Architecture, tokens: int, *, engine: str, act_bytes:
         kv = max(1, arch.num_kv_heads // split)
         if arch.attention_kind == "mla" and arch.mla:
             kv = q  # re-expanded K/V of every head
-            d = arch.mla["qk_nope_head_dim"] + arch.mla["qk_rope_head_dim"]
+            d = arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim
         terms["attention"] = T * a * (hidden_live + (q + 2 * kv) * d + q * d) + rope
     terms["logits"] = logits_rows * arch.vocab_size * 4 + T * h * a
     return terms
@@ -271,7 +271,7 @@ def _rope_cache_bytes(arch: Architecture, act_bytes: int) -> int:
     if not arch.num_attention_heads or not arch.max_position_embeddings:
         return 0
     cfg = arch.text_config or {}
-    rotary = arch.mla["qk_rope_head_dim"] if arch.mla else int(arch.head_dim * float(cfg.get("partial_rotary_factor") or 1.0))
+    rotary = arch.mla.qk_rope_head_dim if arch.mla else int(arch.head_dim * float(cfg.get("partial_rotary_factor") or 1.0))
     if not _uses_rope(arch):
         return 0
     return arch.max_position_embeddings * rotary * act_bytes
@@ -320,7 +320,7 @@ class Planner:
 
         gctx = None
         if self.precision in ("q8_0", "q6_k", "q5_k_m", "q4_k_m"):
-            gctx = _GGUFContext(self.precision, arch.num_layers, int((arch.moe or {}).get("num_experts") or 0),
+            gctx = _GGUFContext(self.precision, arch.num_layers, arch.moe.num_experts if arch.moe else 0,
                                 arch.tie_word_embeddings, arch.model_type == "llama" and arch.num_layers == 80)
         total = 0
         replicated: dict[str, int] = {}
@@ -476,7 +476,7 @@ def attach(report: Report, *, precision: str = CHECKPOINT, context: int | None =
 
         a = report.architecture
         all_weights = weights_by_precision(planner.tensors, num_layers=a.num_layers, moe=bool(a.moe),
-                                           n_expert=int((a.moe or {}).get("num_experts") or 0),
+                                           n_expert=a.moe.num_experts if a.moe else 0,
                                            tied=a.tie_word_embeddings, model_type=a.model_type,
                                            checkpoint_label=planner.weights.checkpoint_label)
     report.weights = all_weights

@@ -47,6 +47,7 @@ from typing import Any
 from hfmem.errors import UsageError
 from hfmem.gguf.ggml import block_of
 from hfmem.model.dtypes import dtype_bits
+from hfmem.model.quant import Quantization
 from hfmem.units import cdiv
 
 GROUP = 128  # GPTQ/AWQ group size
@@ -149,12 +150,12 @@ def _kind(name: str, component: str, count: int, out: int, inn: int) -> str:
     return "other"
 
 
-def weight_tensors(counted: Iterable[Any], quantization: dict[str, Any] | None = None, hidden_size: int | None = None) -> list[WeightTensor]:
+def weight_tensors(counted: Iterable[Any], quantization: Quantization | None = None, hidden_size: int | None = None) -> list[WeightTensor]:
     """Logical parameter tensors from the inventory (``inventory.CountedTensor``); bookkeeping tensors of a
     quantized checkpoint are folded into the stored bytes of the weight they belong to (or kept as "other")."""
     counted = list(counted)
-    method = (quantization or {}).get("method")
-    bits = (quantization or {}).get("bits")
+    method = quantization.method if quantization else None
+    bits = quantization.bits if quantization else None
     out: list[WeightTensor] = []
     overhead = 0
     for c in counted:
@@ -399,14 +400,14 @@ def for_report(report: Any, precisions: Iterable[str] | None = None) -> tuple[li
     tensors = weight_tensors(report.tensors, q, a.hidden_size)
     label = "as stored"
     if q:
-        label = f"as stored ({q.get('method')}{' ' + str(q['bits']) + '-bit' if q.get('bits') else ''})"
+        label = f"as stored ({q.method}{' ' + str(q.bits) + '-bit' if q.bits else ''})"
     elif report.parameters.by_dtype:
         label = "as stored (" + ", ".join(report.parameters.by_dtype) + ")"
     wb = weights_by_precision(
         tensors,
         num_layers=a.num_layers,
         moe=bool(a.moe),
-        n_expert=int((a.moe or {}).get("num_experts") or 0),
+        n_expert=a.moe.num_experts if a.moe else 0,
         tied=a.tie_word_embeddings,
         model_type=a.model_type,
         checkpoint_label=label,

@@ -16,6 +16,45 @@ _ABSURD = 10**9  # no real model has a billion layers, heads or a trillion-entry
 
 
 @dataclass
+class MoeFacts:
+    """Mixture-of-experts settings from the config (the tensors' view is ``moe.MoeSummary``)."""
+
+    num_experts: int
+    experts_per_token: int | None
+    shared_experts: int
+    moe_intermediate_size: int | None
+    first_k_dense_replace: int | None
+    decoder_sparse_step: int | None
+    mlp_only_layers: list[int] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "num_experts": self.num_experts, "experts_per_token": self.experts_per_token,
+            "shared_experts": self.shared_experts, "moe_intermediate_size": self.moe_intermediate_size,
+            "first_k_dense_replace": self.first_k_dense_replace, "decoder_sparse_step": self.decoder_sparse_step,
+            "mlp_only_layers": self.mlp_only_layers,
+        }  # fmt: skip
+
+
+@dataclass
+class MlaFacts:
+    """Multi-head latent attention (DeepSeek-V2 paper, arXiv:2405.04434 section 2.1): the cache keeps one latent of
+    ``kv_lora_rank`` plus a shared rotary key of ``qk_rope_head_dim`` per token and layer."""
+
+    kv_lora_rank: int
+    q_lora_rank: int | None
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kv_lora_rank": self.kv_lora_rank, "q_lora_rank": self.q_lora_rank, "qk_nope_head_dim": self.qk_nope_head_dim,
+            "qk_rope_head_dim": self.qk_rope_head_dim, "v_head_dim": self.v_head_dim,
+        }  # fmt: skip
+
+
+@dataclass
 class Architecture:
     model_type: str
     architectures: list[str]
@@ -35,8 +74,8 @@ class Architecture:
     torch_dtype: str | None = None
     is_encoder_decoder: bool = False
     num_decoder_layers: int | None = None
-    moe: dict[str, Any] | None = None
-    mla: dict[str, Any] | None = None
+    moe: MoeFacts | None = None
+    mla: MlaFacts | None = None
     normalised_by: str = "transformers"  # or "raw config.json"
     text_config: dict[str, Any] = field(repr=False, default_factory=dict)
 
@@ -59,8 +98,8 @@ class Architecture:
             "torch_dtype": self.torch_dtype,
             "is_encoder_decoder": self.is_encoder_decoder,
             "num_decoder_layers": self.num_decoder_layers,
-            "moe": self.moe,
-            "mla": self.mla,
+            "moe": self.moe.to_dict() if self.moe else None,
+            "mla": self.mla.to_dict() if self.mla else None,
             "normalised_by": self.normalised_by,
         }
 
@@ -126,13 +165,13 @@ def build_architecture(config: dict[str, Any], entries: list[TensorEntry] | None
     if _get(text, "kv_lora_rank") is not None:
         nope = int(_get(text, "qk_nope_head_dim", default=0))
         rope = int(_get(text, "qk_rope_head_dim", default=0))
-        mla = {
-            "kv_lora_rank": int(_get(text, "kv_lora_rank")),
-            "q_lora_rank": _get(text, "q_lora_rank"),
-            "qk_nope_head_dim": nope,
-            "qk_rope_head_dim": rope,
-            "v_head_dim": int(_get(text, "v_head_dim", default=nope)),
-        }
+        mla = MlaFacts(
+            kv_lora_rank=int(_get(text, "kv_lora_rank")),
+            q_lora_rank=_get(text, "q_lora_rank"),
+            qk_nope_head_dim=nope,
+            qk_rope_head_dim=rope,
+            v_head_dim=int(_get(text, "v_head_dim", default=nope)),
+        )
         head_dim = nope + rope  # the query/key head size; the cache holds the latent instead
     if head_dim is None and heads:
         if hidden % heads:
@@ -223,21 +262,21 @@ def _layer_types(text: Any, raw: dict[str, Any], text_type: str, num_layers: int
     return ["full_attention"] * num_layers
 
 
-def _moe_facts(text: Any) -> dict[str, Any] | None:
+def _moe_facts(text: Any) -> MoeFacts | None:
     experts = _get(text, "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
     if not isinstance(experts, int) or experts <= 1:
         return None
-    return {
-        "num_experts": experts,
-        "experts_per_token": _get(text, "num_experts_per_tok", "num_experts_per_token", "moe_top_k", "top_k"),
-        "shared_experts": _get(text, "n_shared_experts", "num_shared_experts", default=0) or (
+    return MoeFacts(
+        num_experts=experts,
+        experts_per_token=_get(text, "num_experts_per_tok", "num_experts_per_token", "moe_top_k", "top_k"),
+        shared_experts=_get(text, "n_shared_experts", "num_shared_experts", default=0) or (
             1 if _get(text, "shared_expert_intermediate_size") else 0
         ),
-        "moe_intermediate_size": _get(text, "moe_intermediate_size", "expert_intermediate_size"),
-        "first_k_dense_replace": _get(text, "first_k_dense_replace"),
-        "decoder_sparse_step": _get(text, "decoder_sparse_step"),
-        "mlp_only_layers": _get(text, "mlp_only_layers"),
-    }
+        moe_intermediate_size=_get(text, "moe_intermediate_size", "expert_intermediate_size"),
+        first_k_dense_replace=_get(text, "first_k_dense_replace"),
+        decoder_sparse_step=_get(text, "decoder_sparse_step"),
+        mlp_only_layers=_get(text, "mlp_only_layers"),
+    )
 
 
 def cross_check(arch: Architecture, entries: list[TensorEntry]) -> list[str]:

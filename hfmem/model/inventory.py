@@ -14,7 +14,8 @@ from functools import lru_cache
 from typing import Any
 
 from hfmem.hub.header import FileHeader, TensorEntry
-from hfmem.model.quant import OVERHEAD, PARAM, QUANTIZED, Quantizer, QuantScheme, detect_scheme
+from hfmem.model.moe import MoeSummary
+from hfmem.model.quant import OVERHEAD, PARAM, QUANTIZED, Quantization, Quantizer, QuantScheme, detect_scheme
 
 # Non-parameter buffers that checkpoints sometimes carry.
 _BUFFER_RE = re.compile(
@@ -53,12 +54,12 @@ class Parameters:
     tensors: int
     buffers: int = 0
     tied_duplicate_elements: int = 0
-    quantization: dict[str, Any] | None = None
+    quantization: Quantization | None = None
     notes: list[str] = field(default_factory=list)
     # total minus what transformers does not build for inference (multi-token-prediction layers)
     inference_loaded: int | None = None
     by_part: dict[str, int] = field(default_factory=dict)  # language_model / vision_tower / audio_tower / projector ...
-    moe: dict[str, Any] | None = None  # see moe.MoeSummary
+    moe: MoeSummary | None = None  # set by hfmem.api.analyze_files from moe.summarize_moe
     warnings: list[str] = field(default_factory=list)  # config/tensor disagreements (moved to Report.warnings)
 
     def to_dict(self) -> dict[str, Any]:
@@ -75,8 +76,8 @@ class Parameters:
             "buffer_elements": self.buffers,
             "tied_duplicate_elements": self.tied_duplicate_elements,
             "by_part": dict(self.by_part),
-            "quantization": self.quantization,
-            "moe": self.moe,
+            "quantization": self.quantization.to_dict() if self.quantization else None,
+            "moe": self.moe.to_dict() if self.moe else None,
         }
 
 
@@ -277,13 +278,14 @@ def summarize(counted: list[CountedTensor], scheme: QuantScheme | None, notes: l
     warnings: list[str] = []
     if scheme is not None:
         quantizer = getattr(scheme, "quantizer", None)
-        quantization = scheme.to_dict() | {
-            "overhead_bytes": overhead,
-            "quantized_parameters": quantized_params,
-            "unquantized_parameters": total - quantized_params,
-        }
+        from_tensors = quantizer.details() if quantizer is not None else {}
+        quantization = Quantization(
+            method=from_tensors.pop("method", scheme.method), bits=from_tensors.pop("bits", scheme.bits),
+            group_size=scheme.group_size, source=scheme.source, overhead_bytes=overhead,
+            quantized_parameters=quantized_params, unquantized_parameters=total - quantized_params,
+            scheme_details=dict(scheme.details), tensor_details=from_tensors,
+        )
         if quantizer is not None:
-            quantization |= quantizer.details()
             warnings = quantizer.check(quantized_params)
     ordered = {k: by_component[k] for k in COMPONENTS if by_component.get(k)}
     by_part: Counter[str] = Counter()

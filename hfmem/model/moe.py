@@ -19,7 +19,10 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hfmem.model.architecture import Architecture, MoeFacts
 
 _EXPERT_INDEX_RE = re.compile(r"\.experts\.(\d+)\.")
 
@@ -115,7 +118,7 @@ def _active_share(params_by_layer: dict[Any, int], indices: dict[Any, set[int]],
     return active, dict(stored), uneven
 
 
-def summarize_moe(counted: list[Any], arch: Any, inference_loaded: int, config: dict[str, Any] | None = None) -> MoeSummary | None:
+def summarize_moe(counted: list[Any], arch: Architecture, inference_loaded: int, config: dict[str, Any] | None = None) -> MoeSummary | None:
     """MoE summary from counted tensors (inventory.CountedTensor) and the Architecture; None for dense models."""
     routed_by_layer: dict[int | None, int] = defaultdict(int)
     indices_by_layer: dict[int | None, set[int]] = defaultdict(set)
@@ -144,12 +147,12 @@ def summarize_moe(counted: list[Any], arch: Any, inference_loaded: int, config: 
             router += c.logical
         elif c.component == "embeddings":
             embeddings += c.logical
-    moe_cfg = arch.moe or {}
+    moe_cfg: MoeFacts | None = arch.moe
     if not routed_by_layer and not moe_cfg:
         return None
     warnings: list[str] = []
-    n_experts = moe_cfg.get("num_experts")
-    top_k = moe_cfg.get("experts_per_token")
+    n_experts = moe_cfg.num_experts if moe_cfg else None
+    top_k = moe_cfg.experts_per_token if moe_cfg else None
     if not routed_by_layer:
         warnings.append(f"config declares {n_experts} experts but no routed-expert tensors were found")
     if routed_by_layer and not isinstance(top_k, int):

@@ -83,6 +83,37 @@ class QuantScheme:
         return {"method": self.method, "bits": self.bits, "group_size": self.group_size, "source": self.source} | self.details
 
 
+@dataclass
+class Quantization:
+    """How a checkpoint is quantized: the scheme (from the config, else the tensors), the logical parameters it
+    quantizes and the bytes of its scales/zeros (``overhead_bytes``, outside the parameter count).
+
+    ``scheme_details`` holds the scheme's own settings (AWQ ``version``, FP8 ``weight_block_size``, ...);
+    ``tensor_details`` what the tensors show (``formats``: logical parameters per stored format, packed layouts,
+    scale kinds, bits and group sizes read from the shapes)."""
+
+    method: str
+    bits: int | None
+    group_size: int | None
+    source: str  # "config" | "tensors"
+    overhead_bytes: int
+    quantized_parameters: int
+    unquantized_parameters: int
+    scheme_details: dict[str, Any] = field(default_factory=dict)
+    tensor_details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def formats(self) -> dict[str, int]:
+        return dict(self.tensor_details.get("formats") or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "bits": self.bits, "group_size": self.group_size, "source": self.source} | (
+            self.scheme_details) | {
+            "overhead_bytes": self.overhead_bytes, "quantized_parameters": self.quantized_parameters,
+            "unquantized_parameters": self.unquantized_parameters,
+        } | self.tensor_details  # fmt: skip
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Scheme detection: config first, tensors as the fallback (and the cross-check, see Quantizer.check)
 

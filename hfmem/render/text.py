@@ -37,9 +37,9 @@ def _tables(report: Report) -> list[Table]:
     if a.sliding_window:
         arch_rows.insert(3, ["sliding window", a.sliding_window])
     if a.mla:
-        arch_rows.append(["MLA", f"kv_lora_rank {a.mla['kv_lora_rank']}, qk_rope_head_dim {a.mla['qk_rope_head_dim']}"])
+        arch_rows.append(["MLA", f"kv_lora_rank {a.mla.kv_lora_rank}, qk_rope_head_dim {a.mla.qk_rope_head_dim}"])
     if a.moe:
-        arch_rows.append(["MoE", f"{a.moe['num_experts']} experts, top-{a.moe['experts_per_token']}"])
+        arch_rows.append(["MoE", f"{a.moe.num_experts} experts, top-{a.moe.experts_per_token}"])
     param_rows: list[list[Any]] = [["total", fmt_count(p.total)]]
     if p.inference_loaded is not None and p.inference_loaded != p.total:
         param_rows.append(["loaded for inference (no MTP)", fmt_count(p.inference_loaded)])
@@ -47,8 +47,8 @@ def _tables(report: Report) -> list[Table]:
         param_rows.append(["active per token", fmt_count(p.active)])
     if p.moe:
         m = p.moe
-        param_rows.append(["MoE", f"top-{m['experts_per_token']} of {m['num_experts']} experts, {m['moe_layers']} MoE + "
-                                  f"{m['dense_layers']} dense layers; active excl. embeddings {fmt_count(m['active_excluding_embeddings'])}"])
+        param_rows.append(["MoE", f"top-{m.experts_per_token} of {m.num_experts} experts, {m.moe_layers} MoE + "
+                                  f"{m.dense_layers} dense layers; active excl. embeddings {fmt_count(m.active_excluding_embeddings)}"])
     if len(p.by_part) > 1:
         param_rows.append(["parts", ", ".join(f"{k} {fmt_count(v)}" for k, v in p.by_part.items())])
     for dtype, n in p.by_dtype.items():
@@ -56,10 +56,10 @@ def _tables(report: Report) -> list[Table]:
     param_rows.append(["stored bytes", f"{p.stored_bytes:,} ({fmt_bytes(p.stored_bytes)})"])
     if p.quantization:
         q = p.quantization
-        bits = f" {q['bits']}-bit" if q.get("bits") else ""
-        group = f", group {q['group_size']}" if q.get("group_size") else ""
-        formats = ", ".join(f"{k} {fmt_count(v)}" for k, v in (q.get("formats") or {}).items())
-        param_rows.append(["quantization", f"{q['method']}{bits}{group}, overhead {fmt_bytes(q['overhead_bytes'])}"
+        bits = f" {q.bits}-bit" if q.bits else ""
+        group = f", group {q.group_size}" if q.group_size else ""
+        formats = ", ".join(f"{k} {fmt_count(v)}" for k, v in q.formats.items())
+        param_rows.append(["quantization", f"{q.method}{bits}{group}, overhead {fmt_bytes(q.overhead_bytes)}"
                                            + (f" ({formats})" if formats else "")])
     comp_rows = [
         [name, f"{n:,}", f"{100 * n / p.total:.2f}%" if p.total else "-", fmt_bytes(p.bytes_by_component.get(name))]

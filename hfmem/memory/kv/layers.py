@@ -316,7 +316,7 @@ def describe_layers(
                 if window is None:
                     attn = "full"
             if mla is not None and attn == "full":
-                layer.attn, layer.kv_heads, layer.dk, layer.dv = "mla", 1, mla["kv_lora_rank"], mla["qk_rope_head_dim"]
+                layer.attn, layer.kv_heads, layer.dk, layer.dv = "mla", 1, mla.kv_lora_rank, mla.qk_rope_head_dim
             else:
                 heads, dim = _kv_heads_and_dim(arch, cfg, i)
                 per_gpu = max(1, heads // tp)
@@ -342,7 +342,7 @@ def describe_layers(
             layers.append(_Layer(n_layers + j, "cross_attention", "cross", max(1, heads // tp), dim, dim, encoder_len))
     if mla is not None:
         notes.append(
-            f"MLA: one latent of kv_lora_rank {mla['kv_lora_rank']} + qk_rope_head_dim {mla['qk_rope_head_dim']} per "
+            f"MLA: one latent of kv_lora_rank {mla.kv_lora_rank} + qk_rope_head_dim {mla.qk_rope_head_dim} per "
             "token per layer (transformers >= 5 and vLLM); not divided by tensor parallelism"
         )
     if shared:

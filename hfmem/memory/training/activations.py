@@ -70,7 +70,7 @@ def layer_facts(report: Report) -> list[LayerFacts]:
             continue
         by_layer[c.layer].append(c)
     h = arch.hidden_size
-    top_k = int((arch.moe or {}).get("experts_per_token") or 0)
+    top_k = int((arch.moe.experts_per_token if arch.moe else 0) or 0)
     facts: list[LayerFacts] = []
     lt = arch.layer_type_list or []
     lin_by_layer: dict[int | None, list[LinearModule]] = defaultdict(list)
@@ -223,17 +223,18 @@ def _layer_terms(f: LayerFacts, arch: Architecture, ctx: _ActContext, first: boo
             t["norms"] += _norm_bytes(h, ctx, full)
         linear_input("attn_in", h, dt.res)
         if f.attention == "mla":
-            m = arch.mla or {}
-            rq = m.get("q_lora_rank")
-            rkv = m["kv_lora_rank"]
-            dqk = m["qk_nope_head_dim"] + m["qk_rope_head_dim"]
-            dv = m["v_head_dim"]
+            m = arch.mla
+            assert m is not None  # f.attention == "mla" only when the config has MLA
+            rq = m.q_lora_rank
+            rkv = m.kv_lora_rank
+            dqk = m.qk_nope_head_dim + m.qk_rope_head_dim
+            dv = m.v_head_dim
             if rq:
                 t["norms"] += _norm_bytes(int(rq), ctx, full)
                 linear_input("attn_mid:q_b_proj", int(rq), dt.lin)
             t["norms"] += _norm_bytes(rkv, ctx, full)
             linear_input("attn_mid:kv_b_proj", rkv, dt.lin)
-            q_b, k_b, v_b = nq * dqk, nq * dqk, nq * (m["qk_nope_head_dim"] + dv)
+            q_b, k_b, v_b = nq * dqk, nq * dqk, nq * (m.qk_nope_head_dim + dv)
             out_b = nq * dv
             d_v = dv
         else:
@@ -344,7 +345,7 @@ def _nonlayer_terms(arch: Architecture, ctx: _ActContext, lm_trainable: bool, ro
     h = arch.hidden_size
     t: dict[str, int] = {}
     if rope:
-        t["RoPE cos/sin"] = 2 * ctx.dt.res * (arch.mla["qk_rope_head_dim"] if arch.mla else arch.head_dim)
+        t["RoPE cos/sin"] = 2 * ctx.dt.res * (arch.mla.qk_rope_head_dim if arch.mla else arch.head_dim)
     norm = _norm_bytes(h, ctx, lm_trainable)
     if ctx.dt.autocast and lm_trainable:
         norm += 2 * h  # lm_head input cast to bf16

@@ -206,7 +206,7 @@ def _frozen_base(budget: _Budget, report: Report, method: str, settings: Trainin
         quant = report.parameters.quantization
         if quant is not None:
             base = sum(c.entry.nbytes for c in report.tensors if c.role in ("param", "quantized", "quant_overhead") and c.component != "mtp")
-            budget.notes.append(f"frozen base kept in its stored {quant.get('method')} format")
+            budget.notes.append(f"frozen base kept in its stored {quant.method} format")
         else:
             psi = sum(c.logical for c in trainable_tensors(report))
             base = psi * (4 if settings.precision in ("fp32", "amp-bf16") else 2)

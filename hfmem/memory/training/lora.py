@@ -101,7 +101,7 @@ def linear_modules(report: Report) -> list[LinearModule]:
     compressed-tensors ``weight_packed``, bitsandbytes U8) are Linear layers of their logical [out, in] shape."""
     arch = report.architecture
     conv1d = arch.model_type in CONV1D_TYPES
-    method = str((report.parameters.quantization or {}).get("method") or "")
+    method = str(report.parameters.quantization.method if report.parameters.quantization else "")
     out: list[LinearModule] = []
     for c in report.tensors:
         e = c.entry

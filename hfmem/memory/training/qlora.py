@@ -44,13 +44,13 @@ def qlora_base(report: Report, settings: TrainingSettings) -> tuple[int, int, li
     quant = report.parameters.quantization
     tensors = trainable_tensors(report)
     unq_elem = 4 if settings.qlora_upcast else 2
-    if quant is not None and str(quant.get("method", "")).startswith("bitsandbytes-4bit"):
+    if quant is not None and str(quant.method).startswith("bitsandbytes-4bit"):
         nf4 = sum(c.entry.nbytes for c in report.tensors if c.role in ("quantized", "quant_overhead") and c.component != "mtp")
         unq = sum(c.logical for c in tensors if c.role == "param") * unq_elem
         notes.append("checkpoint is already bitsandbytes 4-bit: NF4 bytes are the stored bytes")
         return nf4, unq, notes
     if quant is not None:
-        notes.append(f"checkpoint is {quant.get('method')}: QLoRA re-quantizes the dequantized weights to NF4")
+        notes.append(f"checkpoint is {quant.method}: QLoRA re-quantizes the dequantized weights to NF4")
     lin = quantizable(report)
     lin_names = {m.tensor for m in lin}
     nf4 = sum(nf4_bytes(m.params) for m in lin)
