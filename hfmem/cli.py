@@ -14,6 +14,7 @@ from hfmem.batch import DEFAULT_JOBS, MAX_JOBS
 from hfmem.errors import HfmemError, redact
 from hfmem.memory.gpus import DEVICES
 from hfmem.memory.kv import ENGINES, KV_DTYPES
+from hfmem.memory.planner import SPECULATIVE
 from hfmem.memory.training import ATTENTION, FSDP, OFFLOAD, OPTIMIZERS
 from hfmem.memory.training import METHODS as TRAINING_METHODS
 from hfmem.memory.training import PRECISIONS as TRAINING_PRECISIONS
@@ -115,6 +116,8 @@ def planner_options(f: Callable) -> Callable:
     f = click.option("--gpu-util", type=click.FloatRange(min=0.01, max=1.0), default=None, help="vLLM gpu_memory_utilization (default 0.9; newer vLLM uses 0.92).")(f)
     f = click.option("--overhead", default=None, help="Per-GPU runtime overhead, e.g. 0.35GiB (default: 0.5 GiB vllm, 0.75 GiB transformers, 0.5 GiB cpu).")(f)
     f = click.option("--max-batched-tokens", type=click.IntRange(min=1), default=None, help="Tokens in vLLM's profiling forward pass (default 8192).")(f)
+    f = click.option("--speculative", type=click.Choice([s for s in SPECULATIVE if s]), default=None,
+                     help="Speculative decoding: mtp loads the checkpoint's multi-token-prediction layers (weights + KV), as vLLM does.")(f)
     f = click.option("--device", type=click.Choice(DEVICES), default="cuda", show_default=True, help="cpu: RAM = weights + KV + activations + overhead.")(f)
     return f
 
