@@ -95,7 +95,6 @@ def _check_ctx(ctx: click.Context, param: click.Parameter, value: str | None) ->
 
 
 def kv_options(f: Callable) -> Callable:
-
     f = click.option("--encoder-len", type=click.IntRange(min=1), default=None,
                      help="Encoder-decoder models: encoder tokens for the cross-attention cache (default: the model's max source length).")(f)
     f = click.option("--engine", type=click.Choice(ENGINES), default=None,
@@ -120,8 +119,6 @@ def planner_options(f: Callable) -> Callable:
                      help="Speculative decoding: mtp loads the checkpoint's multi-token-prediction layers (weights + KV), as vLLM does.")(f)
     f = click.option("--device", type=click.Choice(DEVICES), default="cuda", show_default=True, help="cpu: RAM = weights + KV + activations + overhead.")(f)
     return f
-
-
 
 
 def _require_ctx(opts: dict[str, Any]) -> None:
