@@ -288,7 +288,6 @@ def cross_check(arch: Architecture, entries: list[TensorEntry]) -> list[str]:
     """Compare config facts with what the header shapes say; disagreements become warnings."""
     warnings: list[str] = []
     names = {t.name: t for t in entries}
-    from hfmem.model.inventory import classify_component
 
     warnings.extend(_cache_shapes_from_weights(arch, entries))
     has_head = any(

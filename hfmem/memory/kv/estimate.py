@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 from hfmem.errors import UsageError
 from hfmem.memory.kv.layers import (
-    _BITS, _ST_TO_SHORT, _int, _Layer, _model_dtype, describe_layers, fp8_ds_mla, ggml_block, index_bytes_per_token,
+    _BITS,
+    _ST_TO_SHORT,
+    _int,
+    _Layer,
+    _model_dtype,
+    describe_layers,
+    fp8_ds_mla,
+    ggml_block,
+    index_bytes_per_token,
 )
 from hfmem.model.architecture import Architecture
 
