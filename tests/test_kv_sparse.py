@@ -16,6 +16,7 @@ vLLM rules followed (transformers' side is measured in tests/test_kv_truth.py):
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -35,6 +36,7 @@ def config(repo: str) -> dict:
     return json.loads((FIXTURES / "configs" / repo / "config.json").read_text())
 
 
+@functools.lru_cache(maxsize=1)
 def glm_5_2():
     """GLM-5.2 from its config and its (truncated: layers 0-3) tensor inventory: the weights fix qk_rope_head_dim."""
     return analyze_files(model_files(GLM)).architecture
