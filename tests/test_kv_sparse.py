@@ -209,3 +209,14 @@ def test_no_fixture_model_says_the_same_thing_twice(repo):
         assert len(lines) == len(set(lines)), [x for x in lines if lines.count(x) > 1]
         if repo in (GLM, M3):
             assert not any("counted as" in x for x in lines), lines
+
+
+def test_minimax_m3_raw_text_config_reads_sparse_attention_freq():
+    """The shipped text_config alone has an empty model_type (read raw, no layer_types): the sparse layers come from
+    sparse_attention_config.sparse_attention_freq, as MiniMaxM3VLTextConfig.__post_init__ derives them."""
+    text = config(M3)["text_config"]
+    arch, notes = build_architecture(text)
+    assert arch.normalised_by == "raw config.json"
+    est = estimate_kv(arch, 4096, kv_dtype="bf16")
+    assert est.by_layer_type["sparse_attention"]["layers"] == 57 and est.block_size == 128
+    assert est.bytes_per_token == 3 * 2048 + 57 * (2048 + 256)

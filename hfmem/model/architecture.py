@@ -304,8 +304,8 @@ def cross_check(arch: Architecture, entries: list[TensorEntry]) -> list[str]:
 
 
 def _first_layer_tensor(arch: Architecture, entries: list[TensorEntry], *suffixes: str,
-                        any_layer: bool = False) -> TensorEntry | None:
-    """The language model's first attention layer's 2-D tensor ending in one of `suffixes` (not a vision/audio
+                        any_layer: bool = False, ndim: int = 2) -> TensorEntry | None:
+    """The language model's first attention layer's `ndim`-D tensor ending in one of `suffixes` (not a vision/audio
     tower's, a talker's or an MTP layer's); any_layer: the lowest-numbered layer that has one (sparse-attention
     indexers are absent from some layers)."""
     import re
@@ -314,7 +314,7 @@ def _first_layer_tensor(arch: Architecture, entries: list[TensorEntry], *suffixe
 
     best: tuple[int, TensorEntry] | None = None
     for t in entries:
-        if not t.name.endswith(suffixes) or len(t.shape) != 2 or "talker" in t.name or "vision" in t.name:
+        if not t.name.endswith(suffixes) or len(t.shape) != ndim or "talker" in t.name or "vision" in t.name:
             continue
         m = re.search(r"\.layers\.(\d+)\.", t.name)
         if m is None or (int(m.group(1)) != 0 and not any_layer) or int(m.group(1)) >= arch.num_layers:
@@ -340,8 +340,8 @@ def _cache_shapes_from_weights(arch: Architecture, entries: list[TensorEntry]) -
     mla = arch.mla
     if mla is not None:
         kv_a = _first_layer_tensor(arch, entries, "self_attn.kv_a_proj_with_mqa.weight")
-        if kv_a is not None and kv_a.shape[0] != mla.kv_lora_rank + mla.qk_rope_head_dim:
-            norm = _first_layer_tensor(arch, entries, "self_attn.kv_a_layernorm.weight")
+        if kv_a is not None and kv_a.shape[1] == arch.hidden_size and kv_a.shape[0] != mla.kv_lora_rank + mla.qk_rope_head_dim:
+            norm = _first_layer_tensor(arch, entries, "self_attn.kv_a_layernorm.weight", ndim=1)
             rows = kv_a.shape[0]
             rank = mla.kv_lora_rank
             if norm is None or norm.shape[0] == rank:  # the latent is right: the rope part takes the rest
@@ -362,7 +362,7 @@ def _cache_shapes_from_weights(arch: Architecture, entries: list[TensorEntry]) -
     declared = text.get("index_head_dim")
     if declared is None and isinstance(text.get("sparse_attention_config"), dict):
         declared = text["sparse_attention_config"].get("sparse_index_dim")
-    if sparse is not None:
+    if sparse is not None and sparse.shape[1] == arch.hidden_size:  # packed layouts (bitsandbytes [n, 1]) say nothing
         rows = sparse.shape[0]
         if isinstance(declared, int) and declared != rows:
             override(
@@ -378,7 +378,8 @@ def _cache_shapes_from_weights(arch: Architecture, entries: list[TensorEntry]) -
             text_of = f"k_proj is [{rows}, {k_proj.shape[1]}] but config gives {arch.num_kv_heads} KV heads x head_dim " \
                       f"{arch.head_dim} = {declared_kv}"
             heterogeneous = isinstance(text.get("per_layer_config"), dict) or len(set(arch.layer_type_list)) > 1
-            if not heterogeneous and rows % arch.head_dim == 0 and rows // arch.head_dim <= max(arch.num_attention_heads, 1):
+            if (not heterogeneous and k_proj.shape[1] == arch.hidden_size and rows % arch.head_dim == 0
+                    and rows // arch.head_dim <= max(arch.num_attention_heads, 1)):
                 override(f"{text_of}; using {rows // arch.head_dim} KV heads")
                 arch.num_kv_heads = rows // arch.head_dim
             else:  # layers differ (or the rows fit no head count): the KV figure keeps the config's value

@@ -274,12 +274,15 @@ class _IndexPlan:
             if not (isinstance(types, list) and len(types) >= len(names)):
                 types = _glm_indexer_types(cfg, len(names)) if "glm_moe_dsa" in (arch.model_type, model_type) else None
             self.keep = [t != "shared" for t in types[: len(names)]] if types else [True] * len(names)
-        elif "minimax_m3_sparse" in names:
+        elif "minimax_m3_sparse" in names or _sparse_freq(cfg) is not None:
             self.kind = "block"
             sparse = cfg.get("sparse_attention_config")
             raw = _int(sparse.get("sparse_index_dim")) if isinstance(sparse, dict) else None
             self.dim = arch.index_head_dim or _int(cfg.get("index_head_dim")) or raw or 128
-            self.keep = [n == "minimax_m3_sparse" for n in names]
+            if "minimax_m3_sparse" in names:
+                self.keep = [n == "minimax_m3_sparse" for n in names]
+            else:  # a raw config (not normalised by transformers): MiniMaxM3VLTextConfig.__post_init__'s rule
+                self.keep = [bool(f) for f in _sparse_freq(cfg) or []][: len(names)]
 
     def of(self, index: int) -> tuple[str | None, int]:
         """(kind, index key width) of one layer; layers of a sparse model without index keys keep the kind (vLLM
@@ -301,6 +304,15 @@ class _IndexPlan:
                 "their K/V (not divided by tensor parallelism)"]
 
 
+def _sparse_freq(cfg: dict[str, Any]) -> list[Any] | None:
+    """MiniMax-M3's raw sparse_attention_config.sparse_attention_freq (1 = sparse layer), when sparse attention is on."""
+    sparse = cfg.get("sparse_attention_config")
+    if not isinstance(sparse, dict) or sparse.get("use_sparse_attention") is False:
+        return None
+    freq = sparse.get("sparse_attention_freq")
+    return freq if isinstance(freq, list) else None
+
+
 def _glm_indexer_types(cfg: dict[str, Any], n: int) -> list[str]:
     """transformers, models/glm_moe_dsa/configuration_glm_moe_dsa.py: GlmMoeDsaConfig.__post_init__ (for raw configs)."""
     pattern = cfg.get("index_topk_pattern")
@@ -312,6 +324,10 @@ def _glm_indexer_types(cfg: dict[str, Any], n: int) -> list[str]:
     offset = _int(cfg.get("index_skip_topk_offset"))
     offset = 2 if offset is None else offset
     return ["full" if (max(i - offset + 1, 0) % freq) == 0 else "shared" for i in range(n)]
+
+
+def _count(layers: int) -> str:
+    return f"{layers} layer{'s' if layers > 1 else ''}"
 
 
 def index_bytes_per_token(layer: _Layer, dtype: str, engine: str) -> int:
@@ -359,8 +375,9 @@ def describe_layers(
         window_default = window_default // 2 + 1  # transformers, Gemma4TextConfig.__post_init__ halves it for bidirectional use
     chunk = _int(cfg.get("attention_chunk_size"))
     mla = arch.mla
-    unknown_state_warned = False
     unmodelled: dict[str, int] = {}
+    replicated: dict[int, int] = {}  # KV heads < tp -> layers (said once per head count, not once per layer)
+    no_state: dict[str, int] = {}
     indexed = _IndexPlan(arch, cfg, names)
 
     layers: list[_Layer] = []
@@ -389,12 +406,8 @@ def describe_layers(
         layer.index_kind, layer.index_dim = indexed.of(i)
         if has_state:
             states = _state_dims(arch, family, cfg, tp, act, ssm_vllm) if family else []
-            if not states and not unknown_state_warned:
-                warnings.append(
-                    f"recurrent state size of {name} layers is not modelled for model_type {arch.model_type!r}: "
-                    "counted as 0 bytes"
-                )
-                unknown_state_warned = True
+            if not states:
+                no_state[name] = no_state.get(name, 0) + 1
             layer.states = states
         if attn is not None:
             window = None
@@ -412,7 +425,7 @@ def describe_layers(
                 heads, dim = _kv_heads_and_dim(arch, cfg, i)
                 per_gpu = max(1, heads // tp)
                 if tp > 1 and heads < tp:
-                    notes.append(f"{heads} KV heads < tp {tp}: KV heads are replicated, 1 per GPU")
+                    replicated[heads] = replicated.get(heads, 0) + 1
                 layer.attn, layer.kv_heads, layer.dk, layer.dv, layer.window = attn, per_gpu, dim, dim, window
         if attn is None:
             layer.label = {"mamba1": "mamba", "mamba2": "mamba", "short_conv": "conv"}.get(family or "", "linear_attention")
@@ -425,8 +438,14 @@ def describe_layers(
             if layer.index_dim:
                 layer.label = "sparse_mla" if layer.attn == "mla" else "sparse_attention"
         layers.append(layer)
+
     for name, count in unmodelled.items():  # one line per distinct cause, never one per layer
-        warnings.append(f"{count} layer{'s' if count > 1 else ''} of type {name!r}: not modelled; counted as full attention")
+        warnings.append(f"{_count(count)} of type {name!r}: not modelled; counted as full attention")
+    for name, count in no_state.items():
+        warnings.append(f"{_count(count)} of type {name!r}: recurrent state size is not modelled for model_type "
+                        f"{arch.model_type!r}; counted as 0 bytes")
+    for heads, count in replicated.items():
+        notes.append(f"{heads} KV heads < tp {tp}: KV heads are replicated, 1 per GPU ({_count(count)})")
     notes.extend(indexed.notes(layers))
 
     if arch.is_encoder_decoder:
