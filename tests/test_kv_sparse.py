@@ -220,3 +220,22 @@ def test_minimax_m3_raw_text_config_reads_sparse_attention_freq():
     est = estimate_kv(arch, 4096, kv_dtype="bf16")
     assert est.by_layer_type["sparse_attention"]["layers"] == 57 and est.block_size == 128
     assert est.bytes_per_token == 3 * 2048 + 57 * (2048 + 256)
+
+
+def test_glm_5_2_config_only_flags_its_inconsistent_rope_width():
+    _, lines = build_architecture(config(GLM))
+    assert ("config.json qk_head_dim 256 != qk_nope_head_dim 192 + qk_rope_head_dim 192: the MLA rope width (cached "
+            "per token) is uncertain without the weights; using qk_rope_head_dim 192") in lines
+
+
+def test_glm_5_2_cli_says_each_warning_once(stub_repo):
+    from click.testing import CliRunner
+
+    from hfmem.cli import main
+
+    for engine in ("vllm", "transformers"):
+        result = CliRunner().invoke(main, [str(stub_repo(GLM)), "--ctx", "32k", "--engine", engine])
+        assert result.exit_code == 0, result.output
+        lines = [x for x in result.output.splitlines() if x.startswith("warning:")]
+        assert len(lines) == len(set(lines)) and not any("counted as" in x for x in result.output.splitlines())
+        assert sum("using qk_rope_head_dim 64" in x for x in lines) == 1

@@ -178,6 +178,12 @@ def build_architecture(config: dict[str, Any], entries: list[TensorEntry] | None
             v_head_dim=int(_get(text, "v_head_dim", default=nope)),
         )
         head_dim = nope + rope  # the query/key head size; the cache holds the latent instead
+        declared_qk = raw_text.get("qk_head_dim")  # transformers recomputes it; the file's own value is evidence
+        if isinstance(declared_qk, int) and not isinstance(declared_qk, bool) and declared_qk != head_dim and not entries:
+            warnings.append(
+                f"config.json qk_head_dim {declared_qk} != qk_nope_head_dim {nope} + qk_rope_head_dim {rope}: the MLA "
+                f"rope width (cached per token) is uncertain without the weights; using qk_rope_head_dim {rope}"
+            )
     if head_dim is None and heads:
         if hidden % heads:
             raise MalformedConfig(
