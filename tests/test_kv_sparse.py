@@ -239,3 +239,21 @@ def test_glm_5_2_cli_says_each_warning_once(stub_repo):
         lines = [x for x in result.output.splitlines() if x.startswith("warning:")]
         assert len(lines) == len(set(lines)) and not any("counted as" in x for x in result.output.splitlines())
         assert sum("using qk_rope_head_dim 64" in x for x in lines) == 1
+
+
+def _config_only_repos() -> list[str]:
+    root = FIXTURES / "configs"
+    return sorted(str(p.parent.relative_to(root)) for p in root.glob("*/*/config.json")
+                  if not p.parent.parent.name.startswith("hfmem-stubs"))
+
+
+@pytest.mark.parametrize("repo", _config_only_repos())
+def test_no_fixture_config_says_the_same_thing_twice(repo):
+    """Every fixture config, without weights: the architecture's lines and each engine's KV lines, each once."""
+    arch, lines = build_architecture(config(repo))
+    assert len(lines) == len(set(lines)), lines
+    enc = 64 if arch.is_encoder_decoder else None
+    for engine in ("vllm", "transformers"):
+        est = estimate_kv(arch, 4096, engine=engine, encoder_len=enc, tp=8)
+        said = est.warnings + est.assumptions
+        assert len(said) == len(set(said)), [x for x in said if said.count(x) > 1]
