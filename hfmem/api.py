@@ -43,7 +43,8 @@ def analyze_files(files: ModelFiles) -> Report:
     counted, scheme, tie_notes = count_tensors(files.headers, files.config, arch.num_layers, arch.tie_word_embeddings)
     params = summarize(counted, scheme, tie_notes)
     warnings = list(files.warnings) + config_warnings + [w for h in files.headers for w in h.warnings] + params.warnings
-    notes = list(arch_notes) + params.notes
+    warnings += arch.weight_overrides  # a config value the weights contradict: the weights' value is used
+    notes = [n for n in arch_notes if n not in arch.weight_overrides] + params.notes
     moe = summarize_moe(counted, arch, params.inference_loaded if params.inference_loaded is not None else params.total, files.config)
     if moe is not None:
         params.active = moe.active

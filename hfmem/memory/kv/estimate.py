@@ -10,7 +10,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hfmem.errors import UsageError
-from hfmem.memory.kv.layers import _BITS, _ST_TO_SHORT, _int, _Layer, _model_dtype, describe_layers, ggml_block
+from hfmem.memory.kv.layers import (
+    _BITS,
+    _ST_TO_SHORT,
+    _int,
+    _Layer,
+    _model_dtype,
+    describe_layers,
+    fp8_ds_mla,
+    ggml_block,
+    index_bytes_per_token,
+)
 from hfmem.model.architecture import Architecture
 
 if TYPE_CHECKING:
@@ -112,18 +122,22 @@ def _formulas(layers: list[_Layer], dtype: str, engine: str, context: int, mbt: 
         if l.label in ("kv_shared", "no_cache"):
             continue
         key = (l.attn, l.kv_heads, l.dk, l.dv, l.window, tuple((s.name, s.hf_elements, s.hf_dtype, s.vllm_elements,
-                                                                   s.vllm_dtype) for s in l.states))
+                                                                   s.vllm_dtype) for s in l.states),
+               _index_formula(l, dtype, engine))
         groups.setdefault(l.label, {}).setdefault(key, 0)
         groups[l.label][key] += 1
     out: dict[str, str] = {}
     for label, shapes in groups.items():
         parts = []
-        for (attn, heads, dk, dv, window, states), n in shapes.items():
+        for (attn, heads, dk, dv, window, states, index), n in shapes.items():
             bits = []
-            if attn == "mla":
-                bits.append(f"{n} x (kv_lora_rank {dk} + qk_rope_head_dim {dv}) x {_elem(dtype)} per token")
+            if attn == "mla" and engine == "vllm" and dtype == "fp8" and "fp8_ds_mla" in index:
+                bits.append(f"{n} x fp8_ds_mla ({dk} fp8 + {dk // 128} x 4 B scales + {dv} x 2 B rope = "
+                            f"{dk + dk // 128 * 4 + dv * 2} B){index.replace('fp8_ds_mla', '')} per token")
+            elif attn == "mla":
+                bits.append(f"{n} x (kv_lora_rank {dk} + qk_rope_head_dim {dv}) x {_elem(dtype)}{index} per token")
             elif attn:
-                bits.append(f"{n} x {heads} KV heads x ({dk} + {dv}) x {_elem(dtype)} per token")
+                bits.append(f"{n} x {heads} KV heads x ({dk} + {dv}) x {_elem(dtype)}{index} per token")
             if attn in ("sliding", "chunked"):
                 if engine == "transformers":
                     bits.append(f"x min(context, {window} - 1) tokens")
@@ -146,6 +160,18 @@ def _formulas(layers: list[_Layer], dtype: str, engine: str, context: int, mbt: 
             parts.append(" ".join(bits))
         out[label] = "; ".join(parts)
     return out
+
+
+def _index_formula(l: _Layer, dtype: str, engine: str) -> str:
+    """The index-key part of a sparse-attention layer's formula (" + ..."), "" for other layers; "fp8_ds_mla"
+    marks vLLM's packed fp8 latent layout."""
+    text = "fp8_ds_mla" if engine == "vllm" and fp8_ds_mla(l, dtype) else ""
+    if not l.index_dim:
+        return text
+    per = index_bytes_per_token(l, dtype, engine)
+    if engine == "vllm" and l.index_kind == "dsa":
+        return text + f" + indexer key ({l.index_dim} fp8 + {l.index_dim // 128} x 4 B scales = {per} B)"
+    return text + f" + index key {l.index_dim} x {_elem(dtype)}"
 
 
 def _default_encoder_len(arch: Architecture) -> int | None:
