@@ -252,7 +252,10 @@ def mtp_cache_layers(layers: list[_Layer], count: int, assumptions: list[str]) -
     """``count`` extra layers caching like the model's last full-attention (or MLA) layer, labelled "mtp"."""
     import dataclasses
 
-    template = next((l for l in reversed(layers) if l.attn in ("full", "mla")), None)
+    # An MTP module is a whole decoder layer: in DSA models it has its own indexer (GLM-5.2's MTP weights hold one),
+    # so a layer that keeps index keys is the template when the model has any.
+    attention = [l for l in layers if l.attn in ("full", "mla")]
+    template = next((l for l in reversed(attention) if l.index_kind), attention[-1] if attention else None)
     if template is None:
         assumptions.append(f"{count} MTP layer(s): no full-attention layer to copy; their cache is not counted")
         return []
