@@ -8,6 +8,7 @@ from typing import Any
 
 from hfmem.errors import UsageError
 from hfmem.gguf.ggml import block_of
+from hfmem.memory.kv.compressed import Compressed, compressed_layer
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv
 
@@ -78,6 +79,7 @@ class _Layer:
     dv: int = 0
     window: int | None = None
     states: list[_State] = field(default_factory=list)
+    compressed: Compressed | None = None  # DeepSeek-V4 CSA/HCA branch beside the window (compressed.py)
 
 
 def _int(value: Any) -> int | None:
@@ -292,6 +294,8 @@ def describe_layers(
             attn = "sliding"
         elif name in _CHUNKED:
             attn = "chunked"
+        elif arch.model_type == "deepseek_v4" and compressed_layer(cfg, name) is not None:
+            attn = "sliding"  # window + compressed branch (compressed.py)
         elif not has_state:
             warnings.append(f"layer type {name!r} is not modelled; counted as full attention")
             attn = "full"
@@ -323,8 +327,14 @@ def describe_layers(
                 if tp > 1 and heads < tp:
                     notes.append(f"{heads} KV heads < tp {tp}: KV heads are replicated, 1 per GPU")
                 layer.attn, layer.kv_heads, layer.dk, layer.dv, layer.window = attn, per_gpu, dim, dim, window
+                if arch.model_type == "deepseek_v4":
+                    layer.compressed = compressed_layer(cfg, name)
+                    if layer.compressed is not None:
+                        layer.dv = 0  # shared-KV MQA: the window tensor is stored once (values is keys)
         if attn is None:
             layer.label = {"mamba1": "mamba", "mamba2": "mamba", "short_conv": "conv"}.get(family or "", "linear_attention")
+        elif layer.compressed is not None:
+            layer.label = name
         elif has_state:
             layer.label = "hybrid" if attn == "full" else "hybrid_sliding"
         else:
