@@ -116,6 +116,8 @@ def planner_options(f: Callable) -> Callable:
     f = click.option("--overhead", default=None, help="Per-GPU runtime overhead, e.g. 0.35GiB (default: 0.5 GiB vllm, 0.75 GiB transformers, 0.5 GiB cpu).")(f)
     f = click.option("--max-batched-tokens", type=click.IntRange(min=1), default=None, help="Tokens in vLLM's profiling forward pass (default 8192).")(f)
     f = click.option("--device", type=click.Choice(DEVICES), default="cuda", show_default=True, help="cpu: RAM = weights + KV + activations + overhead.")(f)
+    f = click.option("--no-prefix-caching", "prefix_caching", is_flag=True, flag_value=False, default=None,
+                     help="vLLM without automatic prefix caching: hybrid mamba/linear-attention models reserve one state page per request per group, not two (docs/kv.md).")(f)
     return f
 
 

@@ -191,10 +191,13 @@ def estimate_kv(
     block_size: int = 16,
     max_batched_tokens: int = 8192,
     weights_dtype: str | None = None,
+    prefix_caching: bool = True,
 ) -> KVCacheEstimate:
     """KV cache for `batch` sequences of `context` tokens under `engine`; exact integer bytes (per GPU if tp > 1).
 
-    weights_dtype: the stored tensors' dominant float dtype ("BF16", ...), used when config.json has no dtype."""
+    weights_dtype: the stored tensors' dominant float dtype ("BF16", ...), used when config.json has no dtype.
+    prefix_caching: vLLM's automatic prefix caching (on by default): state layers then reserve two pages per
+    request per group instead of one."""
     if engine not in ENGINES:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     for name, value in (("context", context), ("batch", batch), ("tp", tp), ("block_size", block_size),
@@ -224,7 +227,8 @@ def estimate_kv(
     else:
         from hfmem.memory.kv.vllm import _vllm
 
-        est = _vllm(arch, layers, dtype, context, batch, block_size, max_batched_tokens, assumptions, warnings)
+        est = _vllm(arch, layers, dtype, context, batch, block_size, max_batched_tokens, assumptions, warnings,
+                    prefix_caching)
         if arch.is_encoder_decoder and arch.model_type not in ("whisper",):
             warnings.append(f"vLLM V1 may not serve {arch.model_type} (encoder-decoder support is limited to a few models)")
     est.tp, est.encoder_len = tp, encoder_len if arch.is_encoder_decoder else None

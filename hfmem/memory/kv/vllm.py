@@ -22,9 +22,9 @@ class _Spec:
     page: int  # bytes of one block of this layer
     window: int | None = None
 
-    def usage(self, context: int, mbt: int, encoder_len: int | None) -> int:
+    def usage(self, context: int, mbt: int, encoder_len: int | None, state_pages: int = 1) -> int:
         """max_memory_usage_bytes with max_model_len = context (vllm, v1/kv_cache_interface.py: each spec's
-        max_memory_usage_bytes)."""
+        max_memory_usage_bytes). state_pages: pages a mamba/linear-attention spec reserves per request."""
         bs = self.block_size
         if self.kind == "full":
             return cdiv(context, bs) * self.page
@@ -34,8 +34,8 @@ class _Spec:
                 return (cdiv(min(self.window - 1 + mbt, context), bs) + 1) * self.page
             # ChunkedLocalAttentionSpec
             return cdiv(min(self.window + mbt, context), bs) * self.page
-        if self.kind == "mamba":  # MambaSpec, mamba_cache_mode "none", no speculative blocks
-            return self.page
+        if self.kind == "mamba":  # MambaSpec: page x (1 + spec) in mode "none", page x (2 + spec) in "align"
+            return self.page * state_pages
         if self.kind == "cross":  # CrossAttentionSpec: max_num_encoder_input_tokens
             return cdiv(encoder_len or 0, bs) * self.page
         raise AssertionError(self.kind)
@@ -119,7 +119,7 @@ def _vllm_groups(specs: dict[int, _Spec], assumptions: list[str]) -> tuple[list[
 
 
 def _vllm_per_request(layers: list[_Layer], specs: dict[int, _Spec], context: int, mbt: int,
-                      assumptions: list[str]) -> tuple[int, int, dict[str, dict[str, int]], int]:
+                      assumptions: list[str], state_pages: int = 1) -> tuple[int, int, dict[str, dict[str, int]], int]:
     """(bytes one request of `context` tokens reserves, of which in growing full-attention pages, per-label split,
     bytes of one pool block across layers: the divisor of kv_cache_utils.py: get_num_blocks and
     get_max_concurrency_for_kv_cache_config)."""
@@ -138,7 +138,7 @@ def _vllm_per_request(layers: list[_Layer], specs: dict[int, _Spec], context: in
     else:
         bytes_per_block = sum(spec.page * len(members) for spec, members in groups)
     for spec, members in groups:
-        blocks = cdiv(spec.usage(context, mbt, enc), spec.page)
+        blocks = cdiv(spec.usage(context, mbt, enc, state_pages), spec.page)  # whole blocks per request per group
         if general:  # kv_cache_utils.py: _max_memory_usage_bytes_from_groups: group_size pools, one layer of every group each
             group_bytes = group_size * spec.page * blocks
             _add(by, label_of[members[0]], bytes=group_bytes, padding_slots=group_size - len(members),
@@ -154,16 +154,26 @@ def _vllm_per_request(layers: list[_Layer], specs: dict[int, _Spec], context: in
     return total, growing, by, bytes_per_block
 
 
+def _state_pages(prefix_caching: bool) -> int:
+    """State pages one request reserves per mamba/linear-attention group (no speculative decoding): with prefix
+    caching (vLLM's default) hybrid models run mamba_cache_mode "align", where MambaSpec.max_memory_usage_bytes is
+    page x (2 + num_speculative_blocks); without it mode "none", page x (1 + num_speculative_blocks)
+    (vllm, v1/kv_cache_interface.py: MambaSpec.max_memory_usage_bytes; config/model.py: MambaModelConfig)."""
+    return 2 if prefix_caching else 1
+
+
 def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, batch: int, block_size: int, mbt: int,
-          assumptions: list[str], warnings: list[str]) -> KVCacheEstimate:
+          assumptions: list[str], warnings: list[str], prefix_caching: bool = True) -> KVCacheEstimate:
     local: list[str] = []
+    hybrid = any(l.attn for l in layers) and any(l.states for l in layers)
+    pages = _state_pages(prefix_caching and hybrid)  # align mode checked on hybrid models only (docs/kv.md)
     specs, bs = _vllm_specs(layers, dtype, block_size, False, local)
-    per_request, growing, by_req, bytes_per_block = _vllm_per_request(layers, specs, context, mbt, local)
+    per_request, growing, by_req, bytes_per_block = _vllm_per_request(layers, specs, context, mbt, local, pages)
     has_window = any(l.attn in ("sliding", "chunked") for l in layers)
     reserved = per_request
     if has_window:
         full_specs, _ = _vllm_specs(layers, dtype, block_size, True, [])
-        reserved, _, _, _ = _vllm_per_request(layers, full_specs, context, mbt, [])
+        reserved, _, _, _ = _vllm_per_request(layers, full_specs, context, mbt, [], pages)
     by: dict[str, dict[str, int]] = {}
     per_token = 0
     for l in layers:
@@ -193,7 +203,13 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     if arch.mla is not None:
         assumptions_v.append("MLA backends that force a larger block size (FlashMLA: 64) round to that instead")
     if any(l.states for l in layers):
-        assumptions_v.append("state layers: one state page per request (mamba_cache_mode 'none', no speculative decoding)")
+        assumptions_v.append(
+            "state layers: two state pages per request per state group (prefix caching on, vLLM's default: "
+            "mamba_cache_mode 'align'; no speculative decoding)" if pages == 2 else
+            "state layers: one state page per request (state-only model: mamba_cache_mode 'none' assumed; the "
+            "two-page 'align' rule is applied to hybrid attention/state models)" if prefix_caching else
+            "state layers: one state page per request per state group (prefix caching off: mamba_cache_mode "
+            "'none'; no speculative decoding)")
     blocks_per_request = cdiv(per_request, bytes_per_block) if bytes_per_block else 0
     bounds = _compressed_bounds(layers, dtype, context, batch, by, per_request, assumptions_v, warnings)
     total_is = ("window-capped: hybrid KV cache manager on (vLLM default)" if has_window
