@@ -61,3 +61,14 @@ def test_deepseek_v4_vllm_bounds_and_one_warning():
     assert not any("counted as full attention" in w for w in est.warnings)
     assert "bounds" in est.to_dict()
     assert "bounds" not in estimate_kv(arch_of("Qwen/Qwen2-7B-Instruct"), 16).to_dict()
+
+
+def test_deepseek_v4_pro_per_token_and_text_bounds(stub_repo):
+    """DeepSeek-V4-Pro (61 layers: 30 CSA, 31 HCA, no pure sliding layer): 30 x 320 + 31 x 8 = 9,848 B/token under
+    transformers; the Flash table output shows vLLM's bounds."""
+    pro = arch_of("deepseek-ai/DeepSeek-V4-Pro")
+    est = estimate_kv(pro, 65_536, engine="transformers")
+    assert est.bytes_per_token == 30 * 320 + 31 * 8 == 9_848
+    assert set(est.by_layer_type) == {"compressed_sparse_attention", "heavily_compressed_attention"}
+    text = CliRunner().invoke(main, [str(stub_repo("deepseek-ai/DeepSeek-V4-Flash")), "--ctx", "32k"]).output
+    assert "bounds (engine rule not known)" in text and "259,588,096" in text
