@@ -72,3 +72,9 @@ def test_deepseek_v4_pro_per_token_and_text_bounds(stub_repo):
     assert set(est.by_layer_type) == {"compressed_sparse_attention", "heavily_compressed_attention"}
     text = CliRunner().invoke(main, [str(stub_repo("deepseek-ai/DeepSeek-V4-Flash")), "--ctx", "32k"]).output
     assert "bounds (engine rule not known)" in text and "259,588,096" in text
+
+
+def test_per_layer_notes_appear_once():
+    """Qwen2-7B (4 KV heads) at TP 8: the replicated-heads note is one line, not one per layer."""
+    est = estimate_kv(arch_of("Qwen/Qwen2-7B-Instruct"), 1024, tp=8)
+    assert sum("KV heads are replicated" in a for a in est.assumptions) == 1

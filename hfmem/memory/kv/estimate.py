@@ -234,7 +234,7 @@ def estimate_kv(
     est.tp, est.encoder_len = tp, encoder_len if arch.is_encoder_decoder else None
     est.formulas = _formulas(layers, dtype, engine, context, max_batched_tokens, est.block_size or block_size)
     est.formulas.update(_compressed_formulas(layers, dtype, engine))
-    est.assumptions = assumptions + est.assumptions
+    est.assumptions = list(dict.fromkeys(assumptions + est.assumptions))  # per-layer notes (e.g. replicated KV heads) once
     est.warnings = warnings + est.warnings
     return est
 
