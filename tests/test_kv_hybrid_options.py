@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from stubs import FIXTURES
 
 from hfmem.cli import main
-from hfmem.memory.kv import estimate_kv
+from hfmem.memory.kv import cdiv, estimate_kv
 from hfmem.model.architecture import build_architecture
 
 
@@ -78,3 +78,21 @@ def test_per_layer_notes_appear_once():
     """Qwen2-7B (4 KV heads) at TP 8: the replicated-heads note is one line, not one per layer."""
     est = estimate_kv(arch_of("Qwen/Qwen2-7B-Instruct"), 1024, tp=8)
     assert sum("KV heads are replicated" in a for a in est.assumptions) == 1
+
+
+def test_planner_concurrency_in_whole_blocks_per_group(stub_repo):
+    """Hybrid models: vLLM's concurrency = (available // one block across the groups) / blocks per request
+    (kv_cache_utils.py: get_num_blocks, get_max_concurrency_for_kv_cache_config); two state pages per group with
+    prefix caching, one without."""
+    import hfmem
+    from hfmem.memory.planner import Planner
+
+    report = hfmem.analyze(str(stub_repo("Qwen/Qwen3-Next-80B-A3B-Instruct")))
+    budget = 200 * 2**30
+    for pc, state_blocks in ((True, 6), (False, 3)):
+        p = Planner(report, "int4", engine="vllm", prefix_caching=pc)
+        conc, blocks, tokens, available = p.concurrency(budget, 32_768)
+        one = p.kv(32_768, 1)
+        assert one.blocks_per_request == cdiv(32_768, 544) + state_blocks
+        assert blocks == available // one.bytes_per_block
+        assert conc == blocks / one.blocks_per_request and tokens == int(conc * 32_768)
