@@ -186,6 +186,8 @@ CASES = [
                                     "heavily_compressed_attention": 2}),
     Case("deepseek_v4 real rates (4 / 128, L past one HCA window)", lambda: _v4(), L=139, B=1, window=8, decode=True,
          expect_types={"compressed_sparse_attention": 2, "heavily_compressed_attention": 2}),
+    Case("deepseek_v4 HCA window closing in decode (prefill 127, decode to 128)", lambda: _v4(), L=128, B=1, window=8,
+         decode=True),
     Case("mamba (no KV, fixed state, float32 config)", lambda: shrink(
         real_config("state-spaces/mamba-2.8b-hf"), 2, hidden_size=64, intermediate_size=128, vocab_size=256),
         expect_types={"mamba": 2}),
