@@ -77,6 +77,7 @@ def attach_sections(
     max_batched_tokens: int | None = None,
     device: str = "cuda",
     prefix_caching: bool = True,
+    speculative: str | None = None,
     train: str | None = None,
     train_precision: str = "mixed-bf16",
     **training_options: Any,
@@ -87,7 +88,7 @@ def attach_sections(
     ``micro_batch``, ``optimizer``, ``lora_rank``, ``zero``, ...; ``train_precision`` is its ``precision``)."""
     from hfmem.memory.gpus import parse_size, resolve_gpu
     from hfmem.memory.kv import estimate_kv, parse_context, stored_float_dtype
-    from hfmem.memory.planner import attach
+    from hfmem.memory.planner import attach, mtp_layer_count
 
     unknown = sorted(set(training_options) - set(TRAINING_OPTIONS))
     if unknown:
@@ -96,16 +97,17 @@ def attach_sections(
     if ctx is not None:
         contexts = list(ctx) if isinstance(ctx, (list, tuple)) else parse_context(ctx, report.architecture)
         weights_dtype = stored_float_dtype(report.parameters.by_dtype)
+        mtp_layers = mtp_layer_count(report) if speculative == "mtp" else 0
         # per GPU, split like the planner's: tensor parallel over ``gpus`` (one process on the CPU device)
         kv_tp = 1 if device == "cpu" else gpus
         report.kv_cache = [
             estimate_kv(report.architecture, c, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len,
-                        weights_dtype=weights_dtype, tp=kv_tp, prefix_caching=prefix_caching)
+                        weights_dtype=weights_dtype, mtp_layers=mtp_layers, tp=kv_tp, prefix_caching=prefix_caching)
             for c in contexts
         ]
     planner_kwargs: dict[str, Any] = dict(
         engine=engine, device=device, tp=gpus, kv_dtype=kv_dtype, max_batched_tokens=max_batched_tokens,
-        encoder_len=encoder_len, prefix_caching=prefix_caching,
+        encoder_len=encoder_len, speculative=speculative, prefix_caching=prefix_caching,
     )
     if gpu_util is not None:
         planner_kwargs["gpu_util"] = gpu_util

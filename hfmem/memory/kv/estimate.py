@@ -191,13 +191,16 @@ def estimate_kv(
     block_size: int = 16,
     max_batched_tokens: int = 8192,
     weights_dtype: str | None = None,
+    mtp_layers: int = 0,
     prefix_caching: bool = True,
 ) -> KVCacheEstimate:
     """KV cache for `batch` sequences of `context` tokens under `engine`; exact integer bytes (per GPU if tp > 1).
 
     weights_dtype: the stored tensors' dominant float dtype ("BF16", ...), used when config.json has no dtype.
-    prefix_caching: vLLM's automatic prefix caching (on by default): state layers then reserve two pages per
-    request per group instead of one."""
+    mtp_layers: multi-token-prediction layers run for MTP speculative decoding, each with the cache of a full
+    attention layer (vLLM builds them as decoder layers: models/deepseek_mtp.py, DeepSeekMultiTokenPredictorLayer).
+    prefix_caching: vLLM's automatic prefix caching (on by default): state layers of hybrid models then reserve two
+    pages per request per group instead of one."""
     if engine not in ENGINES:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     for name, value in (("context", context), ("batch", batch), ("tp", tp), ("block_size", block_size),
@@ -212,6 +215,8 @@ def estimate_kv(
         if encoder_len is None:
             raise UsageError("encoder-decoder model without a maximum source length: give --encoder-len")
     layers = describe_layers(arch, engine, tp, encoder_len, assumptions, warnings, weights_dtype)
+    if mtp_layers:
+        layers = layers + mtp_cache_layers(layers, mtp_layers, assumptions)
     limit = _int((arch.text_config or {}).get("max_target_positions")) or arch.max_position_embeddings
     if limit and context > limit:
         warnings.append(f"context {context:,} exceeds the model's {limit:,} positions (vLLM refuses it unless overridden)")
@@ -243,3 +248,15 @@ def stored_float_dtype(by_dtype: dict[str, int] | None) -> str | None:
     """The dominant floating dtype of the stored tensors (Parameters.by_dtype), e.g. "BF16"."""
     floats = {k: v for k, v in (by_dtype or {}).items() if k in _ST_TO_SHORT}
     return max(floats, key=lambda k: floats[k]) if floats else None
+
+
+def mtp_cache_layers(layers: list[_Layer], count: int, assumptions: list[str]) -> list[_Layer]:
+    """``count`` extra layers caching like the model's last full-attention (or MLA) layer, labelled "mtp"."""
+    import dataclasses
+
+    template = next((l for l in reversed(layers) if l.attn in ("full", "mla")), None)
+    if template is None:
+        assumptions.append(f"{count} MTP layer(s): no full-attention layer to copy; their cache is not counted")
+        return []
+    assumptions.append(f"--speculative mtp: {count} multi-token-prediction layer(s) cache like a {template.label} layer")
+    return [dataclasses.replace(template, index=len(layers) + i, label="mtp", states=[]) for i in range(count)]
