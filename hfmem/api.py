@@ -77,6 +77,7 @@ def attach_sections(
     overhead: str | int | None = None,
     max_batched_tokens: int | None = None,
     device: str = "cuda",
+    prefix_caching: bool = True,
     speculative: str | None = None,
     train: str | None = None,
     train_precision: str = "mixed-bf16",
@@ -98,14 +99,16 @@ def attach_sections(
         contexts = list(ctx) if isinstance(ctx, (list, tuple)) else parse_context(ctx, report.architecture)
         weights_dtype = stored_float_dtype(report.parameters.by_dtype)
         mtp_layers = mtp_layer_count(report) if speculative == "mtp" else 0
+        # per GPU, split like the planner's: tensor parallel over ``gpus`` (one process on the CPU device)
+        kv_tp = 1 if device == "cpu" else gpus
         report.kv_cache = [
             estimate_kv(report.architecture, c, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len,
-                        weights_dtype=weights_dtype, mtp_layers=mtp_layers)
+                        weights_dtype=weights_dtype, mtp_layers=mtp_layers, tp=kv_tp, prefix_caching=prefix_caching)
             for c in contexts
         ]
     planner_kwargs: dict[str, Any] = dict(
         engine=engine, device=device, tp=gpus, kv_dtype=kv_dtype, max_batched_tokens=max_batched_tokens,
-        encoder_len=encoder_len, speculative=speculative,
+        encoder_len=encoder_len, speculative=speculative, prefix_caching=prefix_caching,
     )
     if gpu_util is not None:
         planner_kwargs["gpu_util"] = gpu_util
@@ -191,7 +194,9 @@ def analyze(
 
     ``ref`` is a Hub repo id, a local folder, a cached snapshot or a .gguf file; ``ctx`` (e.g. 32768, "32k",
     "4k,32k", "max") adds the KV cache; other keyword options are those of :func:`attach_sections` (kv_dtype,
-    engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, device, train and the training options).
+    engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, device, prefix_caching, train and the
+    training options). The KV cache is per GPU at tensor parallel size ``gpus``; ``prefix_caching=False`` gives
+    vLLM's one-state-page figure for hybrid linear-attention/mamba models (two pages with prefix caching on).
     Safetensors models give a :class:`Report`; GGUF weights (``.gguf`` files, GGUF-only repos, or ``gguf_file`` /
     ``quant`` given) a :class:`hfmem.gguf.model.GGUFReport`.
 

@@ -153,6 +153,14 @@ def _minimax_m3_text(layers: int) -> dict[str, Any]:
                   shared_intermediate_size=32, moe_layer_freq=pattern, sparse_attention_config=sparse)
 
 
+def _v4(**overrides: Any) -> dict[str, Any]:
+    """DeepSeek-V4-Flash shrunk: its first 6 layers (2 sliding, then CSA / HCA alternating), window 8."""
+    return shrink(real_config("deepseek-ai/DeepSeek-V4-Flash"), 6, **{**SMALL, "num_key_value_heads": 1}, head_dim=32,
+                  qk_rope_head_dim=8, q_lora_rank=16, o_groups=2, o_lora_rank=16, index_n_heads=2, index_head_dim=16,
+                  index_topk=4, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, sliding_window=8,
+                  num_hash_layers=1, **overrides)
+
+
 CASES = [
     Case("qwen2 (GQA, use_sliding_window false)", lambda: shrink(real_config("Qwen/Qwen2-7B-Instruct"), 2, **SMALL),
          expect_types={"full_attention": 2}),
@@ -193,6 +201,31 @@ CASES = [
         qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, linear_head_dim=16, linear_num_heads=4,
         linear_conv_kernel_dim=4, num_experts=4, num_local_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
         first_k_dense_replace=1, pad_token_id=0), expect_types={"linear_attention": 1, "mla": 1}),
+    Case("qwen3_5_text decode (gated DeltaNet, one decode step)", lambda: shrink(
+        real_config("Qwen/Qwen3.5-0.8B-Base", text=True), 4, **SMALL, head_dim=16, linear_num_key_heads=2,
+        linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=8), decode=True,
+        expect_types={"linear_attention": 3, "full_attention": 1}),
+    Case("qwen3_5_text 27B pattern (Qwen3.6-27B config, ssm float32)", lambda: shrink(
+        real_config("Qwen/Qwen3.6-27B", text=True), 8, **SMALL, head_dim=16, linear_num_key_heads=2,
+        linear_num_value_heads=6, linear_key_head_dim=16, linear_value_head_dim=8), L=20, B=3, decode=True,
+        expect_types={"linear_attention": 6, "full_attention": 2}),
+    Case("kimi_linear decode (KDA + MLA, real linear_attn_config)", lambda: shrink(
+        real_config("moonshotai/Kimi-Linear-48B-A3B-Instruct"), 4, drop=("num_experts_per_token",),
+        **{**SMALL, "num_key_value_heads": 4}, kv_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=16,
+        v_head_dim=16, num_experts=4, num_local_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+        first_k_dense_replace=1, pad_token_id=0,
+        linear_attn_config={**real_config("moonshotai/Kimi-Linear-48B-A3B-Instruct")["linear_attn_config"],
+                            "num_heads": 4, "head_dim": 16, "full_attn_layers": [4], "kda_layers": [1, 2, 3]}), decode=True,
+        expect_types={"linear_attention": 3, "mla": 1}),
+    # DeepSeek-V4 (paper §2.3): sliding layers + CSA (window + compressor and indexer every 4 tokens, overlap state)
+    # + HCA (window + one entry every compress_rate_hca tokens). L = 40: 10 CSA entries, HCA remainder buffer of 8.
+    Case("deepseek_v4 (sliding + CSA + HCA, HCA rate 16)", lambda: _v4(compress_rate_hca=16), L=40, window=8,
+         decode=True, expect_types={"sliding_attention": 2, "compressed_sparse_attention": 2,
+                                    "heavily_compressed_attention": 2}),
+    Case("deepseek_v4 real rates (4 / 128, L past one HCA window)", lambda: _v4(), L=139, B=1, window=8, decode=True,
+         expect_types={"compressed_sparse_attention": 2, "heavily_compressed_attention": 2}),
+    Case("deepseek_v4 HCA window closing in decode (prefill 127, decode to 128)", lambda: _v4(), L=128, B=1, window=8,
+         decode=True),
     Case("mamba (no KV, fixed state, float32 config)", lambda: shrink(
         real_config("state-spaces/mamba-2.8b-hf"), 2, hidden_size=64, intermediate_size=128, vocab_size=256),
         expect_types={"mamba": 2}),
@@ -369,3 +402,36 @@ def test_minimax_m3_index_keys_are_one_head():
     shapes = {p: (s, d) for p, s, d in held_bytes(_forward(model, cfg, case, case.L))[2]}
     assert "cache.layers[0].idx_keys" not in shapes
     assert shapes["cache.layers[1].idx_keys"] == ((case.B, 1, case.L, 32), "bfloat16")  # sparse_index_dim
+
+
+def test_deepseek_v4_cache_tensors():
+    """What DeepseekV4CSACache / DeepseekV4HCACache hold after a prefill of 39 tokens (CSA rate 4, HCA rate 16):
+    K = V once (no values tensor), remainder buffers, compressed entries, float32 overlap gates on CSA only."""
+    case = next(c for c in CASES if c.name.startswith("deepseek_v4 (sliding"))
+    model, cfg = _build(case.config(), False)
+    shapes = {p: (s, d) for p, s, d in held_bytes(_forward(model, cfg, case, 39))[2]}
+    csa, hca = "cache.layers[2]", "cache.layers[3]"
+    assert shapes[f"{csa}.keys"] == ((2, 1, 7, 32), "bfloat16") and f"{csa}.values" not in shapes
+    assert shapes[f"{csa}.buffer_kv['compressor']"] == ((2, 3, 64), "bfloat16")  # 39 mod 4 tokens x 2 x head_dim
+    assert shapes[f"{csa}.buffer_gate['indexer']"] == ((2, 3, 32), "bfloat16")
+    assert shapes[f"{csa}.compressed_kv['compressor']"] == ((2, 9, 32), "bfloat16")
+    assert shapes[f"{csa}.compressed_kv['indexer']"] == ((2, 9, 16), "bfloat16")
+    assert shapes[f"{csa}.overlap_gate['compressor']"] == ((2, 4, 32), "float32")
+    assert shapes[f"{hca}.buffer_kv['compressor']"] == ((2, 7, 32), "bfloat16")
+    assert shapes[f"{hca}.compressed_kv['compressor']"] == ((2, 2, 32), "bfloat16")
+    assert not any(p.startswith(f"{hca}.overlap") for p in shapes)
+    assert shapes["cache.layers[0].values"] == ((2, 1, 7, 32), "bfloat16")  # pure sliding layers keep K and V
+
+
+def test_deepseek_v4_flash_per_token():
+    """DeepSeek-V4-Flash (43 layers: 2 sliding, 21 CSA, 20 HCA; head_dim 512, index_head_dim 128, bf16):
+    21 x (512 + 128) x 2 / 4 + 20 x 512 x 2 / 128 = 6,880 B/token per sequence under transformers."""
+    arch, _ = build_architecture(real_config("deepseek-ai/DeepSeek-V4-Flash"))
+    est = estimate_kv(arch, 32_768, engine="transformers")
+    assert est.bytes_per_token == 21 * 320 + 20 * 8 == 6_880
+    assert not est.warnings
+    by = est.by_layer_type
+    assert (by["compressed_sparse_attention"]["layers"], by["heavily_compressed_attention"]["layers"]) == (21, 20)
+    # 32,768 is a multiple of both rates: no buffers; windows 127 tokens; CSA overlap 4 x 640 x (2 + 4) per layer
+    window = 2 * 127 * 2048 + 41 * 127 * 1024
+    assert est.total_bytes == 6_880 * 32_768 + window + 21 * 4 * 640 * 6 + 43 * 8

@@ -142,16 +142,48 @@ def test_gemma2_no_window_saving_at_8k():
 
 def test_qwen3_next_hybrid_block_size_and_state():
     """§2.4 + models/config.py: GDN state 1,097,728 B per layer (conv 8192 x 3 + 32 x 128 x 128, BF16); attention
-    block raised to 16 x cdiv(1,097,728, 16 x 2048) = 544 tokens; 12 full + 36 GDN -> group size 12, 3 GDN groups."""
+    block raised to 16 x cdiv(1,097,728, 16 x 2048) = 544 tokens; 12 full + 36 GDN -> group size 12, 3 GDN groups,
+    each 2 state pages per request with prefix caching (mamba_cache_mode "align", vLLM's default), 1 without."""
     arch = arch_of("Qwen/Qwen3-Next-80B-A3B-Instruct")
     est = estimate_kv(arch, 32_768)
     assert est.by_layer_type["linear_attention"]["state_bytes"] == 36 * 1_097_728
     assert est.block_size == 544
     attn_page = 544 * 2 * 256 * 2 * 2
-    assert est.total_bytes == 12 * attn_page * (cdiv(32_768, 544) + 3)
+    assert est.total_bytes == 12 * attn_page * (cdiv(32_768, 544) + 3 * 2)
+    assert est.blocks_per_request == cdiv(32_768, 544) + 6
+    assert any("two state pages" in a for a in est.assumptions)
+    off = estimate_kv(arch, 32_768, prefix_caching=False)
+    assert off.total_bytes == 12 * attn_page * (cdiv(32_768, 544) + 3) and off.blocks_per_request == 61 + 3
+    assert any("one state page" in a for a in off.assumptions)
     assert round(36 * 1_097_728 / 2**20, 1) == 37.7  # "37.7 MiB per sequence"
     hf = estimate_kv(arch, 32_768, engine="transformers")  # conv kept at the full kernel width, state in float32
     assert hf.constant_bytes == 36 * (8192 * 4 * 2 + 32 * 128 * 128 * 4)
+
+
+def test_qwen36_27b_tp2_fp8_startup_log():
+    """A public vLLM start-up log of a Qwen3.5-style hybrid 27B (TP2, fp8 KV, max_model_len 131,072): attention
+    block size 1568 and "Maximum concurrency for 131,072 tokens per request: 2.31x". Qwen3.6-27B's config (64 layers:
+    16 full attention, 48 gated DeltaNet; mamba_ssm_dtype float32) reproduces both, and only with two state pages
+    per request per group (prefix caching on: mamba_cache_mode "align").
+
+    Per GPU: attention 2 KV heads x 256 x 2 (K, V) x 1 B = 1,024 B/token; GDN state (10,240 / 2) x 3 x 2 B conv +
+    24 x 128 x 128 x 4 B recurrent = 1,603,584 B -> block 16 x cdiv(1,603,584, 16 x 1,024) = 1568 tokens. Groups of
+    16 layers: 1 attention group (cdiv(131,072, 1568) = 84 blocks) + 3 GDN groups x 2 pages = 90 blocks per request;
+    one page would be 87. vLLM: concurrency = num_blocks / blocks per request; the log's 2.31x needs num_blocks 208
+    (207 gives 2.30x, 209 2.32x), and 208 / 87 = 2.39x."""
+    arch = arch_of("Qwen/Qwen3.6-27B")
+    est = estimate_kv(arch, 131_072, kv_dtype="fp8", tp=2)
+    assert est.block_size == 1568
+    assert est.by_layer_type["linear_attention"]["state_bytes"] == 48 * (5120 * 3 * 2 + 24 * 128 * 128 * 4)
+    assert est.blocks_per_request == 84 + 3 * 2 == 90
+    one_page = estimate_kv(arch, 131_072, kv_dtype="fp8", tp=2, prefix_caching=False)
+    assert one_page.blocks_per_request == 87
+    matching = [n for n in range(150, 300) if f"{n / est.blocks_per_request:.2f}x" == "2.31x"]
+    assert matching == [208]
+    assert f"{208 / one_page.blocks_per_request:.2f}x" == "2.39x"
+    assert not [n for n in range(150, 300) if f"{n / one_page.blocks_per_request:.2f}x" == "2.31x"
+                and n * est.bytes_per_block == n * one_page.bytes_per_block and f"{n / 90:.2f}x" == "2.31x"]
+    assert est.bytes_per_block == one_page.bytes_per_block == 16 * 1568 * 1024
 
 
 def test_mamba_state_only():

@@ -298,7 +298,8 @@ class Planner:
     def __init__(self, report: Report, precision: str = CHECKPOINT, *, engine: str = "vllm", device: str = "cuda",
                  tp: int = 1, kv_dtype: str = "auto", max_batched_tokens: int | None = None,
                  overhead: int | None = None, gpu_util: float = DEFAULT_GPU_UTIL, encoder_len: int | None = None,
-                 block_size: int = 16, max_num_seqs: int = DEFAULT_MAX_NUM_SEQS, speculative: str | None = None):
+                 block_size: int = 16, max_num_seqs: int = DEFAULT_MAX_NUM_SEQS, speculative: str | None = None,
+                 prefix_caching: bool = True):
         self.arch: Architecture = report.architecture
         if speculative not in SPECULATIVE:
             raise UsageError(f"unknown --speculative {speculative!r}; use one of: {', '.join(s for s in SPECULATIVE if s)}")
@@ -318,6 +319,7 @@ class Planner:
             tp = 1
         self.engine, self.device, self.tp = engine, device, tp
         self.kv_dtype = kv_dtype
+        self.prefix_caching = prefix_caching  # vLLM: state layers reserve 2 pages per request with it, 1 without
         self.block_size = block_size
         self.encoder_len = encoder_len
         self.gpu_util = gpu_util
@@ -395,7 +397,8 @@ class Planner:
     def kv(self, context: int, batch: int) -> Any:
         return estimate_kv(self.arch, context, batch=batch, kv_dtype=self.kv_dtype, engine=self.engine,
                            encoder_len=self.encoder_len, tp=self.tp, block_size=self.block_size,
-                           max_batched_tokens=self.max_batched_tokens, mtp_layers=self.mtp_layers)
+                           max_batched_tokens=self.max_batched_tokens, mtp_layers=self.mtp_layers,
+                           prefix_caching=self.prefix_caching)
 
     def need(self, context: int, batch: int) -> int:
         return self.weights_bytes + self.kv(context, batch).total_bytes + self.activation(context, batch)[0] + self.overhead
@@ -426,6 +429,13 @@ class Planner:
             if one.total_bytes == page * blocks_per_seq:  # uniform full attention: vLLM's own arithmetic
                 blocks = available // page
                 return blocks / blocks_per_seq, blocks, blocks * self.block_size, available
+        if self.engine == "vllm" and one.bytes_per_block and one.blocks_per_request and one.bounds is None:
+            # vllm, v1/core/kv_cache_utils.py: get_num_blocks (available // one block across the layer groups) and
+            # get_max_concurrency_for_kv_cache_config (whole blocks per request per group); pool tokens as its
+            # "GPU KV cache size" log: int(concurrency x max_model_len)
+            blocks = available // one.bytes_per_block
+            conc = blocks / one.blocks_per_request
+            return conc, blocks, int(conc * context), available
         if self.engine == "transformers":
             # batch b prefills b x ctx tokens at once: find the largest b whose total fits
             fits = lambda b: self.need(context, b) <= budget  # noqa: E731

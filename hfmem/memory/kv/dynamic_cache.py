@@ -34,6 +34,13 @@ def _transformers(layers: list[_Layer], dtype: str, context: int, batch: int) ->
             bookkeeping += _SLIDING_BOOKKEEPING
             prefill_tokens = context  # the kept slice is a view of the full prefill concatenation
             decode_tokens = min(context, layer.window)  # after a decode step: a view of (window - 1) + 1 tokens
+            if layer.compressed is not None:  # DeepSeek-V4 CSA/HCA: compressed entries, buffers, overlap state
+                logical, after_prefill, while_decoding = layer.compressed.hf_bytes(context, dtype)
+                rate = layer.compressed.entry_bytes(dtype) // layer.compressed.rate
+                grow = rate
+                bounded += logical - rate * context
+                prefill_storage += batch * after_prefill
+                decode_storage += batch * while_decoding
         elif layer.attn == "cross":
             tokens = prefill_tokens = decode_tokens = layer.window or 0
             bounded += tokens * bpt
@@ -46,6 +53,10 @@ def _transformers(layers: list[_Layer], dtype: str, context: int, batch: int) ->
             _add(by, layer.label, layers=1)
             continue
         _add(by, layer.label, layers=1, tokens=tokens, bytes=layer_bytes, bytes_per_token=bpt, state_bytes=states)
+        if layer.compressed is not None:
+            _add(by, layer.label, compressed_rows=context // layer.compressed.rate,
+                 compressed_bytes_per_token=grow)
+            by[layer.label]["compress_rate"] = layer.compressed.rate
     for entry in by.values():
         entry.setdefault("bytes_per_token", 0)
         entry.setdefault("state_bytes", 0)
@@ -57,6 +68,21 @@ def _transformers(layers: list[_Layer], dtype: str, context: int, batch: int) ->
         ),
         bookkeeping_bytes=bookkeeping,
         storage_bytes={"after_prefill": prefill_storage + bookkeeping, "while_decoding": decode_storage + bookkeeping},
-        assumptions=["transformers 5.24 DynamicCache; recurrent states float32 as on its PyTorch paths"]
-        if any(l.states for l in layers) else ["transformers 5.24 DynamicCache"],
+        assumptions=(["transformers 5.24 DynamicCache; recurrent states float32 as on its PyTorch paths"]
+                     if any(l.states for l in layers) else ["transformers 5.24 DynamicCache"]) + _compressed_notes(layers),
     )
+
+
+def _compressed_notes(layers: list[_Layer]) -> list[str]:
+    """One line for DeepSeek-V4 compressed layers (models/deepseek_v4/modeling_deepseek_v4.py: DeepseekV4CSACache,
+    DeepseekV4HCACache)."""
+    kinds: dict[tuple[str, int], int] = {}
+    for l in layers:
+        if l.compressed is not None:
+            kinds[(l.label, l.compressed.rate)] = kinds.get((l.label, l.compressed.rate), 0) + 1
+    if not kinds:
+        return []
+    parts = ", ".join(f"{n} {label} (one entry per {rate} tokens)" for (label, rate), n in kinds.items())
+    return [f"DeepSeek-V4 compressed layers: {parts}; each keeps window - 1 tokens (K = V stored once), its "
+            "compressed entries, the unfinished window's projected tokens and gates (buffers) and, for CSA, the "
+            "float32-gated overlap state; bytes_per_token is the entries' rate, constant_bytes the rest at this context"]

@@ -52,6 +52,7 @@ class KVCacheEstimate:
     storage_bytes: dict[str, int] | None = None
     encoder_len: int | None = None
     formulas: dict[str, str] = field(default_factory=dict)
+    bounds: dict[str, int] | None = None  # where the engine's rule is not known: lower/upper bytes (vLLM DeepSeek-V4)
     assumptions: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -79,6 +80,8 @@ class KVCacheEstimate:
             out["storage_bytes"] = dict(self.storage_bytes or {})
         if self.encoder_len is not None:
             out["encoder_len"] = self.encoder_len
+        if self.bounds is not None:
+            out["bounds"] = dict(self.bounds)
         out["formulas"] = dict(self.formulas)
         out["assumptions"] = list(self.assumptions)
         out["warnings"] = list(self.warnings)
@@ -174,6 +177,26 @@ def _index_formula(l: _Layer, dtype: str, engine: str) -> str:
     return text + f" + index key {l.index_dim} x {_elem(dtype)}"
 
 
+def _compressed_formulas(layers: list[_Layer], dtype: str, engine: str) -> dict[str, str]:
+    """DeepSeek-V4 CSA/HCA layers (compressed.py), per sequence."""
+    out: dict[str, str] = {}
+    for label in dict.fromkeys(l.label for l in layers if l.compressed is not None):
+        group = [l for l in layers if l.label == label]
+        c, n, first = group[0].compressed, len(group), group[0]
+        assert c is not None
+        entry = " + ".join(str(w) for w in c.widths)
+        rows = f"{n} x ({entry}) x {_elem(dtype)} per entry, one entry per {c.rate} tokens"
+        if engine == "transformers":
+            extra = (f"; buffers 2 x (context mod {c.rate}) x {c.buffer_factor} x ({entry}) x {_elem(dtype)}"
+                     + (f"; overlap {c.rate} x ({entry}) x ({_elem(dtype)} + 4 B)" if c.overlap else ""))
+            out[label] = (f"{n} x window min(context, {first.window} - 1) x {first.dk} x {_elem(dtype)} (K = V once)"
+                          f" + {rows}{extra}")
+        else:
+            out[label] = (f"rule not known: lower = {rows} (cdiv); upper = that + {n} x {first.dk} x {_elem(dtype)}"
+                          " per token x cdiv(context, block_size) blocks")
+    return out
+
+
 def _default_encoder_len(arch: Architecture) -> int | None:
     cfg = arch.text_config or {}
     for key in ("max_source_positions", "max_encoder_position_embeddings", "n_positions", "max_position_embeddings"):
@@ -195,12 +218,15 @@ def estimate_kv(
     max_batched_tokens: int = 8192,
     weights_dtype: str | None = None,
     mtp_layers: int = 0,
+    prefix_caching: bool = True,
 ) -> KVCacheEstimate:
     """KV cache for `batch` sequences of `context` tokens under `engine`; exact integer bytes (per GPU if tp > 1).
 
     weights_dtype: the stored tensors' dominant float dtype ("BF16", ...), used when config.json has no dtype.
     mtp_layers: multi-token-prediction layers run for MTP speculative decoding, each with the cache of a full
-    attention layer (vLLM builds them as decoder layers: models/deepseek_mtp.py, DeepSeekMultiTokenPredictorLayer)."""
+    attention layer (vLLM builds them as decoder layers: models/deepseek_mtp.py, DeepSeekMultiTokenPredictorLayer).
+    prefix_caching: vLLM's automatic prefix caching (on by default): state layers of hybrid models then reserve two
+    pages per request per group instead of one."""
     if engine not in ENGINES:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     for name, value in (("context", context), ("batch", batch), ("tp", tp), ("block_size", block_size),
@@ -232,12 +258,14 @@ def estimate_kv(
     else:
         from hfmem.memory.kv.vllm import _vllm
 
-        est = _vllm(arch, layers, dtype, context, batch, block_size, max_batched_tokens, assumptions, warnings)
+        est = _vllm(arch, layers, dtype, context, batch, block_size, max_batched_tokens, assumptions, warnings,
+                    prefix_caching)
         if arch.is_encoder_decoder and arch.model_type not in ("whisper",):
             warnings.append(f"vLLM V1 may not serve {arch.model_type} (encoder-decoder support is limited to a few models)")
     est.tp, est.encoder_len = tp, encoder_len if arch.is_encoder_decoder else None
     est.formulas = _formulas(layers, dtype, engine, context, max_batched_tokens, est.block_size or block_size)
-    est.assumptions = assumptions + est.assumptions
+    est.formulas.update(_compressed_formulas(layers, dtype, engine))
+    est.assumptions = list(dict.fromkeys(assumptions + est.assumptions))  # per-layer notes (e.g. replicated KV heads) once
     est.warnings = warnings + est.warnings
     return est
 

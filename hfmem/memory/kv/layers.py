@@ -8,6 +8,7 @@ from typing import Any
 
 from hfmem.errors import UsageError
 from hfmem.gguf.ggml import block_of
+from hfmem.memory.kv.compressed import Compressed, compressed_layer
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv
 
@@ -83,6 +84,7 @@ class _Layer:
     states: list[_State] = field(default_factory=list)
     index_kind: str | None = None  # "dsa" (DeepSeek Sparse Attention indexer keys) | "block" (MiniMax-M3 index keys)
     index_dim: int = 0  # width of the one index key the layer caches per token (0: none)
+    compressed: Compressed | None = None  # DeepSeek-V4 CSA/HCA branch beside the window (compressed.py)
 
 
 def _int(value: Any) -> int | None:
@@ -399,6 +401,8 @@ def describe_layers(
             attn = "chunked"
         elif name in _INDEXED:
             attn = "full"
+        elif arch.model_type == "deepseek_v4" and compressed_layer(cfg, name) is not None:
+            attn = "sliding"  # window + compressed branch (compressed.py)
         elif not has_state:
             unmodelled[name] = unmodelled.get(name, 0) + 1
             attn = "full"
@@ -427,8 +431,14 @@ def describe_layers(
                 if tp > 1 and heads < tp:
                     replicated[heads] = replicated.get(heads, 0) + 1
                 layer.attn, layer.kv_heads, layer.dk, layer.dv, layer.window = attn, per_gpu, dim, dim, window
+                if arch.model_type == "deepseek_v4":
+                    layer.compressed = compressed_layer(cfg, name)
+                    if layer.compressed is not None:
+                        layer.dv = 0  # shared-KV MQA: the window tensor is stored once (values is keys)
         if attn is None:
             layer.label = {"mamba1": "mamba", "mamba2": "mamba", "short_conv": "conv"}.get(family or "", "linear_attention")
+        elif layer.compressed is not None:
+            layer.label = name
         elif has_state:
             layer.label = "hybrid" if attn == "full" else "hybrid_sliding"
         else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from hfmem.errors import UsageError
+from hfmem.memory.kv.compressed import vllm_rows_bytes
 from hfmem.memory.kv.estimate import KVCacheEstimate
 from hfmem.memory.kv.layers import _add, _attn_bytes_per_token, _Layer, _state_bytes, index_bytes_per_token
 from hfmem.model.architecture import Architecture
@@ -21,9 +22,9 @@ class _Spec:
     page: int  # bytes of one block of this layer
     window: int | None = None
 
-    def usage(self, context: int, mbt: int, encoder_len: int | None) -> int:
+    def usage(self, context: int, mbt: int, encoder_len: int | None, state_pages: int = 1) -> int:
         """max_memory_usage_bytes with max_model_len = context (vllm, v1/kv_cache_interface.py: each spec's
-        max_memory_usage_bytes)."""
+        max_memory_usage_bytes). state_pages: pages a mamba/linear-attention spec reserves per request."""
         bs = self.block_size
         if self.kind == "full":
             return cdiv(context, bs) * self.page
@@ -33,8 +34,8 @@ class _Spec:
                 return (cdiv(min(self.window - 1 + mbt, context), bs) + 1) * self.page
             # ChunkedLocalAttentionSpec
             return cdiv(min(self.window + mbt, context), bs) * self.page
-        if self.kind == "mamba":  # MambaSpec, mamba_cache_mode "none", no speculative blocks
-            return self.page
+        if self.kind == "mamba":  # MambaSpec: page x (1 + spec) in mode "none", page x (2 + spec) in "align"
+            return self.page * state_pages
         if self.kind == "cross":  # CrossAttentionSpec: max_num_encoder_input_tokens
             return cdiv(encoder_len or 0, bs) * self.page
         raise AssertionError(self.kind)
@@ -64,8 +65,8 @@ def _vllm_specs(layers: list[_Layer], dtype: str, block_size: int, full_only: bo
     for l in layers:
         if l.attn:
             kind = {"mla": "full", "full": "full", "sliding": "sliding", "chunked": "chunked", "cross": "cross"}[l.attn]
-            if full_only and kind in ("sliding", "chunked"):
-                kind = "full"
+            if (full_only and kind in ("sliding", "chunked")) or l.compressed is not None:
+                kind = "full"  # DeepSeek-V4 CSA/HCA: vLLM's rule not known; the upper bound is a full-length latent
             page = bs * _attn_bytes_per_token(l, dtype, "vllm")
             specs[l.index] = _Spec(kind, bs, page, l.window if kind in ("sliding", "chunked") else None)
         if l.states:
@@ -118,7 +119,7 @@ def _vllm_groups(specs: dict[int, _Spec], assumptions: list[str]) -> tuple[list[
 
 
 def _vllm_per_request(layers: list[_Layer], specs: dict[int, _Spec], context: int, mbt: int,
-                      assumptions: list[str]) -> tuple[int, int, dict[str, dict[str, int]], int]:
+                      assumptions: list[str], state_pages: int = 1) -> tuple[int, int, dict[str, dict[str, int]], int]:
     """(bytes one request of `context` tokens reserves, of which in growing full-attention pages, per-label split,
     bytes of one pool block across layers: the divisor of kv_cache_utils.py: get_num_blocks and
     get_max_concurrency_for_kv_cache_config)."""
@@ -137,7 +138,7 @@ def _vllm_per_request(layers: list[_Layer], specs: dict[int, _Spec], context: in
     else:
         bytes_per_block = sum(spec.page * len(members) for spec, members in groups)
     for spec, members in groups:
-        blocks = cdiv(spec.usage(context, mbt, enc), spec.page)
+        blocks = cdiv(spec.usage(context, mbt, enc, state_pages), spec.page)  # whole blocks per request per group
         if general:  # kv_cache_utils.py: _max_memory_usage_bytes_from_groups: group_size pools, one layer of every group each
             group_bytes = group_size * spec.page * blocks
             _add(by, label_of[members[0]], bytes=group_bytes, padding_slots=group_size - len(members),
@@ -192,17 +193,27 @@ def _sparse_block_size(layers: list[_Layer], dtype: str, block_size: int, assump
     return forced
 
 
+def _state_pages(prefix_caching: bool) -> int:
+    """State pages one request reserves per mamba/linear-attention group (no speculative decoding): with prefix
+    caching (vLLM's default) hybrid models run mamba_cache_mode "align", where MambaSpec.max_memory_usage_bytes is
+    page x (2 + num_speculative_blocks); without it mode "none", page x (1 + num_speculative_blocks)
+    (vllm, v1/kv_cache_interface.py: MambaSpec.max_memory_usage_bytes; config/model.py: MambaModelConfig)."""
+    return 2 if prefix_caching else 1
+
+
 def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, batch: int, block_size: int, mbt: int,
-          assumptions: list[str], warnings: list[str]) -> KVCacheEstimate:
+          assumptions: list[str], warnings: list[str], prefix_caching: bool = True) -> KVCacheEstimate:
     local: list[str] = []
     block_size = _sparse_block_size(layers, dtype, block_size, local)
+    hybrid = any(l.attn for l in layers) and any(l.states for l in layers)
+    pages = _state_pages(prefix_caching and hybrid)  # align mode checked on hybrid models only (docs/kv.md)
     specs, bs = _vllm_specs(layers, dtype, block_size, False, local)
-    per_request, growing, by_req, bytes_per_block = _vllm_per_request(layers, specs, context, mbt, local)
+    per_request, growing, by_req, bytes_per_block = _vllm_per_request(layers, specs, context, mbt, local, pages)
     has_window = any(l.attn in ("sliding", "chunked") for l in layers)
     reserved = per_request
     if has_window:
         full_specs, _ = _vllm_specs(layers, dtype, block_size, True, [])
-        reserved, _, _, _ = _vllm_per_request(layers, full_specs, context, mbt, [])
+        reserved, _, _, _ = _vllm_per_request(layers, full_specs, context, mbt, [], pages)
     by: dict[str, dict[str, int]] = {}
     per_token = 0
     for l in layers:
@@ -232,13 +243,61 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     if arch.mla is not None and not any(l.index_kind for l in layers):
         assumptions_v.append("MLA backends that force a larger block size (FlashMLA: 64) round to that instead")
     if any(l.states for l in layers):
-        assumptions_v.append("state layers: one state page per request (mamba_cache_mode 'none', no speculative decoding)")
+        assumptions_v.append(
+            "state layers: two state pages per request per state group (prefix caching on, vLLM's default: "
+            "mamba_cache_mode 'align'; no speculative decoding)" if pages == 2 else
+            "state layers: one state page per request (state-only model: mamba_cache_mode 'none' assumed; the "
+            "two-page 'align' rule is applied to hybrid attention/state models)" if prefix_caching else
+            "state layers: one state page per request per state group (prefix caching off: mamba_cache_mode "
+            "'none'; no speculative decoding)")
+    blocks_per_request = cdiv(per_request, bytes_per_block) if bytes_per_block else 0
+    bounds = _compressed_bounds(layers, dtype, context, batch, by, per_request, assumptions_v, warnings)
+    total_is = ("window-capped: hybrid KV cache manager on (vLLM default)" if has_window
+                else "blocks vLLM reserves for the requests")
+    if bounds is not None:
+        per_token += bounds["upper_bytes_per_token"]
+        extra = bounds["upper_bytes"] // batch - per_request  # the compressed entries on top of the latent pages
+        per_request += extra
+        growing += bounds["upper_bytes_per_token"] * context
+        reserved += extra
+        total_is = "upper bound (vLLM's DeepSeek-V4 compressed-attention layout is not modelled); see bounds"
     return KVCacheEstimate(
         engine="vllm", dtype=dtype, context=context, batch=batch, bytes_per_token=per_token,
-        constant_bytes=per_request - growing, total_bytes=batch * per_request, by_layer_type=by, block_size=bs,
+        constant_bytes=max(0, per_request - growing), total_bytes=batch * per_request, by_layer_type=by, block_size=bs,
         page_reserved_total_bytes=batch * reserved, bytes_per_block=bytes_per_block,
-        blocks_per_request=cdiv(per_request, bytes_per_block) if bytes_per_block else 0,
-        total_is=("window-capped: hybrid KV cache manager on (vLLM default)" if has_window
-                  else "blocks vLLM reserves for the requests"),
-        assumptions=assumptions_v + local,
+        blocks_per_request=blocks_per_request, total_is=total_is, assumptions=assumptions_v + local, bounds=bounds,
     )
+
+
+def _compressed_bounds(layers: list[_Layer], dtype: str, context: int, batch: int, by: dict[str, dict[str, int]],
+                       per_request: int, assumptions: list[str], warnings: list[str]) -> dict[str, int] | None:
+    """DeepSeek-V4 CSA/HCA layers under vLLM: hfmem does not know vLLM's cache layout for them, so it gives bounds
+    instead of inventing a rule. Lower: only their compressed entries (cdiv(context, rate) rows of head_dim, plus
+    index_head_dim on CSA) and the other layers as modelled; upper: a full-length head_dim latent per token (K = V
+    once, in whole blocks, as computed above) plus those entries. Per request, times batch."""
+    compressed = [l for l in layers if l.compressed is not None]
+    if not compressed:
+        return None
+    rows = sum(vllm_rows_bytes(l.compressed, context, dtype) for l in compressed if l.compressed is not None)
+    latent = sum(by[label]["bytes"] for label in {l.label for l in compressed}) // batch
+    rate = sum(l.compressed.entry_bytes(dtype) // l.compressed.rate for l in compressed if l.compressed is not None)
+    latent_per_token = sum(_attn_bytes_per_token(l, dtype, "vllm") for l in compressed)
+    for label in {l.label for l in compressed}:
+        by[label]["bytes"] += batch * sum(vllm_rows_bytes(l.compressed, context, dtype) for l in compressed
+                                          if l.label == label and l.compressed is not None)
+    counts: dict[str, int] = {}
+    for l in compressed:
+        counts[l.label] = counts.get(l.label, 0) + 1
+    what = ", ".join(f"{n} {label}" for label, n in counts.items())
+    warnings.append(f"vLLM's KV layout for DeepSeek-V4 compressed attention is not modelled ({what} layers): "
+                    "total_bytes is an upper bound, see bounds")
+    assumptions.append(
+        "DeepSeek-V4 CSA/HCA under vLLM: rule not known to hfmem; upper bound = full-length head_dim latent per "
+        "token (whole blocks) + compressed entries, lower bound = compressed entries only (+ the other layers)"
+    )
+    return {
+        "lower_bytes": batch * (per_request - latent + rows),
+        "upper_bytes": batch * (per_request + rows),
+        "lower_bytes_per_token": rate,
+        "upper_bytes_per_token": rate + latent_per_token,
+    }

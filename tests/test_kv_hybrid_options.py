@@ -1,0 +1,98 @@
+"""CLI/API options for hybrid and compressed-attention KV: --no-prefix-caching (vLLM's state pages per request),
+the kv_cache section per GPU at tp = --gpus, and DeepSeek-V4 under vLLM given as bounds (its rule is not known)."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from stubs import FIXTURES
+
+from hfmem.cli import main
+from hfmem.memory.kv import cdiv, estimate_kv
+from hfmem.model.architecture import build_architecture
+
+
+def arch_of(repo: str):
+    return build_architecture(json.loads((FIXTURES / "configs" / repo / "config.json").read_text()))[0]
+
+
+def _kv(stub_repo, repo: str, *args: str) -> dict:
+    result = CliRunner().invoke(main, [str(stub_repo(repo)), *args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)["kv_cache"]
+
+
+def test_no_prefix_caching_gives_one_state_page(stub_repo):
+    """Qwen3-Next-80B at 64k: 36 GDN layers in 3 groups of 12; prefix caching (default) reserves 2 state pages per
+    group, --no-prefix-caching 1: the difference is 3 groups x 12 x one padded state page (block 544 x 2,048 B)."""
+    on = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k")
+    off = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", "--no-prefix-caching")
+    page = 544 * 2 * 256 * 2 * 2
+    assert on["total_bytes"] - off["total_bytes"] == 3 * 12 * page
+    assert on["blocks_per_request"] - off["blocks_per_request"] == 3
+    assert any("two state pages" in a for a in on["assumptions"])
+    assert any("prefix caching off" in a for a in off["assumptions"])
+
+
+def test_kv_section_per_gpu_at_gpus(stub_repo):
+    """--gpus 4 on Qwen3-Next (2 KV heads): 1 KV head per GPU, tp 4 in the JSON; without --gpus tp 1."""
+    one = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "4k")
+    four = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "4k", "--gpus", "4")
+    assert (one["tp"], one["per_gpu"]) == (1, False) and (four["tp"], four["per_gpu"]) == (4, True)
+    assert four["bytes_per_token"] * 2 == one["bytes_per_token"]
+    text = CliRunner().invoke(main, [str(stub_repo("Qwen/Qwen3-Next-80B-A3B-Instruct")), "--ctx", "4k", "--gpus", "4"])
+    assert "per GPU" in text.output
+
+
+def test_deepseek_v4_vllm_bounds_and_one_warning():
+    """vLLM's DeepSeek-V4 layout is not modelled: bounds, not a rule. Lower = compressed entries (6,880 B/token on
+    Flash) + the 2 sliding layers; upper = a 512-wide latent per token on the 41 compressed layers + the entries."""
+    arch = arch_of("deepseek-ai/DeepSeek-V4-Flash")
+    est = estimate_kv(arch, 32_768)
+    b = est.bounds
+    assert b is not None and b["lower_bytes_per_token"] == 6_880
+    assert b["upper_bytes_per_token"] == 6_880 + 41 * 1024 == est.bytes_per_token
+    assert b["lower_bytes"] < b["upper_bytes"] == est.total_bytes
+    entries = 21 * (32_768 // 4) * 1280 + 20 * (32_768 // 128) * 1024
+    assert b["lower_bytes"] == est.by_layer_type["sliding_attention"]["bytes"] + entries
+    assert len(est.warnings) == 1 and "not modelled" in est.warnings[0] and "21 compressed_sparse_attention" in est.warnings[0]
+    assert not any("counted as full attention" in w for w in est.warnings)
+    assert "bounds" in est.to_dict()
+    assert "bounds" not in estimate_kv(arch_of("Qwen/Qwen2-7B-Instruct"), 16).to_dict()
+
+
+def test_deepseek_v4_pro_per_token_and_text_bounds(stub_repo):
+    """DeepSeek-V4-Pro (61 layers: 30 CSA, 31 HCA, no pure sliding layer): 30 x 320 + 31 x 8 = 9,848 B/token under
+    transformers; the Flash table output shows vLLM's bounds."""
+    pro = arch_of("deepseek-ai/DeepSeek-V4-Pro")
+    est = estimate_kv(pro, 65_536, engine="transformers")
+    assert est.bytes_per_token == 30 * 320 + 31 * 8 == 9_848
+    assert set(est.by_layer_type) == {"compressed_sparse_attention", "heavily_compressed_attention"}
+    text = CliRunner().invoke(main, [str(stub_repo("deepseek-ai/DeepSeek-V4-Flash")), "--ctx", "32k"]).output
+    assert "bounds (engine rule not known)" in text and "259,588,096" in text
+
+
+def test_per_layer_notes_appear_once():
+    """Qwen2-7B (4 KV heads) at TP 8: the replicated-heads note is one line, not one per layer."""
+    est = estimate_kv(arch_of("Qwen/Qwen2-7B-Instruct"), 1024, tp=8)
+    assert sum("KV heads are replicated" in a for a in est.assumptions) == 1
+
+
+def test_planner_concurrency_in_whole_blocks_per_group(stub_repo):
+    """Hybrid models: vLLM's concurrency = (available // one block across the groups) / blocks per request
+    (kv_cache_utils.py: get_num_blocks, get_max_concurrency_for_kv_cache_config); two state pages per group with
+    prefix caching, one without."""
+    import hfmem
+    from hfmem.memory.planner import Planner
+
+    report = hfmem.analyze(str(stub_repo("Qwen/Qwen3-Next-80B-A3B-Instruct")))
+    budget = 200 * 2**30
+    for pc, state_blocks in ((True, 6), (False, 3)):
+        p = Planner(report, "int4", engine="vllm", prefix_caching=pc)
+        conc, blocks, tokens, available = p.concurrency(budget, 32_768)
+        one = p.kv(32_768, 1)
+        assert one.blocks_per_request == cdiv(32_768, 544) + state_blocks
+        assert blocks == available // one.bytes_per_block
+        assert conc == blocks / one.blocks_per_request and tokens == int(conc * 32_768)
