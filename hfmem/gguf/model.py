@@ -103,7 +103,7 @@ def architecture_from_metadata(md: dict[str, Any], array_lengths: dict[str, int]
     layers = key("block_count")
     head_for_dim = max(heads) if isinstance(heads, list) and heads else heads
     key_len = key("attention.key_length", embd // head_for_dim if embd and head_for_dim else None)
-    return {
+    out: dict[str, Any] = {
         "architecture": arch,
         "name": md.get("general.name"),
         "file_type": md.get("general.file_type"),
@@ -119,6 +119,33 @@ def architecture_from_metadata(md: dict[str, Any], array_lengths: dict[str, int]
         "expert_count": key("expert_count"),
         "expert_used_count": key("expert_used_count"),
     }
+    # What llama.cpp's memory layout depends on beyond the attention shape (docs/gguf.md), only where the file says.
+    nextn = int(key("nextn_predict_layers") or 0)
+    if nextn and layers:
+        out["trunk_layers"] = int(layers) - nextn  # llama_hparams::n_layer(): NextN/MTP layers get no trunk KV
+    # MLA (src/llama-hparams.cpp is_mla: key_length_mla and value_length_mla set): the converter writes
+    # key_length = kv_lora_rank + rope dims and head_count_kv = 1; llama.cpp caches that K row and no V.
+    if key("attention.key_length_mla") and key("attention.value_length_mla"):
+        out["is_mla"] = True
+        out["kv_lora_rank"] = key("attention.kv_lora_rank")
+        out["rope_dimension_count"] = key("rope.dimension_count")
+    extra = {
+        "key_length_swa": key("attention.key_length_swa"), "value_length_swa": key("attention.value_length_swa"),
+        "sliding_window_pattern": key("attention.sliding_window_pattern"),
+        "recurrent_layers": key("attention.recurrent_layers"), "full_attention_interval": key("full_attention_interval"),
+    }  # fmt: skip
+    out.update({k: v for k, v in extra.items() if v is not None})
+    ssm = {
+        "d_conv": key("ssm.conv_kernel"), "d_inner": key("ssm.inner_size"), "d_state": key("ssm.state_size"),
+        "n_group": key("ssm.group_count"), "shortconv_l_cache": key("shortconv.l_cache"),
+        "wkv_head_size": key("wkv.head_size"), "token_shift_count": key("token_shift_count"),
+    }  # fmt: skip
+    ssm = {k: v for k, v in ssm.items() if v is not None}
+    if ssm:
+        out["ssm"] = ssm
+    if isinstance(key("feed_forward_length"), list):
+        out["feed_forward_length"] = key("feed_forward_length")  # nemotron_h: recurrent layers have no FFN
+    return out
 
 
 def read_gguf_report(
@@ -131,6 +158,7 @@ def read_gguf_report(
     contexts: list[int] | None = None,
     batch: int = 1,
     cache_type: str = "f16",
+    defaults: str = "llama-server",
 ) -> GGUFReport:
     """List the GGUF files of a repo/folder, read the selected file's header (all shards), and size its KV cache."""
     path = Path(ref).expanduser()
@@ -185,6 +213,6 @@ def read_gguf_report(
     report.header = merged
     report.architecture = architecture_from_metadata(merged.metadata, merged.array_lengths)
     for context in contexts or []:
-        report.kv_cache.append(gguf_kv(report.architecture, context, batch, cache_type))
+        report.kv_cache.append(gguf_kv(report.architecture, context, batch, cache_type, defaults))
     report.request_count = len(counter)
     return report
