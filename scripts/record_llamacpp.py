@@ -31,7 +31,7 @@ FIXTURES = REPO / "fixtures" / "llamacpp"
 CASES: dict[str, dict] = {
     "llama": {"cls": "LlamaForCausalLM", "cfg": "LlamaConfig", "kw": dict(
         hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-        head_dim=16, max_position_embeddings=131072)},
+        head_dim=32, max_position_embeddings=131072)},
     "gemma3": {"cls": "Gemma3ForCausalLM", "cfg": "Gemma3TextConfig", "kw": dict(
         hidden_size=64, intermediate_size=128, num_hidden_layers=7, num_attention_heads=2, num_key_value_heads=1,
         head_dim=32, sliding_window=384, max_position_embeddings=131072)},
@@ -79,13 +79,13 @@ static int (*real_pm)(void **, size_t, size_t);
 int posix_memalign(void **p, size_t a, size_t s) {
     if (!real_pm) real_pm = dlsym(RTLD_NEXT, "posix_memalign");
     int r = real_pm(p, a, s);
-    if (a == 64 && s >= 4096) { char b[64]; int n = snprintf(b, sizeof b, "HFMEM_ALLOC %zu\n", s); write(2, b, n); }
+    if (a == 64) { char b[64]; int n = snprintf(b, sizeof b, "HFMEM_ALLOC %zu\n", s); write(2, b, n); }
     return r;
 }
 """
 
 
-def make(work: Path) -> None:
+def make(work: Path, only: list[str] | None = None) -> None:
     import torch
     import transformers
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -100,6 +100,8 @@ def make(work: Path) -> None:
     fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
     vocab = len(fast)
     for name, case in CASES.items():
+        if only and name not in only:
+            continue
         out = work / "hf" / name
         cfg = getattr(transformers, case["cfg"])(vocab_size=vocab, bos_token_id=0, eos_token_id=0, pad_token_id=0, **case["kw"])
         cfg.architectures = [case["cls"]]
@@ -109,7 +111,7 @@ def make(work: Path) -> None:
         print("made", name, sum(p.numel() for p in model.parameters()))
 
 
-def convert(work: Path, src: Path) -> None:
+def convert(work: Path, src: Path, only: list[str] | None = None) -> None:
     sys.path.insert(0, str(src))
     sys.path.insert(1, str(src / "gguf-py"))
     import convert_hf_to_gguf as conv  # noqa: PLC0415
@@ -118,6 +120,8 @@ def convert(work: Path, src: Path) -> None:
     TextModel.get_vocab_base_pre = lambda self, tokenizer: "gpt-2"  # type: ignore[method-assign]
     (work / "gguf").mkdir(parents=True, exist_ok=True)
     for name in CASES:
+        if only and name not in only:
+            continue
         out = work / "gguf" / f"{name}.gguf"
         cls = conv.get_model_class(conv.get_model_architecture(conv.ModelBase.load_hparams(work / "hf" / name, False), conv.ModelType.TEXT))
         cls.set_vocab = lambda self: self._set_vocab_gpt2()  # type: ignore[method-assign]
@@ -205,13 +209,18 @@ def parse_log(lines: list[str]) -> dict:
                            "buffer_bytes": pending[-1] if pending else None})
         elif m := _KV_RE.search(line):
             kept.append(line)
+            if not memory or "size_mib" in memory[-1]:  # a cache with no layers allocates no buffer
+                memory.append({"kind": "kv", "buffer_mib": None, "buffer_bytes": None})
             memory[-1].update(size_mib=m.group(1), cells=int(m.group(2)), layers=int(m.group(3)), seqs=int(m.group(4)),
                               streams=int(m.group(5)), type_k=m.group(6), k_mib=m.group(7), type_v=m.group(8), v_mib=m.group(9))
         elif m := _RS_RE.search(line):
             kept.append(line)
+            if not memory or "size_mib" in memory[-1]:
+                memory.append({"kind": "recurrent", "buffer_mib": None, "buffer_bytes": None})
             memory[-1].update(size_mib=m.group(1), cells=int(m.group(2)), layers=int(m.group(3)), seqs=int(m.group(4)),
                               rs_seq=int(m.group(5)), r_mib=m.group(7), s_mib=m.group(9))
-        elif "llama_kv_cache_iswa" in line or "n_ctx" in line and "llama_context" in line or "build:" in line or "failed" in line.lower() or "error" in line.lower():
+        elif any(k in line for k in ("llama_kv_cache_iswa", "n_ctx ", "n_ctx_seq ", "flash_attn", "does not divide",
+                                     "requires", "Failed")):
             kept.append(line)
         pending = pending if not _BUF_RE.search(line) else []
     return {"memory": memory, "log": kept}
@@ -234,13 +243,18 @@ def fixtures(work: Path, src: Path) -> None:
         files[name] = {"file": f"{name}.header.gguf", "file_size": len(raw), "header_bytes": n}
     commit = _vendored_commit(src)
     out = {"recorded_with": {**loads["meta"], "llama_cpp_commit": commit}, "files": files, "results": loads["results"]}
-    (FIXTURES / "cases.json").write_text(json.dumps(out, indent=1) + "\n")
+    results = ",\n".join("  " + json.dumps(r, separators=(",", ":")) for r in out.pop("results"))
+    head = json.dumps(out, indent=1)[:-2]
+    (FIXTURES / "cases.json").write_text(f'{head},\n "results": [\n{results}\n ]\n}}\n')
 
 
 def _vendored_commit(src: Path) -> str | None:
-    for cand in (src / "build-info.txt", src.parent.parent / "vendor_commit.txt"):
-        if cand.exists():
-            return cand.read_text().strip()
+    """The llama.cpp commit llama-cpp-python vendors: its CHANGELOG's latest "update llama.cpp to ...@<commit>"."""
+    changelog = src.parent.parent / "CHANGELOG.md"
+    if changelog.exists():
+        m = re.search(r"ggml-org/llama\.cpp@([0-9a-f]+)", changelog.read_text())
+        if m:
+            return m.group(1)
     return None
 
 
@@ -255,12 +269,13 @@ def main() -> None:
     ap.add_argument("--src", type=Path, default=Path("/tmp/lcpsrc/vendor/llama.cpp"))
     ap.add_argument("--hf-python", default=sys.executable)
     ap.add_argument("--lcp-python", default=sys.executable)
+    ap.add_argument("--only", nargs="*", help="make / convert only these cases")
     a = ap.parse_args()
     a.work.mkdir(parents=True, exist_ok=True)
     if a.step == "make":
-        make(a.work)
+        make(a.work, a.only)
     elif a.step == "convert":
-        convert(a.work, a.src)
+        convert(a.work, a.src, a.only)
     elif a.step == "load":
         load(a.work, a.work / "loads.json")
     elif a.step == "fixtures":

@@ -173,9 +173,17 @@ def state_rows(arch: dict[str, Any]) -> tuple[int, int] | None:
 
 def _row(values: int, cache_type: str) -> int:
     block, size = block_of(cache_type)
-    if values % block:
-        raise UsageError(f"cache type {cache_type} needs head sizes divisible by {block} (a row of {values} values)")
-    return values // block * size
+    return cdiv(values, block) * size
+
+
+def _check_heads(cache_type: str, which: str, heads: set[int]) -> None:
+    """llama_init_from_model (src/llama-context.cpp) refuses a quantized cache whose block does not divide every
+    layer's head size (n_embd_head_k / n_embd_head_v)."""
+    block, _ = block_of(cache_type)
+    bad = sorted(h for h in heads if h % block)
+    if block > 1 and bad:
+        raise UsageError(f"llama.cpp refuses a {cache_type} {which} cache here: its block of {block} values does not "
+                         f"divide the head size {bad[0]} (llama_init_from_model)")
 
 
 def llamacpp_memory(
@@ -210,6 +218,10 @@ def llamacpp_memory(
     k_swa = int(arch.get("key_length_swa") or k_len)
     v_swa = int(arch.get("value_length_swa") or v_len)
     is_mla = bool(arch.get("is_mla"))
+    _check_heads(type_k, "K", {k_swa if swa[i] else k_len for i in range(n)})
+    _check_heads(type_v, "V", {v_swa if swa[i] else v_len for i in range(n)})
+    if block_of(type_v)[0] > 1:
+        flash_attn = True  # a quantized V cache needs flash attention (llama_init_from_model turns it on, or fails)
     k_width = [heads_kv[i] * (k_swa if swa[i] else k_len) for i in range(n)]
     v_width = [heads_kv[i] * (v_swa if swa[i] else v_len) for i in range(n)]
     v_max = max(v_width, default=0)  # llama_hparams::n_embd_v_gqa_max, the transposed-V row without flash attention
