@@ -194,7 +194,8 @@ def analyze(
 
     ``ref`` is a Hub repo id, a local folder, a cached snapshot or a .gguf file; ``ctx`` (e.g. 32768, "32k",
     "4k,32k", "max") adds the KV cache; other keyword options are those of :func:`attach_sections` (kv_dtype,
-    engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, device, train and the training options).
+    engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, device, train and the training options;
+    GGUF models also take ``llamacpp_defaults``: "llama-server" or "llama-cpp-python").
     Safetensors models give a :class:`Report`; GGUF weights (``.gguf`` files, GGUF-only repos, or ``gguf_file`` /
     ``quant`` given) a :class:`hfmem.gguf.model.GGUFReport`.
 

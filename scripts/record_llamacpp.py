@@ -46,6 +46,13 @@ CASES: dict[str, dict] = {
         linear_conv_kernel_dim=4, full_attention_interval=4,
         layer_types=["linear_attention", "linear_attention", "linear_attention", "full_attention"],
         max_position_embeddings=131072)},
+    "qwen3_next": {"cls": "Qwen3NextForCausalLM", "cfg": "Qwen3NextConfig", "kw": dict(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=2, num_key_value_heads=1,
+        head_dim=32, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16,
+        linear_conv_kernel_dim=4, full_attention_interval=2, num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=32, shared_expert_intermediate_size=32, decoder_sparse_step=1,
+        layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
+        max_position_embeddings=131072)},
     "mamba": {"cls": "MambaForCausalLM", "cfg": "MambaConfig", "kw": dict(
         hidden_size=64, state_size=16, conv_kernel=4, expand=2, num_hidden_layers=2)},
     "mamba2": {"cls": "Mamba2ForCausalLM", "cfg": "Mamba2Config", "kw": dict(
@@ -126,7 +133,7 @@ def convert(work: Path, src: Path, only: list[str] | None = None) -> None:
         cls = conv.get_model_class(conv.get_model_architecture(conv.ModelBase.load_hparams(work / "hf" / name, False), conv.ModelType.TEXT))
         cls.set_vocab = lambda self: self._set_vocab_gpt2()  # type: ignore[method-assign]
         sys.argv = ["convert_hf_to_gguf.py", str(work / "hf" / name), "--outtype", "f16", "--outfile", str(out)]
-        if name == "qwen3_5":
+        if name in ("qwen3_5", "qwen3_next"):
             sys.argv.append("--no-mtp")  # the tiny checkpoint has no MTP block
         try:
             conv.main()
