@@ -35,6 +35,13 @@ CASES: dict[str, dict] = {
     "gemma3": {"cls": "Gemma3ForCausalLM", "cfg": "Gemma3TextConfig", "kw": dict(
         hidden_size=64, intermediate_size=128, num_hidden_layers=7, num_attention_heads=2, num_key_value_heads=1,
         head_dim=32, sliding_window=384, max_position_embeddings=131072)},
+    "gemma4": {"cls": "Gemma4ForCausalLM", "cfg": "Gemma4TextConfig", "kw": dict(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=8, num_attention_heads=2, num_key_value_heads=1,
+        head_dim=32, sliding_window=128, num_kv_shared_layers=2, hidden_size_per_layer_input=16,
+        layer_types=["sliding_attention"] * 3 + ["full_attention", "sliding_attention", "full_attention",
+                                                 "sliding_attention", "full_attention"],
+        per_layer_config={"03": {"head_dim": 64}, "05": {"head_dim": 64}, "07": {"head_dim": 64}},
+        max_position_embeddings=131072)},
     "deepseek_v3": {"cls": "DeepseekV3ForCausalLM", "cfg": "DeepseekV3Config", "kw": dict(
         hidden_size=64, intermediate_size=128, moe_intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
         num_key_value_heads=2, q_lora_rank=32, kv_lora_rank=64, qk_nope_head_dim=32, qk_rope_head_dim=32, v_head_dim=32,
@@ -69,10 +76,12 @@ CASES: dict[str, dict] = {
 
 # (n_ctx, n_seq_max, kv_unified, swa_full, cache type) per load; llama-cpp-python's Llama() passes n_ctx and
 # leaves n_seq_max / kv_unified / swa_full at llama_context_default_params (1, false, true) unless given.
+# flash attention: Llama()'s default (off) for f16, on for quantized caches (llama.cpp needs it for a quantized V),
+# and on for the llama-server-like load (its flash_attn auto turns it on where the backend supports it).
 LOADS = [
-    (512, 1, None, None, "f16"), (4096, 1, None, None, "f16"), (65536, 1, None, None, "f16"),
-    (4096, 1, None, None, "q8_0"), (4096, 4, False, None, "f16"), (4096, 4, True, False, "f16"),
-    (16384, 1, None, False, "q4_0"),
+    (512, 1, None, None, "f16", False), (4096, 1, None, None, "f16", False), (65536, 1, None, None, "f16", False),
+    (4096, 1, None, None, "q8_0", True), (4096, 4, False, None, "f16", False), (4096, 4, True, False, "f16", False),
+    (4096, 4, True, False, "f16", True), (16384, 1, None, False, "q4_0", True),
 ]
 GGML_TYPE_IDS = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "bf16": 30}
 
@@ -110,7 +119,8 @@ def make(work: Path, only: list[str] | None = None) -> None:
         if only and name not in only:
             continue
         out = work / "hf" / name
-        cfg = getattr(transformers, case["cfg"])(vocab_size=vocab, bos_token_id=0, eos_token_id=0, pad_token_id=0, **case["kw"])
+        extra = {"vocab_size_per_layer_input": vocab} if name == "gemma4" else {}
+        cfg = getattr(transformers, case["cfg"])(vocab_size=vocab, **extra, bos_token_id=0, eos_token_id=0, pad_token_id=0, **case["kw"])
         cfg.architectures = [case["cls"]]
         model = getattr(transformers, case["cls"])(cfg).to(torch.float16)
         model.save_pretrained(out)
@@ -142,14 +152,13 @@ def convert(work: Path, src: Path, only: list[str] | None = None) -> None:
             print("convert failed", name, repr(e)[:300])
 
 
-def _load_one(path: str, n_ctx: int, n_seq: int, unified: bool | None, swa_full: bool | None, ctype: str) -> None:
+def _load_one(path: str, n_ctx: int, n_seq: int, unified: bool | None, swa_full: bool | None, ctype: str, fa: bool) -> None:
     import llama_cpp
 
     kw: dict = dict(model_path=path, n_ctx=n_ctx, verbose=True, type_k=GGML_TYPE_IDS[ctype], type_v=GGML_TYPE_IDS[ctype])
     if swa_full is not None:
         kw["swa_full"] = swa_full
-    if ctype != "f16":
-        kw["flash_attn"] = True  # llama.cpp needs flash attention for a quantized V cache
+    kw["flash_attn"] = fa
     llm = llama_cpp.Llama.__new__(llama_cpp.Llama)
     if n_seq != 1 or unified is not None:
         # Llama() exposes neither n_seq_max nor kv_unified: set them on the context params it builds
@@ -182,16 +191,16 @@ def load(work: Path, out: Path) -> None:
         path = work / "gguf" / f"{name}.gguf"
         if not path.exists():
             continue
-        for n_ctx, n_seq, unified, swa_full, ctype in LOADS:
+        for n_ctx, n_seq, unified, swa_full, ctype, fa in LOADS:
             env = dict(os.environ, LD_PRELOAD=str(shim), PYTHONUNBUFFERED="1")
-            args = [sys.executable, __file__, "_load_one", str(path), str(n_ctx), str(n_seq), repr(unified), repr(swa_full), ctype]
+            args = [sys.executable, __file__, "_load_one", str(path), str(n_ctx), str(n_seq), repr(unified), repr(swa_full), ctype, repr(fa)]
             p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
             log = p.stderr.splitlines()
             results.append({
                 "case": name, "n_ctx": n_ctx, "n_seq_max": n_seq, "kv_unified": unified, "swa_full": swa_full,
-                "flash_attn": ctype != "f16", "cache_type": ctype, "rc": p.returncode, **parse_log(log),
+                "flash_attn": fa, "cache_type": ctype, "rc": p.returncode, **parse_log(log),
             })
-            print(name, n_ctx, n_seq, unified, swa_full, ctype, p.returncode, results[-1].get("memory"))
+            print(name, n_ctx, n_seq, unified, swa_full, ctype, fa, p.returncode, results[-1].get("memory"))
     meta = {"llama_cpp_python": llama_cpp.__version__, "system_info": llama_cpp.llama_print_system_info().decode()[:300]}
     out.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
 
@@ -268,7 +277,7 @@ def _vendored_commit(src: Path) -> str | None:
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_load_one":
         a = sys.argv[2:]
-        _load_one(a[0], int(a[1]), int(a[2]), eval(a[3]), eval(a[4]), a[5])  # noqa: S307 - our own repr()s
+        _load_one(a[0], int(a[1]), int(a[2]), eval(a[3]), eval(a[4]), a[5], eval(a[6]))  # noqa: S307 - our own repr()s
         return
     ap = argparse.ArgumentParser()
     ap.add_argument("step", choices=["make", "convert", "load", "fixtures", "all"])

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "llamacpp"
 DATA = json.loads((FIXTURES / "cases.json").read_text())
 RESULTS = DATA["results"]
-FAMILIES = {"llama", "gemma3", "deepseek_v3", "qwen3_5", "qwen3_next", "mamba", "mamba2", "lfm2", "falcon_h1"}
+FAMILIES = {"llama", "gemma3", "gemma4", "deepseek_v3", "qwen3_5", "qwen3_next", "mamba", "mamba2", "lfm2", "falcon_h1"}
 
 
 def _mib(n: int, float32: bool) -> str:
@@ -122,9 +122,9 @@ def test_gguf_kv_defaults_match_their_recordings(archs):
     for r in RESULTS:
         if r["rc"] or r["cache_type"] != "f16" or any(m["buffer_bytes"] is None for m in r["memory"]):
             continue
-        if r["kv_unified"] is None and r["swa_full"] is None:
+        if r["kv_unified"] is None and r["swa_full"] is None and not r["flash_attn"]:
             defaults = "llama-cpp-python"
-        elif r["kv_unified"] and r["swa_full"] is False:
+        elif r["kv_unified"] and r["swa_full"] is False and r["flash_attn"]:
             defaults = "llama-server"
         else:
             continue
@@ -146,6 +146,12 @@ def test_the_fixed_defects_would_fail(archs):
     r = next(r for r in RESULTS if r["case"] == "gemma3" and r["kv_unified"] and r["swa_full"] is False)
     full = _hfmem(archs["gemma3"], {**r, "swa_full": True})["kv"]["sliding_attention"]
     assert full["k_bytes"] + full["v_bytes"] != r["memory"][1]["buffer_bytes"]
+    # gemma4: shared-KV layers keep no cache; without flash attention V rows are padded to the widest layer
+    r = next(r for r in RESULTS if r["case"] == "gemma4" and r["n_ctx"] == 4096 and r["n_seq_max"] == 1 and r["cache_type"] == "f16")
+    unpadded = _hfmem(archs["gemma4"], {**r, "flash_attn": True})["kv"]["sliding_attention"]
+    assert unpadded["k_bytes"] + unpadded["v_bytes"] != r["memory"][1]["buffer_bytes"]
+    unshared = _hfmem({**archs["gemma4"], "shared_kv_layers": None}, r)["kv"]["full_attention"]
+    assert unshared["layers"] != r["memory"][0]["layers"]
     mamba = next(r for r in RESULTS if r["case"] == "mamba" and r["rc"] == 0)
     assert _total(mamba) > 0 and _hfmem(archs["mamba"], mamba)["recurrent"]["s_bytes"] > 0
 

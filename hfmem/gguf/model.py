@@ -133,6 +133,7 @@ def architecture_from_metadata(md: dict[str, Any], array_lengths: dict[str, int]
         "key_length_swa": key("attention.key_length_swa"), "value_length_swa": key("attention.value_length_swa"),
         "sliding_window_pattern": key("attention.sliding_window_pattern"),
         "recurrent_layers": key("attention.recurrent_layers"), "full_attention_interval": key("full_attention_interval"),
+        "shared_kv_layers": key("attention.shared_kv_layers"),
     }  # fmt: skip
     out.update({k: v for k, v in extra.items() if v is not None})
     ssm = {

@@ -229,9 +229,16 @@ def llamacpp_memory(
     if any(swa) and not swa_full:
         window = int(arch.get("sliding_window") or 0)
         size_swa = _pad(min(n_ctx_seq, window * (n_seq_max if kv_unified else 1) + n_ubatch))
+    # llama_hparams::has_kv: layers from n_layer_kv_from_start on reuse an earlier layer's cache (gemma3n: 20;
+    # gemma4: n_layer_all - attention.shared_kv_layers; src/models/gemma3n.cpp, gemma4.cpp load_arch_hparams)
+    kv_from_start = n
+    if arch["architecture"] == "gemma3n":
+        kv_from_start = 20
+    elif arch.get("shared_kv_layers"):
+        kv_from_start = int(arch.get("num_layers") or n) - int(arch["shared_kv_layers"])
     caches: dict[str, dict[str, int]] = {}
     for i in range(n):
-        if not attn[i]:
+        if not attn[i] or i >= kv_from_start:
             continue
         kind = "sliding_attention" if swa[i] else "full_attention"
         cells = size_swa if swa[i] else n_ctx_seq
