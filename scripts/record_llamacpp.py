@@ -12,6 +12,10 @@ tests never run it). Steps, each in the interpreter that has what it needs:
 
   python scripts/record_llamacpp.py all --work /tmp/lcpwork --src /tmp/lcpsrc/vendor/llama.cpp \
       --hf-python /work/main/.venv/bin/python --lcp-python /tmp/lcpvenv/bin/python
+
+The load step needs only llama_cpp importable and its libllama: an installed llama-cpp-python, or the sdist's
+llama_cpp/ package on PYTHONPATH with LLAMA_CPP_LIB_PATH pointing at the libllama/libggml the sdist's build made
+(how fixtures/llamacpp was recorded). gcc builds the LD_PRELOAD shim.
 """
 
 from __future__ import annotations
@@ -258,7 +262,11 @@ def fixtures(work: Path, src: Path) -> None:
         (FIXTURES / f"{name}.header.gguf").write_bytes(raw[:n])
         files[name] = {"file": f"{name}.header.gguf", "file_size": len(raw), "header_bytes": n}
     commit = _vendored_commit(src)
-    out = {"recorded_with": {**loads["meta"], "llama_cpp_commit": commit}, "files": files, "results": loads["results"]}
+    how = ("libllama built (CPU) from the llama-cpp-python sdist; Llama(model_path, n_ctx, type_k, type_v, flash_attn, "
+           "swa_full, verbose=True), n_seq_max / kv_unified set on llama_context_default_params; buffer_bytes: the "
+           "size passed to ggml_aligned_malloc for the buffer logged next")
+    out = {"recorded_with": {**loads["meta"], "llama_cpp_commit": commit, "how": how}, "files": files,
+           "results": loads["results"]}
     results = ",\n".join("  " + json.dumps(r, separators=(",", ":")) for r in out.pop("results"))
     head = json.dumps(out, indent=1)[:-2]
     (FIXTURES / "cases.json").write_text(f'{head},\n "results": [\n{results}\n ]\n}}\n')

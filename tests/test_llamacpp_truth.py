@@ -200,3 +200,36 @@ def test_safetensors_engines_refuse_llamacpp_only_names():
     with pytest.raises(UsageError, match="llama.cpp cache type"):
         _resolve_dtype(None, "q5_1", "vllm", [], None)  # type: ignore[arg-type]
     assert _resolve_dtype(None, "f16", "vllm", [], None) == "fp16"  # type: ignore[arg-type]
+
+
+def test_cli_takes_llamacpp_names_and_defaults(gguf_paths):
+    from click.testing import CliRunner
+
+    from hfmem.cli import main
+
+    path = str(gguf_paths["gemma3"])
+    r = next(r for r in RESULTS if r["case"] == "gemma3" and r["n_ctx"] == 4096 and r["n_seq_max"] == 1 and r["cache_type"] == "f16")
+    out = CliRunner().invoke(main, [path, "--ctx", "4096", "--kv-dtype", "f16", "--llamacpp-defaults", "llama-cpp-python",
+                                    "--format", "json"])
+    assert out.exit_code == 0, out.output
+    kv = json.loads(out.output)["kv_cache"]
+    assert kv["total_bytes"] == _total(r) and kv["defaults"] == "llama-cpp-python" and kv["swa_full"] is True
+    server = json.loads(CliRunner().invoke(main, [path, "--ctx", "4096", "--format", "json"]).output)["kv_cache"]
+    assert server["defaults"] == "llama-server" and server["total_bytes"] < kv["total_bytes"]  # window-sized SWA
+    for name in ("iq4_nl", "q5_1", "bf16", "f32"):
+        assert CliRunner().invoke(main, [path, "--ctx", "4k", "--kv-dtype", name]).exit_code == 0, name
+    mamba = CliRunner().invoke(main, [str(gguf_paths["mamba"]), "--ctx", "4k", "--format", "json"])
+    assert json.loads(mamba.output)["kv_cache"]["recurrent_bytes"] == 19456
+
+
+def test_cli_safetensors_refuses_llamacpp_only_names():
+    from click.testing import CliRunner
+
+    from hfmem.cli import main
+
+    model = str(ROOT / "fixtures" / "models" / "Qwen" / "Qwen2-7B-Instruct")
+    out = CliRunner().invoke(main, [model, "--ctx", "4k", "--kv-dtype", "q5_1"])
+    assert out.exit_code == 2 and "llama.cpp cache type" in out.output and "Traceback" not in out.output
+    assert CliRunner().invoke(main, [model, "--ctx", "4k", "--kv-dtype", "f16"]).exit_code == 0
+    out = CliRunner().invoke(main, [model, "--ctx", "4k", "--llamacpp-defaults", "llama-server"])
+    assert out.exit_code == 2 and "GGUF" in out.output

@@ -37,6 +37,11 @@ HYBRID_ARCHS = _INTERVAL_HYBRIDS | _ALL_LAYERS_HYBRIDS | _NEMOTRON_HYBRIDS | _HE
 # (Kimi KDA head size, MiniMax linear-attention head size).
 _STATE_UNMODELLED = frozenset({"kimi-linear", "kimi-k3", "glm5-next", "minimax-01"})
 
+# Architectures whose memory has caches beyond K/V/r/s that hfmem does not size (create_memory: llama_kv_cache_dsa,
+# _msa, _dsv4, llama_memory_hybrid_idx: sparse-attention indexer keys, compressed caches).
+_EXTRA_CACHES = frozenset({"deepseek32", "glm-dsa", "minimax-m3", "hy-v4", "dots3note", "deepseek4", "qwen4exp",
+                           "glm5-next"})
+
 # llama.cpp's cache type names (common/arg.cpp: kv_cache_types) -> ggml type; --kv-dtype spellings map onto them.
 CACHE_TYPE_NAMES = ("f16", "bf16", "f32", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 LLAMA_CPP_CACHE_TYPES = {"auto": "f16", "fp16": "f16", "fp32": "f32", **{t: t for t in CACHE_TYPE_NAMES}}
@@ -292,6 +297,8 @@ def gguf_kv(arch: dict[str, Any], context: int, batch: int = 1, cache_type: str 
              f"swa_full={str(d.swa_full).lower()}, flash_attn={'on' if d.flash_attn else 'off'}, n_ubatch={d.n_ubatch}"]
     if m["recurrent_unmodelled"]:
         notes.append(f"{arch['architecture']}: the recurrent state of its linear-attention layers is not modelled")
+    if arch["architecture"] in _EXTRA_CACHES:
+        notes.append(f"{arch['architecture']}: llama.cpp also keeps an indexer / compressed cache that is not modelled")
     if arch.get("is_mla"):
         notes.append("MLA: llama.cpp caches K only (kv_lora_rank + rope dims per cell), no V")
     return GGUFKV(context, batch, cache_type, full_cells, per_token, constant, kv_total + rec_total, by_type,
