@@ -15,7 +15,7 @@ tests never run it). Steps, each in the interpreter that has what it needs:
 
 The load step needs only llama_cpp importable and its libllama: an installed llama-cpp-python, or the sdist's
 llama_cpp/ package on PYTHONPATH with LLAMA_CPP_LIB_PATH pointing at the libllama/libggml the sdist's build made
-(how fixtures/llamacpp was recorded). gcc builds the LD_PRELOAD shim.
+(both gave identical records for fixtures/llamacpp). gcc builds the LD_PRELOAD shim.
 """
 
 from __future__ import annotations
@@ -262,7 +262,7 @@ def fixtures(work: Path, src: Path) -> None:
         (FIXTURES / f"{name}.header.gguf").write_bytes(raw[:n])
         files[name] = {"file": f"{name}.header.gguf", "file_size": len(raw), "header_bytes": n}
     commit = _vendored_commit(src)
-    how = ("libllama built (CPU) from the llama-cpp-python sdist; Llama(model_path, n_ctx, type_k, type_v, flash_attn, "
+    how = ("llama-cpp-python built from its sdist (CPU), installed; Llama(model_path, n_ctx, type_k, type_v, flash_attn, "
            "swa_full, verbose=True), n_seq_max / kv_unified set on llama_context_default_params; buffer_bytes: the "
            "size passed to ggml_aligned_malloc for the buffer logged next")
     out = {"recorded_with": {**loads["meta"], "llama_cpp_commit": commit, "how": how}, "files": files,
