@@ -64,6 +64,11 @@ CASES: dict[str, dict] = {
         moe_intermediate_size=32, shared_expert_intermediate_size=32, decoder_sparse_step=1,
         layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
         max_position_embeddings=131072)},
+    "jamba": {"cls": "JambaForCausalLM", "cfg": "JambaConfig", "kw": dict(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=2, num_key_value_heads=1,
+        num_experts=2, num_experts_per_tok=1, expert_layer_period=2, expert_layer_offset=1, attn_layer_period=4,
+        attn_layer_offset=2, mamba_d_state=16, mamba_d_conv=4, mamba_expand=2, mamba_dt_rank=8,
+        use_mamba_kernels=False, max_position_embeddings=131072)},
     "mamba": {"cls": "MambaForCausalLM", "cfg": "MambaConfig", "kw": dict(
         hidden_size=64, state_size=16, conv_kernel=4, expand=2, num_hidden_layers=2)},
     "mamba2": {"cls": "Mamba2ForCausalLM", "cfg": "Mamba2Config", "kw": dict(

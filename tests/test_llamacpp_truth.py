@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "llamacpp"
 DATA = json.loads((FIXTURES / "cases.json").read_text())
 RESULTS = DATA["results"]
-FAMILIES = {"llama", "gemma3", "gemma4", "deepseek_v3", "qwen3_5", "qwen3_next", "mamba", "mamba2", "lfm2", "falcon_h1"}
+FAMILIES = {"llama", "gemma3", "gemma4", "deepseek_v3", "qwen3_5", "qwen3_next", "jamba", "mamba", "mamba2", "lfm2", "falcon_h1"}
 
 
 def _mib(n: int, float32: bool) -> str:
