@@ -233,3 +233,15 @@ def test_cli_safetensors_refuses_llamacpp_only_names():
     assert CliRunner().invoke(main, [model, "--ctx", "4k", "--kv-dtype", "f16"]).exit_code == 0
     out = CliRunner().invoke(main, [model, "--ctx", "4k", "--llamacpp-defaults", "llama-server"])
     assert out.exit_code == 2 and "GGUF" in out.output
+
+
+def test_malformed_memory_keys_are_ignored():
+    """Values of the wrong type for the memory keys leave them out instead of crashing the report."""
+    md = {"general.architecture": "qwen35", "qwen35.block_count": 4, "qwen35.embedding_length": 64,
+          "qwen35.attention.head_count": 2, "qwen35.attention.head_count_kv": 1, "qwen35.nextn_predict_layers": "x",
+          "qwen35.attention.recurrent_layers": ["a"], "qwen35.ssm.conv_kernel": -3, "qwen35.full_attention_interval": 0,
+          "qwen35.attention.key_length_mla": "64", "qwen35.attention.value_length_mla": 32}  # fmt: skip
+    arch = architecture_from_metadata(md, {})
+    assert not {"trunk_layers", "recurrent_layers", "ssm", "is_mla", "full_attention_interval"} & set(arch)
+    m = llamacpp_memory(arch, 512)
+    assert m["kv"]["full_attention"]["layers"] == 1 and m["recurrent"]["layers"] == 3
