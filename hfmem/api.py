@@ -43,7 +43,8 @@ def analyze_files(files: ModelFiles) -> Report:
     counted, scheme, tie_notes = count_tensors(files.headers, files.config, arch.num_layers, arch.tie_word_embeddings)
     params = summarize(counted, scheme, tie_notes)
     warnings = list(files.warnings) + config_warnings + [w for h in files.headers for w in h.warnings] + params.warnings
-    notes = list(arch_notes) + params.notes
+    warnings += arch.weight_overrides  # a config value the weights contradict: the weights' value is used
+    notes = [n for n in arch_notes if n not in arch.weight_overrides] + params.notes
     moe = summarize_moe(counted, arch, params.inference_loaded if params.inference_loaded is not None else params.total, files.config)
     if moe is not None:
         params.active = moe.active
@@ -76,6 +77,7 @@ def attach_sections(
     overhead: str | int | None = None,
     max_batched_tokens: int | None = None,
     device: str = "cuda",
+    speculative: str | None = None,
     train: str | None = None,
     train_precision: str = "mixed-bf16",
     **training_options: Any,
@@ -86,7 +88,7 @@ def attach_sections(
     ``micro_batch``, ``optimizer``, ``lora_rank``, ``zero``, ...; ``train_precision`` is its ``precision``)."""
     from hfmem.memory.gpus import parse_size, resolve_gpu
     from hfmem.memory.kv import estimate_kv, parse_context, stored_float_dtype
-    from hfmem.memory.planner import attach
+    from hfmem.memory.planner import attach, mtp_layer_count
 
     unknown = sorted(set(training_options) - set(TRAINING_OPTIONS))
     if unknown:
@@ -95,14 +97,15 @@ def attach_sections(
     if ctx is not None:
         contexts = list(ctx) if isinstance(ctx, (list, tuple)) else parse_context(ctx, report.architecture)
         weights_dtype = stored_float_dtype(report.parameters.by_dtype)
+        mtp_layers = mtp_layer_count(report) if speculative == "mtp" else 0
         report.kv_cache = [
             estimate_kv(report.architecture, c, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len,
-                        weights_dtype=weights_dtype)
+                        weights_dtype=weights_dtype, mtp_layers=mtp_layers)
             for c in contexts
         ]
     planner_kwargs: dict[str, Any] = dict(
         engine=engine, device=device, tp=gpus, kv_dtype=kv_dtype, max_batched_tokens=max_batched_tokens,
-        encoder_len=encoder_len,
+        encoder_len=encoder_len, speculative=speculative,
     )
     if gpu_util is not None:
         planner_kwargs["gpu_util"] = gpu_util

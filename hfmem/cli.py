@@ -15,6 +15,7 @@ from hfmem.errors import HfmemError, redact
 from hfmem.memory.gpus import DEVICES
 from hfmem.memory.kv import ENGINES, KV_DTYPES
 from hfmem.memory.kv.llamacpp import DEFAULTS as LLAMACPP_DEFAULTS
+from hfmem.memory.planner import SPECULATIVE
 from hfmem.memory.training import ATTENTION, FSDP, OFFLOAD, OPTIMIZERS
 from hfmem.memory.training import METHODS as TRAINING_METHODS
 from hfmem.memory.training import PRECISIONS as TRAINING_PRECISIONS
@@ -95,7 +96,6 @@ def _check_ctx(ctx: click.Context, param: click.Parameter, value: str | None) ->
 
 
 def kv_options(f: Callable) -> Callable:
-
     f = click.option("--encoder-len", type=click.IntRange(min=1), default=None,
                      help="Encoder-decoder models: encoder tokens for the cross-attention cache (default: the model's max source length).")(f)
     f = click.option("--engine", type=click.Choice(ENGINES), default=None,
@@ -116,10 +116,10 @@ def planner_options(f: Callable) -> Callable:
     f = click.option("--gpu-util", type=click.FloatRange(min=0.01, max=1.0), default=None, help="vLLM gpu_memory_utilization (default 0.9; newer vLLM uses 0.92).")(f)
     f = click.option("--overhead", default=None, help="Per-GPU runtime overhead, e.g. 0.35GiB (default: 0.5 GiB vllm, 0.75 GiB transformers, 0.5 GiB cpu).")(f)
     f = click.option("--max-batched-tokens", type=click.IntRange(min=1), default=None, help="Tokens in vLLM's profiling forward pass (default 8192).")(f)
+    f = click.option("--speculative", type=click.Choice([s for s in SPECULATIVE if s]), default=None,
+                     help="Speculative decoding: mtp loads the checkpoint's multi-token-prediction layers (weights + KV), as vLLM does.")(f)
     f = click.option("--device", type=click.Choice(DEVICES), default="cuda", show_default=True, help="cpu: RAM = weights + KV + activations + overhead.")(f)
     return f
-
-
 
 
 def _require_ctx(opts: dict[str, Any]) -> None:

@@ -36,7 +36,7 @@ FROM_HEADERS = [
 ]
 # Real inventories too large to keep whole (> 100k tensors): only the tensors outside numbered layers and those of
 # the first N layers are kept (the inventory says "truncated_to_layers": N); tests compare them layer for layer.
-TRUNCATED = {"moonshotai/Kimi-K2.5": 3, "moonshotai/Kimi-K3": 3}
+TRUNCATED = {"moonshotai/Kimi-K2.5": 3, "moonshotai/Kimi-K3": 3, "zai-org/GLM-5.2": 4}
 # Config-only in shared/: inventories derived from transformers' meta-device models.
 DERIVED = {
     "openai-community/gpt2": "AutoModelForCausalLM",

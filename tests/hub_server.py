@@ -255,6 +255,7 @@ class LocalHub:
         self.latency_s: float = 0.0
         self.fail_rate: float = 0.0
         self.fail_kinds: tuple[str, ...] = ("500", "drop")
+        self.fault_seed: int = seed  # picks which requests fail_rate hits (see _injected_fault)
         self.stall_paths: set[str] = set()
         self.stall_s: float = 30.0
         self.rate_limit_once: set[str] = set()  # a substring is removed once it has produced its 429
@@ -263,8 +264,8 @@ class LocalHub:
         self.tree_page_size: int = 1000
         self.tree_page_size_expand: int = 50
 
-        self._rng = random.Random(seed)
         self._lock = threading.Lock()
+        self._times_seen: dict[tuple[str, str, str, str], int] = {}  # (method, path, query, range) -> count
         self._log: list[RequestRecord] = []
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -364,10 +365,8 @@ class LocalHub:
 
         response: _Response | None = None
         if self.fail_rate > 0:
-            with self._lock:
-                failed = self._rng.random() < self.fail_rate
-                kind = self._rng.choice(self.fail_kinds) if failed and self.fail_kinds else "500"
-            if failed:
+            kind = self._injected_fault(method, raw_path, query, record.range)
+            if kind is not None:
                 if kind == "drop":
                     return self._drop(handler, record, "drop")
                 record.injected = "500"
@@ -386,6 +385,24 @@ class LocalHub:
             except Exception as e:  # a bug here must show up as a 500, not a hung client
                 response = _error(500, None, f"LocalHub internal error: {e!r}")
         self._send(handler, record, method, response)
+
+    def _injected_fault(self, method: str, raw_path: str, query: str, range_header: str | None) -> str | None:
+        """The fault fail_rate gives this request ("500", "drop"), or None: independent for every request.
+
+        Each decision comes from its own generator, seeded by fault_seed, the request (method, path, query, Range)
+        and how many times this hub has seen that request before (so a retry is a fresh draw). One stream shared
+        by all handler threads would hand its draws out in arrival order: a dense run in it then goes to whichever
+        requests come in at that moment, which while every other worker is waiting out a backoff are the retries of
+        the operations that just failed, so their faults would cluster, and differ from run to run with thread
+        timing. Keyed draws are independent of timing, and the same in every run.
+        """
+        key = (method, raw_path, query, range_header or "")
+        with self._lock:
+            seen = self._times_seen[key] = self._times_seen.get(key, 0) + 1
+        rng = random.Random(f"{self.fault_seed}\0{method}\0{raw_path}\0{query}\0{range_header or ''}\0{seen}")
+        if rng.random() >= self.fail_rate:
+            return None
+        return rng.choice(self.fail_kinds) if self.fail_kinds else "500"
 
     def _drop(self, handler: _Handler, record: RequestRecord, injected: str | None) -> None:
         """Close the connection without answering."""

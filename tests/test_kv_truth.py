@@ -115,6 +115,44 @@ def _custom(model_type: str, **kw: Any) -> Callable[[], dict[str, Any]]:
     return lambda: {"model_type": model_type, "torch_dtype": "bfloat16", "pad_token_id": 0, **SMALL, **kw}
 
 
+_MLA_SMALL = {**SMALL, "num_key_value_heads": 4, "kv_lora_rank": 32, "q_lora_rank": 48, "qk_rope_head_dim": 8,
+              "qk_nope_head_dim": 16, "v_head_dim": 16, "n_routed_experts": 4, "num_experts_per_tok": 2,
+              "moe_intermediate_size": 32, "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1,
+              "index_head_dim": 32, "index_n_heads": 2, "index_topk": 8}
+
+
+def _glm_5_2(layers: int) -> dict[str, Any]:
+    """GLM-5.2's config, shrunk; indexer_types (the real 'full'/'shared' pattern) and mlp_layer_types cut to
+    `layers`. Adjusted beyond shrinking: qk_rope_head_dim. The shipped config says 192 while kv_a_proj_with_mqa
+    has 512 + 64 rows; with 192 > index_head_dim 128 transformers' GlmMoeDsaIndexer.forward cannot split its key
+    into [qk_rope_head_dim, index_head_dim - qk_rope_head_dim], and the checkpoint would not load. The small
+    rope width (8) keeps the config's structure; qk_head_dim follows it (nope + rope)."""
+    cfg = real_config("zai-org/GLM-5.2")
+    return shrink(cfg, layers, **_MLA_SMALL, qk_head_dim=24, indexer_types=cfg["indexer_types"][:layers],
+                  mlp_layer_types=cfg["mlp_layer_types"][:1] + ["sparse"] * (layers - 1))
+
+
+def _deepseek_v32(layers: int) -> dict[str, Any]:
+    """No DeepSeek-V3.2 config is in fixtures: transformers' DeepseekV32Config defaults (the DeepSeek-V3.2-Exp
+    shape), shrunk, in bf16."""
+    base = transformers.DeepseekV32Config().to_dict()
+    return shrink(base, layers, **_MLA_SMALL, mlp_layer_types=None, layer_types=None, torch_dtype="bfloat16")
+
+
+def _minimax_m3_text(layers: int) -> dict[str, Any]:
+    """MiniMax-M3-MXFP8's text_config, shrunk. Adjusted beyond shrinking: model_type (the shipped text_config has
+    an empty model_type; its class is minimax_m3_vl_text) and the per-layer lists of sparse_attention_config and
+    moe_layer_freq cut to `layers` with one full-attention layer first, as in the real 3 full + 57 sparse."""
+    cfg = real_config("MiniMaxAI/MiniMax-M3-MXFP8", text=True)
+    sparse = copy.deepcopy(cfg["sparse_attention_config"])
+    pattern = [0] + [1] * (layers - 1)
+    sparse.update(sparse_attention_freq=pattern, sparse_disable_index_value=pattern, sparse_index_dim=32,
+                  sparse_num_index_heads=2, sparse_block_size=4, sparse_topk_blocks=2)
+    return shrink(cfg, layers, drop=("architectures",), model_type="minimax_m3_vl_text", **SMALL, head_dim=16,
+                  rotary_dim=8, num_local_experts=4, num_experts_per_tok=2, dense_intermediate_size=128,
+                  shared_intermediate_size=32, moe_layer_freq=pattern, sparse_attention_config=sparse)
+
+
 CASES = [
     Case("qwen2 (GQA, use_sliding_window false)", lambda: shrink(real_config("Qwen/Qwen2-7B-Instruct"), 2, **SMALL),
          expect_types={"full_attention": 2}),
@@ -208,6 +246,13 @@ CASES = [
     Case("minimax (lightning linear attention)", _custom(
         "minimax", num_hidden_layers=2, layer_types=["linear_attention", "full_attention"], num_local_experts=2,
         num_experts_per_tok=1, head_dim=16)),
+    # DeepSeek Sparse Attention: MLA latent + indexer keys (cache.update_indexer -> DynamicIndexedLayer.indexer_keys).
+    Case("glm_moe_dsa (GLM-5.2: indexer keys on 'full' indexer layers only)", lambda: _glm_5_2(7), decode=True,
+         expect_types={"sparse_mla": 4, "mla": 3}),
+    Case("deepseek_v32 (indexer keys on every layer)", lambda: _deepseek_v32(3), decode=True,
+         expect_types={"sparse_mla": 3}),
+    Case("minimax_m3_vl_text (MiniMax-M3: index keys on sparse layers)", lambda: _minimax_m3_text(3), decode=True,
+         expect_types={"full_attention": 1, "sparse_attention": 2}),
 ]
 
 
@@ -304,3 +349,23 @@ def test_recurrent_state_is_float32_in_a_bf16_model():
     model, cfg = _build(case.config(), False)
     dtypes = {p.split(".")[-1].split("[")[0]: d for p, _, d in held_bytes(_forward(model, cfg, case, case.L))[2]}
     assert dtypes == {"conv_states": "bfloat16", "recurrent_states": "float32"}
+
+
+def test_dsa_indexer_keys_measured_where_the_code_keeps_them():
+    """GLM-5.2's indexer_types: layers 0-2 and 6 run their own indexer ('full') and keep [B, L, index_head_dim]
+    bf16 keys; 3-5 reuse the previous top-k ('shared') and keep only the latent (GlmMoeDsaAttention.__init__)."""
+    case = next(c for c in CASES if c.name.startswith("glm_moe_dsa"))
+    model, cfg = _build(case.config(), False)
+    shapes = {p: (s, d) for p, s, d in held_bytes(_forward(model, cfg, case, case.L))[2]}
+    kept = sorted(int(p.split("[")[1].split("]")[0]) for p in shapes if p.endswith("indexer_keys"))
+    assert kept == [0, 1, 2, 6]
+    assert shapes["cache.layers[0].indexer_keys"] == ((case.B, case.L, 32), "bfloat16")
+    assert shapes["cache.layers[3].keys"] == ((case.B, 1, case.L, 32), "bfloat16")  # the latent is still cached
+
+
+def test_minimax_m3_index_keys_are_one_head():
+    case = next(c for c in CASES if c.name.startswith("minimax_m3"))
+    model, cfg = _build(case.config(), False)
+    shapes = {p: (s, d) for p, s, d in held_bytes(_forward(model, cfg, case, case.L))[2]}
+    assert "cache.layers[0].idx_keys" not in shapes
+    assert shapes["cache.layers[1].idx_keys"] == ((case.B, 1, case.L, 32), "bfloat16")  # sparse_index_dim

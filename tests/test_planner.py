@@ -254,3 +254,44 @@ def test_check_fails_when_disk_is_too_small(hub_env, stub_repo, monkeypatch):
     monkeypatch.setattr(disk_mod, "cache_free_bytes", lambda: ("/tiny", 1000))
     result = CliRunner().invoke(main, ["check", QWEN, "--gpu", "h100", "--ctx", "4k"])
     assert result.exit_code == 1 and "not enough disk" in result.output
+
+
+def test_mtp_layers_left_out_of_inference_unless_speculative():
+    """DeepSeek-V3 stores one multi-token-prediction layer (layer 61, 13,463,426,304 parameters) that neither
+    transformers nor vLLM loads without MTP speculative decoding: the inference weights leave out exactly its stored
+    bytes (FP8 values and their scales, summed from the headers), and --speculative mtp adds them back together
+    with one more MLA cache layer (kv_lora_rank 512 + qk_rope_head_dim 64, bf16: 1,152 bytes per token)."""
+    from stubs import model_files
+
+    from hfmem.api import analyze_files, attach_sections
+
+    report = analyze_files(model_files("deepseek-ai/DeepSeek-V3"))
+    mtp_bytes = sum(c.entry.nbytes for c in report.tensors if c.component == "mtp")
+    assert report.parameters.by_component["mtp"] == 13_463_426_304 and mtp_bytes > 13_463_426_304  # + F32 block scales
+    attach_sections(report, ctx="32k")
+    plain, plain_kv, plain_weights = report.inference, report.kv_cache, report.weights
+    attach_sections(report, ctx="32k", speculative="mtp")  # replaces the sections
+    spec, spec_kv = report.inference, report.kv_cache
+    assert plain is not None and spec is not None and plain_kv and spec_kv and plain_weights is not None
+    assert spec.weights_bytes - plain.weights_bytes == mtp_bytes
+    assert plain_weights.bytes["checkpoint"] == report.parameters.stored_bytes - mtp_bytes
+    assert spec_kv[0].bytes_per_token - plain_kv[0].bytes_per_token == (512 + 64) * 2
+    assert any("--speculative mtp" in n for n in plain.notes)
+    dense = attach_sections(analyze_files(model_files("Qwen/Qwen2-7B-Instruct")), speculative="mtp")
+    assert dense.inference is not None and any("stores no multi-token-prediction" in n for n in dense.inference.notes)
+
+
+def test_mtp_decides_the_fit():
+    """A budget between the two totals: fits without the MTP layers, not with them (the verdict users act on)."""
+    from stubs import model_files
+
+    from hfmem.api import analyze_files, attach_sections
+
+    report = analyze_files(model_files("Qwen/Qwen3-Next-80B-A3B-Instruct"))
+    plain = attach_sections(report, ctx="4k").inference
+    spec = attach_sections(report, ctx="4k", speculative="mtp").inference
+    assert plain is not None and spec is not None and spec.total_bytes > plain.total_bytes
+    size = f"{(plain.total_bytes + spec.total_bytes) // 2 / 0.9 / 2**30:.2f}GiB"
+    fits = attach_sections(report, ctx="4k", gpu=size).inference
+    fits_mtp = attach_sections(report, ctx="4k", gpu=size, speculative="mtp").inference
+    assert fits is not None and fits.fits and fits_mtp is not None and not fits_mtp.fits

@@ -33,6 +33,21 @@ APPLE_WORKING_SET = 0.75  # Metal's default recommendedMaxWorkingSetSize is ~75%
 # - transformers (CUDA): the CUDA context (0.3-0.8 GiB depending on the driver and GPU) + cuBLAS workspaces.
 # - cpu: the Python process with torch + transformers imported (resident libraries).
 DEFAULT_OVERHEAD = {"vllm": GiB // 2, "transformers": 3 * GiB // 4, "cpu": GiB // 2}
+# --speculative: None (no speculative decoding) or "mtp" (vLLM's speculative method that runs the checkpoint's own
+# multi-token-prediction layers: vllm/config/speculative.py, SpeculativeConfig.method).
+SPECULATIVE = (None, "mtp")
+_MTP_CONFIG_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
+
+
+def mtp_layer_count(report: Report) -> int:
+    """Multi-token-prediction layers: the config's count, else the distinct layer indices of the MTP tensors."""
+    cfg = report.architecture.text_config or {}
+    for key in _MTP_CONFIG_KEYS:
+        value = cfg.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    layers = {c.layer for c in report.tensors if c.component == "mtp"}
+    return len(layers - {None}) or (1 if layers else 0)
 
 
 def _act_bytes_of(arch: Architecture) -> int:
@@ -283,8 +298,14 @@ class Planner:
     def __init__(self, report: Report, precision: str = CHECKPOINT, *, engine: str = "vllm", device: str = "cuda",
                  tp: int = 1, kv_dtype: str = "auto", max_batched_tokens: int | None = None,
                  overhead: int | None = None, gpu_util: float = DEFAULT_GPU_UTIL, encoder_len: int | None = None,
-                 block_size: int = 16, max_num_seqs: int = DEFAULT_MAX_NUM_SEQS):
+                 block_size: int = 16, max_num_seqs: int = DEFAULT_MAX_NUM_SEQS, speculative: str | None = None):
         self.arch: Architecture = report.architecture
+        if speculative not in SPECULATIVE:
+            raise UsageError(f"unknown --speculative {speculative!r}; use one of: {', '.join(s for s in SPECULATIVE if s)}")
+        # MTP layers are loaded (weights and KV) only for MTP speculative decoding.
+        self.mtp_layers = mtp_layer_count(report) if speculative == "mtp" else 0
+        self.mtp_parameters = report.parameters.by_component.get("mtp", 0)
+        self.speculative = speculative
         self.precision = resolve_precision(precision)
         if engine not in ENGINES:
             raise UsageError(f"unknown engine {engine!r}; use one of: {', '.join(ENGINES)}")
@@ -305,7 +326,8 @@ class Planner:
         self.max_batched_tokens = max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS
         self.max_num_seqs = max_num_seqs
         self.overhead = overhead if overhead is not None else DEFAULT_OVERHEAD["cpu" if device == "cpu" else engine]
-        self.tensors, self.weights = for_report(report, [] if self.precision == CHECKPOINT else [self.precision])
+        self.tensors, self.weights = for_report(report, [] if self.precision == CHECKPOINT else [self.precision],
+                                                include_mtp=speculative == "mtp")
         self.act_bytes = 4 if self.precision == "fp32" else _act_bytes_of(self.arch) if self.precision == CHECKPOINT else 2
         if self.precision == CHECKPOINT and report.parameters.quantization:
             self.act_bytes = 2
@@ -373,7 +395,7 @@ class Planner:
     def kv(self, context: int, batch: int) -> Any:
         return estimate_kv(self.arch, context, batch=batch, kv_dtype=self.kv_dtype, engine=self.engine,
                            encoder_len=self.encoder_len, tp=self.tp, block_size=self.block_size,
-                           max_batched_tokens=self.max_batched_tokens)
+                           max_batched_tokens=self.max_batched_tokens, mtp_layers=self.mtp_layers)
 
     def need(self, context: int, batch: int) -> int:
         return self.weights_bytes + self.kv(context, batch).total_bytes + self.activation(context, batch)[0] + self.overhead
@@ -431,6 +453,11 @@ class Planner:
         limit = self.arch.max_position_embeddings
         if limit and context > limit:
             plan.notes.append(f"context {context:,} exceeds the model's max_position_embeddings {limit:,}")
+        if self.mtp_parameters and self.speculative != "mtp":
+            plan.notes.append(f"{self.mtp_parameters:,} multi-token-prediction parameters are left out (loaded only for "
+                              "MTP speculative decoding; --speculative mtp adds their weights and KV cache)")
+        elif self.speculative == "mtp" and not self.mtp_parameters:
+            plan.notes.append("--speculative mtp: this checkpoint stores no multi-token-prediction layers")
         if gpu is not None:
             self._fill_fit(plan, gpu)
         elif with_catalog:

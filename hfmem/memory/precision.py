@@ -393,11 +393,14 @@ def _is_quantized(t: WeightTensor, key: str, moe: bool) -> bool:
     return not (key == "mxfp4" and moe and t.component != "moe_experts")
 
 
-def for_report(report: Any, precisions: Iterable[str] | None = None) -> tuple[list[WeightTensor], WeightsByPrecision]:
-    """Weights at every precision for an ``analysis.Report``."""
+def for_report(report: Any, precisions: Iterable[str] | None = None, *, include_mtp: bool = False) -> tuple[list[WeightTensor], WeightsByPrecision]:
+    """Weights at every precision for a ``hfmem.Report``. Multi-token-prediction layers are loaded only for MTP
+    speculative decoding (vLLM's ``SpeculativeConfig`` method "mtp"; transformers never builds them), so they are
+    left out unless ``include_mtp``."""
     a = report.architecture
     q = report.parameters.quantization
-    tensors = weight_tensors(report.tensors, q, a.hidden_size)
+    counted = report.tensors if include_mtp else [c for c in report.tensors if c.component != "mtp"]
+    tensors = weight_tensors(counted, q, a.hidden_size)
     label = "as stored"
     if q:
         label = f"as stored ({q.method}{' ' + str(q.bits) + '-bit' if q.bits else ''})"

@@ -78,6 +78,11 @@ class Architecture:
     mla: MlaFacts | None = None
     normalised_by: str = "transformers"  # or "raw config.json"
     text_config: dict[str, Any] = field(repr=False, default_factory=dict)
+    # Sparse-attention index key width (DSA indexer wk rows / MiniMax-M3 indexer k_proj rows) when the weights
+    # were checked; None: the config's value is used. Not in to_dict (the JSON contract).
+    index_head_dim: int | None = field(default=None, repr=False)
+    # The lines cross_check wrote where the weights overrode a cache-shaping config value (reported as warnings).
+    weight_overrides: list[str] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -173,6 +178,12 @@ def build_architecture(config: dict[str, Any], entries: list[TensorEntry] | None
             v_head_dim=int(_get(text, "v_head_dim", default=nope)),
         )
         head_dim = nope + rope  # the query/key head size; the cache holds the latent instead
+        declared_qk = raw_text.get("qk_head_dim")  # transformers recomputes it; the file's own value is evidence
+        if isinstance(declared_qk, int) and not isinstance(declared_qk, bool) and declared_qk != head_dim and not entries:
+            warnings.append(
+                f"config.json qk_head_dim {declared_qk} != qk_nope_head_dim {nope} + qk_rope_head_dim {rope}: the MLA "
+                f"rope width (cached per token) is uncertain without the weights; using qk_rope_head_dim {rope}"
+            )
     if head_dim is None and heads:
         if hidden % heads:
             raise MalformedConfig(
@@ -283,24 +294,8 @@ def cross_check(arch: Architecture, entries: list[TensorEntry]) -> list[str]:
     """Compare config facts with what the header shapes say; disagreements become warnings."""
     warnings: list[str] = []
     names = {t.name: t for t in entries}
-    from hfmem.model.inventory import classify_component
 
-    # The language model's first attention layer (not a vision/audio tower's, a talker's or an MTP layer's).
-    k_proj = next(
-        (
-            t for t in entries
-            if t.name.endswith("self_attn.k_proj.weight") and ".layers.0." in t.name
-            and classify_component(t.name, arch.num_layers) == "attention" and "talker" not in t.name
-        ),
-        None,
-    )  # fmt: skip
-    if k_proj is not None and arch.attention_kind not in ("mla", "none") and len(k_proj.shape) == 2 and arch.head_dim:
-        out_features = k_proj.shape[0]
-        if out_features != arch.num_kv_heads * arch.head_dim:
-            warnings.append(
-                f"k_proj is [{out_features}, {k_proj.shape[1]}] but config gives {arch.num_kv_heads} KV heads x head_dim "
-                f"{arch.head_dim} = {arch.num_kv_heads * arch.head_dim}"
-            )
+    warnings.extend(_cache_shapes_from_weights(arch, entries))
     has_head = any(
         (n.endswith(("lm_head.weight", "embed_out.weight")) or n in ("head.weight", "output.weight")) and "mtp" not in n
         for n in names
@@ -312,3 +307,87 @@ def cross_check(arch: Architecture, entries: list[TensorEntry]) -> list[str]:
             f"(and randomly initialise) a {arch.vocab_size} x {arch.hidden_size} lm_head"
         )
     return warnings
+
+
+def _first_layer_tensor(arch: Architecture, entries: list[TensorEntry], *suffixes: str,
+                        any_layer: bool = False, ndim: int = 2) -> TensorEntry | None:
+    """The language model's first attention layer's `ndim`-D tensor ending in one of `suffixes` (not a vision/audio
+    tower's, a talker's or an MTP layer's); any_layer: the lowest-numbered layer that has one (sparse-attention
+    indexers are absent from some layers)."""
+    import re
+
+    from hfmem.model.inventory import classify_component
+
+    best: tuple[int, TensorEntry] | None = None
+    for t in entries:
+        if not t.name.endswith(suffixes) or len(t.shape) != ndim or "talker" in t.name or "vision" in t.name:
+            continue
+        m = re.search(r"\.layers\.(\d+)\.", t.name)
+        if m is None or (int(m.group(1)) != 0 and not any_layer) or int(m.group(1)) >= arch.num_layers:
+            continue
+        if classify_component(t.name, arch.num_layers) != "attention":
+            continue
+        if best is None or int(m.group(1)) < best[0]:
+            best = (int(m.group(1)), t)
+    return best[1] if best else None
+
+
+def _cache_shapes_from_weights(arch: Architecture, entries: list[TensorEntry]) -> list[str]:
+    """Cache-shaping config values checked against the projection that produces the cached rows. Where they
+    disagree the weights win (the runtime could not load the checkpoint otherwise) and one line says which value
+    was used: kv_lora_rank + qk_rope_head_dim vs kv_a_proj_with_mqa rows (MLA, DeepSeek-V2 paper section 2.1),
+    index_head_dim vs the sparse-attention indexer's key projection rows, KV heads x head_dim vs k_proj rows."""
+    out: list[str] = []
+
+    def override(line: str) -> None:
+        out.append(line)
+        arch.weight_overrides.append(line)
+
+    mla = arch.mla
+    if mla is not None:
+        kv_a = _first_layer_tensor(arch, entries, "self_attn.kv_a_proj_with_mqa.weight")
+        if kv_a is not None and kv_a.shape[1] == arch.hidden_size and kv_a.shape[0] != mla.kv_lora_rank + mla.qk_rope_head_dim:
+            norm = _first_layer_tensor(arch, entries, "self_attn.kv_a_layernorm.weight", ndim=1)
+            rows = kv_a.shape[0]
+            rank = mla.kv_lora_rank
+            if norm is None or norm.shape[0] == rank:  # the latent is right: the rope part takes the rest
+                if rows > rank:
+                    override(
+                        f"config.json qk_rope_head_dim {mla.qk_rope_head_dim} disagrees with the weights: "
+                        f"kv_a_proj_with_mqa has {rows} rows = kv_lora_rank {rank} + {rows - rank}; using "
+                        f"qk_rope_head_dim {rows - rank}"
+                    )
+                    mla.qk_rope_head_dim = rows - rank
+                    arch.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+            else:
+                out.append(f"kv_a_proj_with_mqa has {rows} rows but config gives kv_lora_rank {rank} + "
+                           f"qk_rope_head_dim {mla.qk_rope_head_dim}; kv_a_layernorm has {norm.shape[0]}")
+    sparse = _first_layer_tensor(arch, entries, "self_attn.indexer.wk.weight", "self_attn.indexer.k_proj.weight",
+                                 "self_attn.index_k_proj.weight", any_layer=True)
+    text = arch.text_config or {}
+    declared = text.get("index_head_dim")
+    if declared is None and isinstance(text.get("sparse_attention_config"), dict):
+        declared = text["sparse_attention_config"].get("sparse_index_dim")
+    if sparse is not None and sparse.shape[1] == arch.hidden_size:  # packed layouts (bitsandbytes [n, 1]) say nothing
+        rows = sparse.shape[0]
+        if isinstance(declared, int) and declared != rows:
+            override(
+                f"config.json index_head_dim {declared} disagrees with the weights: the indexer's key projection "
+                f"{sparse.name.split('self_attn.')[-1]} has {rows} rows; using index_head_dim {rows}"
+            )
+        arch.index_head_dim = rows
+    k_proj = _first_layer_tensor(arch, entries, "self_attn.k_proj.weight")
+    if k_proj is not None and arch.attention_kind not in ("mla", "none") and arch.head_dim:
+        rows = k_proj.shape[0]
+        declared_kv = arch.num_kv_heads * arch.head_dim
+        if rows != declared_kv:
+            text_of = f"k_proj is [{rows}, {k_proj.shape[1]}] but config gives {arch.num_kv_heads} KV heads x head_dim " \
+                      f"{arch.head_dim} = {declared_kv}"
+            heterogeneous = isinstance(text.get("per_layer_config"), dict) or len(set(arch.layer_type_list)) > 1
+            if (not heterogeneous and k_proj.shape[1] == arch.hidden_size and rows % arch.head_dim == 0
+                    and rows // arch.head_dim <= max(arch.num_attention_heads, 1)):
+                override(f"{text_of}; using {rows // arch.head_dim} KV heads")
+                arch.num_kv_heads = rows // arch.head_dim
+            else:  # layers differ (or the rows fit no head count): the KV figure keeps the config's value
+                out.append(text_of)
+    return out

@@ -10,7 +10,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hfmem.errors import UsageError
-from hfmem.memory.kv.layers import _BITS, _ST_TO_SHORT, _int, _Layer, _model_dtype, describe_layers, ggml_block
+from hfmem.memory.kv.layers import (
+    _BITS,
+    _ST_TO_SHORT,
+    _int,
+    _Layer,
+    _model_dtype,
+    describe_layers,
+    fp8_ds_mla,
+    ggml_block,
+    index_bytes_per_token,
+)
 from hfmem.memory.kv.llamacpp import CACHE_TYPE_NAMES
 from hfmem.model.architecture import Architecture
 
@@ -121,18 +131,22 @@ def _formulas(layers: list[_Layer], dtype: str, engine: str, context: int, mbt: 
         if l.label in ("kv_shared", "no_cache"):
             continue
         key = (l.attn, l.kv_heads, l.dk, l.dv, l.window, tuple((s.name, s.hf_elements, s.hf_dtype, s.vllm_elements,
-                                                                   s.vllm_dtype) for s in l.states))
+                                                                   s.vllm_dtype) for s in l.states),
+               _index_formula(l, dtype, engine))
         groups.setdefault(l.label, {}).setdefault(key, 0)
         groups[l.label][key] += 1
     out: dict[str, str] = {}
     for label, shapes in groups.items():
         parts = []
-        for (attn, heads, dk, dv, window, states), n in shapes.items():
+        for (attn, heads, dk, dv, window, states, index), n in shapes.items():
             bits = []
-            if attn == "mla":
-                bits.append(f"{n} x (kv_lora_rank {dk} + qk_rope_head_dim {dv}) x {_elem(dtype)} per token")
+            if attn == "mla" and engine == "vllm" and dtype == "fp8" and "fp8_ds_mla" in index:
+                bits.append(f"{n} x fp8_ds_mla ({dk} fp8 + {dk // 128} x 4 B scales + {dv} x 2 B rope = "
+                            f"{dk + dk // 128 * 4 + dv * 2} B){index.replace('fp8_ds_mla', '')} per token")
+            elif attn == "mla":
+                bits.append(f"{n} x (kv_lora_rank {dk} + qk_rope_head_dim {dv}) x {_elem(dtype)}{index} per token")
             elif attn:
-                bits.append(f"{n} x {heads} KV heads x ({dk} + {dv}) x {_elem(dtype)} per token")
+                bits.append(f"{n} x {heads} KV heads x ({dk} + {dv}) x {_elem(dtype)}{index} per token")
             if attn in ("sliding", "chunked"):
                 if engine == "transformers":
                     bits.append(f"x min(context, {window} - 1) tokens")
@@ -157,6 +171,18 @@ def _formulas(layers: list[_Layer], dtype: str, engine: str, context: int, mbt: 
     return out
 
 
+def _index_formula(l: _Layer, dtype: str, engine: str) -> str:
+    """The index-key part of a sparse-attention layer's formula (" + ..."), "" for other layers; "fp8_ds_mla"
+    marks vLLM's packed fp8 latent layout."""
+    text = "fp8_ds_mla" if engine == "vllm" and fp8_ds_mla(l, dtype) else ""
+    if not l.index_dim:
+        return text
+    per = index_bytes_per_token(l, dtype, engine)
+    if engine == "vllm" and l.index_kind == "dsa":
+        return text + f" + indexer key ({l.index_dim} fp8 + {l.index_dim // 128} x 4 B scales = {per} B)"
+    return text + f" + index key {l.index_dim} x {_elem(dtype)}"
+
+
 def _default_encoder_len(arch: Architecture) -> int | None:
     cfg = arch.text_config or {}
     for key in ("max_source_positions", "max_encoder_position_embeddings", "n_positions", "max_position_embeddings"):
@@ -177,10 +203,13 @@ def estimate_kv(
     block_size: int = 16,
     max_batched_tokens: int = 8192,
     weights_dtype: str | None = None,
+    mtp_layers: int = 0,
 ) -> KVCacheEstimate:
     """KV cache for `batch` sequences of `context` tokens under `engine`; exact integer bytes (per GPU if tp > 1).
 
-    weights_dtype: the stored tensors' dominant float dtype ("BF16", ...), used when config.json has no dtype."""
+    weights_dtype: the stored tensors' dominant float dtype ("BF16", ...), used when config.json has no dtype.
+    mtp_layers: multi-token-prediction layers run for MTP speculative decoding, each with the cache of a full
+    attention layer (vLLM builds them as decoder layers: models/deepseek_mtp.py, DeepSeekMultiTokenPredictorLayer)."""
     if engine not in ENGINES:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     for name, value in (("context", context), ("batch", batch), ("tp", tp), ("block_size", block_size),
@@ -195,6 +224,8 @@ def estimate_kv(
         if encoder_len is None:
             raise UsageError("encoder-decoder model without a maximum source length: give --encoder-len")
     layers = describe_layers(arch, engine, tp, encoder_len, assumptions, warnings, weights_dtype)
+    if mtp_layers:
+        layers = layers + mtp_cache_layers(layers, mtp_layers, assumptions)
     limit = _int((arch.text_config or {}).get("max_target_positions")) or arch.max_position_embeddings
     if limit and context > limit:
         warnings.append(f"context {context:,} exceeds the model's {limit:,} positions (vLLM refuses it unless overridden)")
@@ -224,3 +255,15 @@ def stored_float_dtype(by_dtype: dict[str, int] | None) -> str | None:
     """The dominant floating dtype of the stored tensors (Parameters.by_dtype), e.g. "BF16"."""
     floats = {k: v for k, v in (by_dtype or {}).items() if k in _ST_TO_SHORT}
     return max(floats, key=lambda k: floats[k]) if floats else None
+
+
+def mtp_cache_layers(layers: list[_Layer], count: int, assumptions: list[str]) -> list[_Layer]:
+    """``count`` extra layers caching like the model's last full-attention (or MLA) layer, labelled "mtp"."""
+    import dataclasses
+
+    template = next((l for l in reversed(layers) if l.attn in ("full", "mla")), None)
+    if template is None:
+        assumptions.append(f"{count} MTP layer(s): no full-attention layer to copy; their cache is not counted")
+        return []
+    assumptions.append(f"--speculative mtp: {count} multi-token-prediction layer(s) cache like a {template.label} layer")
+    return [dataclasses.replace(template, index=len(layers) + i, label="mtp", states=[]) for i in range(count)]

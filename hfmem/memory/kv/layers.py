@@ -26,6 +26,9 @@ _SLIDING = {"sliding_attention", "sliding", "local_attention", "local"}
 _CHUNKED = {"chunked_attention"}
 _STATE = {"linear_attention", "mamba", "mamba2", "conv", "ssm", "gated_deltanet", "kda"}
 _NONE = {"mlp", "moe", "mlp_only", "moe_only", "dummy", "none"}
+# Sparse-attention layers that cache an index key per token beside their attention cache (see _sparse_index).
+_INDEXED = {"indexed_attention", "minimax_m3_sparse"}
+_DSA_TYPES = {"deepseek_v32", "glm_moe_dsa"}
 
 # Which recurrent-state formula a model type's linear layers follow (each verified against transformers in
 # tests/test_kv_truth.py where the model is in transformers; vLLM shapes: vllm,
@@ -78,6 +81,8 @@ class _Layer:
     dv: int = 0
     window: int | None = None
     states: list[_State] = field(default_factory=list)
+    index_kind: str | None = None  # "dsa" (DeepSeek Sparse Attention indexer keys) | "block" (MiniMax-M3 index keys)
+    index_dim: int = 0  # width of the one index key the layer caches per token (0: none)
 
 
 def _int(value: Any) -> int | None:
@@ -245,6 +250,103 @@ def _layer_names(arch: Architecture, cfg: dict[str, Any], n: int) -> list[str]:
     return names + ["full_attention"] * (n - len(names))
 
 
+class _IndexPlan:
+    """Which layers of a sparse-attention model cache an index key per token, and how wide it is.
+
+    DeepSeek Sparse Attention (DeepSeek-V3.2 paper, arXiv:2512.02556, the "lightning indexer"): every layer's indexer
+    caches one ``index_head_dim`` key per token (transformers, models/deepseek_v32/modeling_deepseek_v32.py:
+    DeepseekV32Indexer.forward -> cache.update_indexer; cache_utils.py: DynamicIndexedLayer). GLM-MoE-DSA builds
+    an indexer only on layers whose ``indexer_types`` entry is "full"; "shared" layers reuse the previous full
+    layer's top-k and cache no index keys (models/glm_moe_dsa/modeling_glm_moe_dsa.py: GlmMoeDsaAttention.__init__,
+    indexer_types from GlmMoeDsaConfig.__post_init__). MiniMax-M3 sparse layers ("minimax_m3_sparse") cache one
+    ``index_head_dim`` key per token beside their GQA K/V (models/minimax_m3_vl/modeling_minimax_m3_vl.py:
+    MiniMaxM3VLIndexer.forward -> MiniMaxM3VLSparseCacheLayer.update_index)."""
+
+    def __init__(self, arch: Architecture, cfg: dict[str, Any], names: list[str]) -> None:
+        self.kind: str | None = None
+        self.dim = 0
+        self.keep: list[bool] = []
+        model_type = str(cfg.get("model_type") or arch.model_type)
+        if "indexed_attention" in names or arch.model_type in _DSA_TYPES or model_type in _DSA_TYPES:
+            self.kind = "dsa"
+            self.dim = arch.index_head_dim or _int(cfg.get("index_head_dim")) or 128
+            types = cfg.get("indexer_types")
+            if not (isinstance(types, list) and len(types) >= len(names)):
+                types = _glm_indexer_types(cfg, len(names)) if "glm_moe_dsa" in (arch.model_type, model_type) else None
+            self.keep = [t != "shared" for t in types[: len(names)]] if types else [True] * len(names)
+        elif "minimax_m3_sparse" in names or _sparse_freq(cfg) is not None:
+            self.kind = "block"
+            sparse = cfg.get("sparse_attention_config")
+            raw = _int(sparse.get("sparse_index_dim")) if isinstance(sparse, dict) else None
+            self.dim = arch.index_head_dim or _int(cfg.get("index_head_dim")) or raw or 128
+            if "minimax_m3_sparse" in names:
+                self.keep = [n == "minimax_m3_sparse" for n in names]
+            else:  # a raw config (not normalised by transformers): MiniMaxM3VLTextConfig.__post_init__'s rule
+                self.keep = [bool(f) for f in _sparse_freq(cfg) or []][: len(names)]
+
+    def of(self, index: int) -> tuple[str | None, int]:
+        """(kind, index key width) of one layer; layers of a sparse model without index keys keep the kind (vLLM
+        serves every layer of the model with the sparse backend's block size and cache layout)."""
+        if self.kind and index < len(self.keep) and self.keep[index]:
+            return self.kind, self.dim
+        return self.kind, 0
+
+    def notes(self, layers: list[_Layer]) -> list[str]:
+        n = sum(1 for l in layers if l.index_dim)
+        if not self.kind:
+            return []
+        if self.kind == "dsa":
+            return [f"DeepSeek Sparse Attention: {n} of {len(self.keep)} layers keep one indexer key of index_head_dim "
+                    f"{self.dim} per token beside the MLA latent"
+                    + (f" (the other {len(self.keep) - n} reuse a previous layer's top-k: indexer_types 'shared')"
+                       if n < len(self.keep) else "")]
+        return [f"sparse attention: {n} of {len(self.keep)} layers keep one index key of {self.dim} per token beside "
+                "their K/V (not divided by tensor parallelism)"]
+
+
+def _sparse_freq(cfg: dict[str, Any]) -> list[Any] | None:
+    """MiniMax-M3's raw sparse_attention_config.sparse_attention_freq (1 = sparse layer), when sparse attention is on."""
+    sparse = cfg.get("sparse_attention_config")
+    if not isinstance(sparse, dict) or sparse.get("use_sparse_attention") is False:
+        return None
+    freq = sparse.get("sparse_attention_freq")
+    return freq if isinstance(freq, list) else None
+
+
+def _glm_indexer_types(cfg: dict[str, Any], n: int) -> list[str]:
+    """transformers, models/glm_moe_dsa/configuration_glm_moe_dsa.py: GlmMoeDsaConfig.__post_init__ (for raw configs)."""
+    pattern = cfg.get("index_topk_pattern")
+    if isinstance(pattern, str):
+        return [{"F": "full", "S": "shared"}.get(c, "full") for c in pattern]
+    if isinstance(pattern, list):
+        return [str(x) for x in pattern]
+    freq = max(_int(cfg.get("index_topk_freq")) or 1, 1)
+    offset = _int(cfg.get("index_skip_topk_offset"))
+    offset = 2 if offset is None else offset
+    return ["full" if (max(i - offset + 1, 0) % freq) == 0 else "shared" for i in range(n)]
+
+
+def _count(layers: int) -> str:
+    return f"{layers} layer{'s' if layers > 1 else ''}"
+
+
+def index_bytes_per_token(layer: _Layer, dtype: str, engine: str) -> int:
+    """Bytes of the index key a sparse-attention layer caches per token (0 for other layers)."""
+    if not layer.index_dim:
+        return 0
+    if engine == "vllm" and layer.index_kind == "dsa":
+        # vllm, model_executor/models/deepseek_v2.py: Indexer.__init__ -> DeepseekV32IndexerCache: uint8, head_dim =
+        # index_head_dim + index_head_dim // 128 * 4 (fp8 values and one fp32 scale per 128), whatever the KV dtype
+        return layer.index_dim + layer.index_dim // 128 * 4
+    return row_bytes(layer.index_dim, dtype)
+
+
+def fp8_ds_mla(layer: _Layer, dtype: str) -> bool:
+    """vLLM stores fp8 KV of DSA models in the packed fp8_ds_mla layout (vllm, v1/kv_cache_interface.py:
+    MLAAttentionSpec.real_page_size_bytes, cache_dtype_str "fp8_ds_mla")."""
+    return layer.attn == "mla" and layer.index_kind == "dsa" and dtype == "fp8"
+
+
 def describe_layers(
     arch: Architecture, engine: str = "transformers", tp: int = 1, encoder_len: int | None = None, notes: list[str] | None = None,
     warnings: list[str] | None = None, weights_dtype: str | None = None,
@@ -273,7 +375,10 @@ def describe_layers(
         window_default = window_default // 2 + 1  # transformers, Gemma4TextConfig.__post_init__ halves it for bidirectional use
     chunk = _int(cfg.get("attention_chunk_size"))
     mla = arch.mla
-    unknown_state_warned = False
+    unmodelled: dict[str, int] = {}
+    replicated: dict[int, int] = {}  # KV heads < tp -> layers (said once per head count, not once per layer)
+    no_state: dict[str, int] = {}
+    indexed = _IndexPlan(arch, cfg, names)
 
     layers: list[_Layer] = []
     for i, raw_name in enumerate(names):
@@ -292,18 +397,17 @@ def describe_layers(
             attn = "sliding"
         elif name in _CHUNKED:
             attn = "chunked"
+        elif name in _INDEXED:
+            attn = "full"
         elif not has_state:
-            warnings.append(f"layer type {name!r} is not modelled; counted as full attention")
+            unmodelled[name] = unmodelled.get(name, 0) + 1
             attn = "full"
         layer = _Layer(i, "")
+        layer.index_kind, layer.index_dim = indexed.of(i)
         if has_state:
             states = _state_dims(arch, family, cfg, tp, act, ssm_vllm) if family else []
-            if not states and not unknown_state_warned:
-                warnings.append(
-                    f"recurrent state size of {name} layers is not modelled for model_type {arch.model_type!r}: "
-                    "counted as 0 bytes"
-                )
-                unknown_state_warned = True
+            if not states:
+                no_state[name] = no_state.get(name, 0) + 1
             layer.states = states
         if attn is not None:
             window = None
@@ -321,7 +425,7 @@ def describe_layers(
                 heads, dim = _kv_heads_and_dim(arch, cfg, i)
                 per_gpu = max(1, heads // tp)
                 if tp > 1 and heads < tp:
-                    notes.append(f"{heads} KV heads < tp {tp}: KV heads are replicated, 1 per GPU")
+                    replicated[heads] = replicated.get(heads, 0) + 1
                 layer.attn, layer.kv_heads, layer.dk, layer.dv, layer.window = attn, per_gpu, dim, dim, window
         if attn is None:
             layer.label = {"mamba1": "mamba", "mamba2": "mamba", "short_conv": "conv"}.get(family or "", "linear_attention")
@@ -331,7 +435,18 @@ def describe_layers(
             assert layer.attn is not None  # set with attn above
             layer.label = {"full": "full_attention", "mla": "mla", "sliding": "sliding_attention",
                            "chunked": "chunked_attention"}[layer.attn]
+            if layer.index_dim:
+                layer.label = "sparse_mla" if layer.attn == "mla" else "sparse_attention"
         layers.append(layer)
+
+    for name, count in unmodelled.items():  # one line per distinct cause, never one per layer
+        warnings.append(f"{_count(count)} of type {name!r}: not modelled; counted as full attention")
+    for name, count in no_state.items():
+        warnings.append(f"{_count(count)} of type {name!r}: recurrent state size is not modelled for model_type "
+                        f"{arch.model_type!r}; counted as 0 bytes")
+    for heads, count in replicated.items():
+        notes.append(f"{heads} KV heads < tp {tp}: KV heads are replicated, 1 per GPU ({_count(count)})")
+    notes.extend(indexed.notes(layers))
 
     if arch.is_encoder_decoder:
         heads = _int(cfg.get("decoder_attention_heads")) or arch.num_kv_heads
@@ -353,7 +468,10 @@ def describe_layers(
 def _attn_bytes_per_token(layer: _Layer, dtype: str, engine: str) -> int:
     """Bytes one token costs in one attention layer (per sequence, per GPU)."""
     if layer.attn == "mla":
-        if engine == "vllm":  # vllm, v1/kv_cache_interface.py: MLAAttentionSpec: one row of kv_lora_rank + qk_rope_head_dim
+        if engine == "vllm" and fp8_ds_mla(layer, dtype):
+            # 656 B for DeepSeek-V3.2: kv_lora_rank fp8 values + one fp32 scale per 128 + the rope part in bf16
+            b = layer.dk + layer.dk // 128 * 4 + layer.dv * 2
+        elif engine == "vllm":  # vllm, v1/kv_cache_interface.py: MLAAttentionSpec: one row of kv_lora_rank + qk_rope_head_dim
             b = row_bytes(layer.dk + layer.dv, dtype)
         else:  # transformers: keys [.., kv_lora_rank], values [.., qk_rope_head_dim]
             b = row_bytes(layer.dk, dtype) + row_bytes(layer.dv, dtype)
@@ -361,7 +479,7 @@ def _attn_bytes_per_token(layer: _Layer, dtype: str, engine: str) -> int:
         b = row_bytes(layer.kv_heads * layer.dk, dtype) + row_bytes(layer.kv_heads * layer.dv, dtype)
     if engine == "vllm" and dtype == "int8":
         b += 2 * layer.kv_heads * 4  # vllm, v1/kv_cache_interface.py: AttentionSpec.page_size_bytes: fp32 scales
-    return b
+    return b + index_bytes_per_token(layer, dtype, engine)
 
 
 def _state_bytes(layer: _Layer, engine: str) -> int:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from hfmem.errors import UsageError
 from hfmem.memory.kv.estimate import KVCacheEstimate
-from hfmem.memory.kv.layers import _add, _attn_bytes_per_token, _Layer, _state_bytes
+from hfmem.memory.kv.layers import _add, _attn_bytes_per_token, _Layer, _state_bytes, index_bytes_per_token
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv
 
@@ -153,9 +153,49 @@ def _vllm_per_request(layers: list[_Layer], specs: dict[int, _Spec], context: in
     return total, growing, by, bytes_per_block
 
 
+def _sparse_block_size(layers: list[_Layer], dtype: str, block_size: int, assumptions: list[str]) -> int:
+    """Block size and cache layout of sparse-attention models, whose attention backend forces its block size.
+
+    DSA (DeepSeek-V3.2, GLM-MoE-DSA): the FlashMLA-sparse backend forces 64 tokens per block (vLLM platform code,
+    "Forcing kv cache block size to 64"); each indexer layer adds a DeepseekV32IndexerCache spec (vllm,
+    model_executor/models/deepseek_v2.py: Indexer.__init__) of index_head_dim + index_head_dim // 128 * 4 uint8 per
+    token, an MLAAttentionSpec with one head in the same KV cache group as the latent: the two cannot merge
+    (different cache_dtype_str), so the group is a UniformTypeKVCacheSpecs whose page per layer is the sum of both
+    (vllm, v1/core/kv_cache_utils.py). MiniMax-M3-style block-sparse layers: one index key of index_head_dim per
+    token and sparse layer, not split by TP, blocks of 128."""
+    kinds = {l.index_kind for l in layers if l.index_kind}
+    if not kinds:
+        return block_size
+    dsa = next((l for l in layers if l.index_dim and l.index_kind == "dsa"), None)
+    if "dsa" in kinds:
+        forced = 64
+        line = "DeepSeek Sparse Attention: vLLM's FlashMLA-sparse backend forces block_size 64 (CUTLASS MLA: 128)"
+        if dsa is not None:
+            per = index_bytes_per_token(dsa, dtype, "vllm")
+            line += (f"; indexer keys: {dsa.index_dim} fp8 + {dsa.index_dim // 128} x 4 B fp32 scales = {per} B per token "
+                     "per indexer layer, a second spec in the latent's KV cache group (pages summed)")
+        if dtype == "fp8":
+            mla = next(l for l in layers if l.attn == "mla")
+            line += (f"; fp8 KV uses the fp8_ds_mla layout: {mla.dk} fp8 + {mla.dk // 128} x 4 B scales + "
+                     f"{mla.dv} x 2 B rope = {mla.dk + mla.dk // 128 * 4 + mla.dv * 2} B per token per layer")
+    else:
+        forced = 128
+        idx = next((l for l in layers if l.index_dim), None)
+        line = "block-sparse attention: vLLM uses block_size 128 for every layer"
+        if idx is not None:
+            line += (f"; index keys: {idx.index_dim} values = {index_bytes_per_token(idx, dtype, 'vllm')} B "
+                     "per token per sparse layer (assumed in the KV cache dtype), not divided by tensor parallelism, "
+                     "summed into the layer's page")
+    if block_size != forced:
+        line += f" (in place of block_size {block_size})"
+    assumptions.append(line)
+    return forced
+
+
 def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, batch: int, block_size: int, mbt: int,
           assumptions: list[str], warnings: list[str]) -> KVCacheEstimate:
     local: list[str] = []
+    block_size = _sparse_block_size(layers, dtype, block_size, local)
     specs, bs = _vllm_specs(layers, dtype, block_size, False, local)
     per_request, growing, by_req, bytes_per_block = _vllm_per_request(layers, specs, context, mbt, local)
     has_window = any(l.attn in ("sliding", "chunked") for l in layers)
@@ -189,7 +229,7 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
             "context) + 1 block; page_reserved_total_bytes gives them full-length pages "
             "(--disable-hybrid-kv-cache-manager)"
         )
-    if arch.mla is not None:
+    if arch.mla is not None and not any(l.index_kind for l in layers):
         assumptions_v.append("MLA backends that force a larger block size (FlashMLA: 64) round to that instead")
     if any(l.states for l in layers):
         assumptions_v.append("state layers: one state page per request (mamba_cache_mode 'none', no speculative decoding)")
