@@ -90,7 +90,7 @@ CASES: dict[str, dict] = {
 LOADS = [
     (512, 1, None, None, "f16", False), (4096, 1, None, None, "f16", False), (65536, 1, None, None, "f16", False),
     (4096, 1, None, None, "q8_0", True), (4096, 4, False, None, "f16", False), (4096, 4, True, False, "f16", False),
-    (4096, 4, True, False, "f16", True), (16384, 1, None, False, "q4_0", True),
+    (4096, 4, True, False, "f16", True), (4096, 4, False, False, "f16", False), (16384, 1, None, False, "q4_0", True),
 ]
 GGML_TYPE_IDS = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "bf16": 30}
 
