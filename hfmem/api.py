@@ -159,22 +159,28 @@ def analyze_gguf(
     gguf_file: str | None = None,
     quant: str | None = None,
     kv_dtype: str | None = None,
+    llamacpp_defaults: str | None = None,
 ) -> GGUFReport:
     """A GGUF repo, folder or file: its GGUF files, the selected file's exact parameters and bytes, and llama.cpp's
-    KV cache at each context (``kv_dtype``: auto/fp16 = f16, bf16, fp32, q8_0, q4_0)."""
+    KV cache (and recurrent state) at each context (``kv_dtype``: llama.cpp's cache types f16 (= auto, fp16), bf16,
+    f32 (= fp32), q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl; ``llamacpp_defaults``: whose context defaults,
+    "llama-server" (the default: unified KV, window-sized SWA cache) or "llama-cpp-python")."""
     from hfmem.gguf.model import read_gguf_report
     from hfmem.memory.kv import parse_context
-    from hfmem.memory.kv.llamacpp import LLAMA_CPP_CACHE_TYPES, gguf_kv
+    from hfmem.memory.kv.llamacpp import DEFAULTS, LLAMA_CPP_CACHE_TYPES, gguf_kv
 
     cache_type = LLAMA_CPP_CACHE_TYPES.get(kv_dtype or "auto")
     if cache_type is None:
-        raise UsageError(f"--kv-dtype: llama.cpp caches support {', '.join(LLAMA_CPP_CACHE_TYPES)}")
+        raise UsageError(f"--kv-dtype {kv_dtype}: llama.cpp caches support {', '.join(LLAMA_CPP_CACHE_TYPES)}")
+    defaults = llamacpp_defaults or "llama-server"
+    if defaults not in DEFAULTS:
+        raise UsageError(f"--llamacpp-defaults must be one of {', '.join(DEFAULTS)}, got {defaults!r}")
     parts = [] if ctx is None else [str(c) for c in ctx] if isinstance(ctx, (list, tuple)) else str(ctx).split(",")
     contexts = [int(c) for part in parts if part.strip().lower() != "max" for c in parse_context(part)]
     report = read_gguf_report(ref, gguf_file=gguf_file, quant=quant, revision=revision, token=token, timeout=timeout,
-                       contexts=contexts, batch=batch, cache_type=cache_type)
+                       contexts=contexts, batch=batch, cache_type=cache_type, defaults=defaults)
     if any(part.strip().lower() == "max" for part in parts) and report.architecture.get("context_length"):
-        report.kv_cache.append(gguf_kv(report.architecture, int(report.architecture["context_length"]), batch, cache_type))
+        report.kv_cache.append(gguf_kv(report.architecture, int(report.architecture["context_length"]), batch, cache_type, defaults))
     return report
 
 
@@ -194,9 +200,10 @@ def analyze(
 
     ``ref`` is a Hub repo id, a local folder, a cached snapshot or a .gguf file; ``ctx`` (e.g. 32768, "32k",
     "4k,32k", "max") adds the KV cache; other keyword options are those of :func:`attach_sections` (kv_dtype,
-    engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, device, prefix_caching, train and the
-    training options). The KV cache is per GPU at tensor parallel size ``gpus``; ``prefix_caching=False`` gives
-    vLLM's one-state-page figure for hybrid linear-attention/mamba models (two pages with prefix caching on).
+    engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, device, prefix_caching, speculative, train
+    and the training options; GGUF models also take ``llamacpp_defaults``: "llama-server" or "llama-cpp-python").
+    The KV cache is per GPU at tensor parallel size ``gpus``; ``prefix_caching=False`` gives vLLM's one-state-page
+    figure for hybrid linear-attention/mamba models (two pages with prefix caching on).
     Safetensors models give a :class:`Report`; GGUF weights (``.gguf`` files, GGUF-only repos, or ``gguf_file`` /
     ``quant`` given) a :class:`hfmem.gguf.model.GGUFReport`.
 
@@ -205,7 +212,8 @@ def analyze(
     (7615616512, 1879048192, None)
     """
     gguf_kwargs: dict[str, Any] = dict(ctx=ctx, batch=batch, revision=revision, token=token, timeout=timeout,
-                                       gguf_file=gguf_file, quant=quant, kv_dtype=options.get("kv_dtype"))
+                                       gguf_file=gguf_file, quant=quant, kv_dtype=options.get("kv_dtype"),
+                                       llamacpp_defaults=options.pop("llamacpp_defaults", None))
     if is_gguf_ref(ref, gguf_file, quant):
         return analyze_gguf(ref, **gguf_kwargs)
     try:
@@ -218,6 +226,8 @@ def analyze(
             raise _with_ref(exc, ref) from None
     except HfmemError as exc:
         raise _with_ref(exc, ref) from None
+    if gguf_kwargs["llamacpp_defaults"] is not None:
+        raise UsageError(f"{ref}: --llamacpp-defaults is for GGUF models (llama.cpp's cache); this is a safetensors model")
     return attach_sections(report, ctx=ctx, batch=batch, **options)
 
 

@@ -14,6 +14,7 @@ from hfmem.batch import DEFAULT_JOBS, MAX_JOBS
 from hfmem.errors import HfmemError, redact
 from hfmem.memory.gpus import DEVICES
 from hfmem.memory.kv import ENGINES, KV_DTYPES
+from hfmem.memory.kv.llamacpp import DEFAULTS as LLAMACPP_DEFAULTS
 from hfmem.memory.planner import SPECULATIVE
 from hfmem.memory.training import ATTENTION, FSDP, OFFLOAD, OPTIMIZERS
 from hfmem.memory.training import METHODS as TRAINING_METHODS
@@ -125,7 +126,7 @@ def planner_options(f: Callable) -> Callable:
 
 def _require_ctx(opts: dict[str, Any]) -> None:
     if opts.get("ctx") is None:
-        for name in ("batch", "kv_dtype", "engine", "encoder_len"):
+        for name in ("batch", "kv_dtype", "engine", "encoder_len", "llamacpp_defaults"):
             if opts.get(name) is not None:
                 raise click.BadParameter("needs --ctx (the context length to size the KV cache for)", param_hint="--" + name.replace("_", "-"))
 
@@ -175,6 +176,9 @@ def training_options(f: Callable) -> Callable:
 @training_options
 @click.option("--gguf-file", default=None, help="GGUF repos: the .gguf file to analyse (first shard for split files).")
 @click.option("--quant", default=None, help="GGUF repos: pick the file by quant type, e.g. Q4_K_M.")
+@click.option("--llamacpp-defaults", type=click.Choice(list(LLAMACPP_DEFAULTS)), default=None,
+              help="GGUF models: whose llama.cpp context defaults shape the cache (default llama-server: unified KV, "
+                   "window-sized SWA; llama-cpp-python: a KV stream per sequence, full-size SWA).")
 def analyze_cmd(
     model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, fmt: str,
     gguf_file: str | None, quant: str | None, **opts: Any,

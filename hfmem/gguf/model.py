@@ -103,7 +103,7 @@ def architecture_from_metadata(md: dict[str, Any], array_lengths: dict[str, int]
     layers = key("block_count")
     head_for_dim = max(heads) if isinstance(heads, list) and heads else heads
     key_len = key("attention.key_length", embd // head_for_dim if embd and head_for_dim else None)
-    return {
+    out: dict[str, Any] = {
         "architecture": arch,
         "name": md.get("general.name"),
         "file_type": md.get("general.file_type"),
@@ -119,6 +119,44 @@ def architecture_from_metadata(md: dict[str, Any], array_lengths: dict[str, int]
         "expert_count": key("expert_count"),
         "expert_used_count": key("expert_used_count"),
     }
+    # What llama.cpp's memory layout depends on beyond the attention shape (docs/gguf.md), only where the file says
+    # it with the type llama.cpp reads (anything else is ignored, as a malformed value must not crash the report).
+    def num(name: str) -> int | None:
+        v = key(name)
+        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+    def flags(name: str) -> list | None:
+        v = key(name)
+        return v if isinstance(v, list) and all(isinstance(x, (bool, int)) for x in v) else None
+
+    nextn = num("nextn_predict_layers") or 0
+    if nextn and isinstance(layers, int) and nextn < layers:
+        out["trunk_layers"] = int(layers) - nextn  # llama_hparams::n_layer(): NextN/MTP layers get no trunk KV
+    # MLA (src/llama-hparams.cpp is_mla: key_length_mla and value_length_mla set): the converter writes
+    # key_length = kv_lora_rank + rope dims and head_count_kv = 1; llama.cpp caches that K row and no V.
+    if num("attention.key_length_mla") and num("attention.value_length_mla"):
+        out["is_mla"] = True
+        out["kv_lora_rank"] = num("attention.kv_lora_rank")
+        out["rope_dimension_count"] = num("rope.dimension_count")
+    pattern = key("attention.sliding_window_pattern")
+    extra = {
+        "key_length_swa": num("attention.key_length_swa"), "value_length_swa": num("attention.value_length_swa"),
+        "sliding_window_pattern": flags("attention.sliding_window_pattern") if isinstance(pattern, list) else num("attention.sliding_window_pattern"),
+        "recurrent_layers": flags("attention.recurrent_layers"), "full_attention_interval": num("full_attention_interval") or None,
+        "shared_kv_layers": num("attention.shared_kv_layers"),
+    }  # fmt: skip
+    out.update({k: v for k, v in extra.items() if v is not None})
+    ssm = {
+        "d_conv": num("ssm.conv_kernel"), "d_inner": num("ssm.inner_size"), "d_state": num("ssm.state_size"),
+        "n_group": num("ssm.group_count"), "shortconv_l_cache": num("shortconv.l_cache"),
+        "wkv_head_size": num("wkv.head_size"), "token_shift_count": num("token_shift_count"),
+    }  # fmt: skip
+    ssm = {k: v for k, v in ssm.items() if v is not None}
+    if ssm:
+        out["ssm"] = ssm
+    if flags("feed_forward_length") is not None:
+        out["feed_forward_length"] = key("feed_forward_length")  # nemotron_h: recurrent layers have no FFN
+    return out
 
 
 def read_gguf_report(
@@ -131,6 +169,7 @@ def read_gguf_report(
     contexts: list[int] | None = None,
     batch: int = 1,
     cache_type: str = "f16",
+    defaults: str = "llama-server",
 ) -> GGUFReport:
     """List the GGUF files of a repo/folder, read the selected file's header (all shards), and size its KV cache."""
     path = Path(ref).expanduser()
@@ -185,6 +224,6 @@ def read_gguf_report(
     report.header = merged
     report.architecture = architecture_from_metadata(merged.metadata, merged.array_lengths)
     for context in contexts or []:
-        report.kv_cache.append(gguf_kv(report.architecture, context, batch, cache_type))
+        report.kv_cache.append(gguf_kv(report.architecture, context, batch, cache_type, defaults))
     report.request_count = len(counter)
     return report

@@ -91,10 +91,13 @@ def gguf_kv_lines(kv: GGUFKV, tablefmt: str) -> list[str]:
     """llama.cpp's KV cache at one context, as lines of GGUFReport.to_text (``tablefmt``: tabulate's format)."""
     from tabulate import tabulate
 
+    what = "KV cache + recurrent state" if kv.recurrent_bytes else "KV cache"
+    streams = f"{kv.streams} stream{'s' if kv.streams > 1 else ''}" + (" (unified)" if kv.kv_unified and kv.batch > 1 else "")
     return [
         "",
-        f"KV cache (llama.cpp, {kv.dtype}) at {kv.context:,} tokens x {kv.batch}: {fmt_bytes(kv.total_bytes)} "
-        f"({kv.total_bytes:,} bytes; {kv.cells:,} cells)",
+        f"{what} (llama.cpp, {kv.dtype}, {kv.defaults} defaults) at {kv.context:,} tokens x {kv.batch}: "
+        f"{fmt_bytes(kv.total_bytes)} ({kv.total_bytes:,} bytes; {kv.cells:,} cells x {streams})",
         tabulate([[t, v["layers"], f"{v['tokens']:,}", f"{v['bytes']:,}"] for t, v in kv.by_layer_type.items()],
                  headers=["layers", "count", "cells", "bytes"], tablefmt=tablefmt),
+        *[f"note: {n}" for n in kv.notes[1:]],  # the first note (the defaults) is in the title
     ]

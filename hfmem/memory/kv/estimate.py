@@ -21,13 +21,18 @@ from hfmem.memory.kv.layers import (
     ggml_block,
     index_bytes_per_token,
 )
+from hfmem.memory.kv.llamacpp import CACHE_TYPE_NAMES
 from hfmem.model.architecture import Architecture
 
 if TYPE_CHECKING:
     pass
 
 ENGINES = ("vllm", "transformers")
-KV_DTYPES = ("auto", "bf16", "fp16", "fp32", "fp8", "int8", "int4", "q8_0", "q4_0")
+# The dtypes vLLM / transformers estimates take (q8_0 / q4_0: llama.cpp's blocks, as an assumption).
+SAFETENSORS_KV_DTYPES = ("auto", "bf16", "fp16", "fp32", "fp8", "int8", "int4", "q8_0", "q4_0")
+# llama.cpp's own cache type names (GGUF models); f16 / f32 are fp16 / fp32 for the other engines.
+_ALIASES = {"f16": "fp16", "f32": "fp32"}
+KV_DTYPES = tuple(dict.fromkeys(SAFETENSORS_KV_DTYPES + CACHE_TYPE_NAMES))
 
 
 @dataclass
@@ -91,6 +96,10 @@ class KVCacheEstimate:
 def _resolve_dtype(arch: Architecture, kv_dtype: str, engine: str, assumptions: list[str], weights_dtype: str | None) -> str:
     if kv_dtype not in KV_DTYPES:
         raise UsageError(f"--kv-dtype must be one of {', '.join(KV_DTYPES)}, got {kv_dtype!r}")
+    kv_dtype = _ALIASES.get(kv_dtype, kv_dtype)
+    if kv_dtype not in SAFETENSORS_KV_DTYPES:
+        raise UsageError(f"--kv-dtype {kv_dtype} is a llama.cpp cache type, for GGUF models only; the {engine} "
+                         f"estimate takes {', '.join(SAFETENSORS_KV_DTYPES)} (or f16, f32)")
     if kv_dtype == "auto":
         return _model_dtype(arch, engine, assumptions, weights_dtype)
     if engine == "vllm" and kv_dtype in ("int4", "q8_0", "q4_0"):
