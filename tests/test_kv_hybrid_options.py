@@ -1,5 +1,5 @@
 """CLI/API options for hybrid and compressed-attention KV: --no-prefix-caching (vLLM's state pages per request),
-the kv_cache section per GPU at tp = --gpus, and DeepSeek-V4 under vLLM given as bounds (its rule is not known)."""
+the kv_cache section per GPU at tp = --gpus, and DeepSeek-V4 under vLLM (its pool-block layout)."""
 
 from __future__ import annotations
 
@@ -46,32 +46,24 @@ def test_kv_section_per_gpu_at_gpus(stub_repo):
     assert "per GPU" in text.output
 
 
-def test_deepseek_v4_vllm_bounds_and_one_warning():
-    """vLLM's DeepSeek-V4 layout is not modelled: bounds, not a rule. Lower = compressed entries (6,880 B/token on
-    Flash) + the 2 sliding layers; upper = a 512-wide latent per token on the 41 compressed layers + the entries."""
-    arch = arch_of("deepseek-ai/DeepSeek-V4-Flash")
-    est = estimate_kv(arch, 32_768)
-    b = est.bounds
-    assert b is not None and b["lower_bytes_per_token"] == 6_880
-    assert b["upper_bytes_per_token"] == 6_880 + 41 * 1024 == est.bytes_per_token
-    assert b["lower_bytes"] < b["upper_bytes"] == est.total_bytes
-    entries = 21 * (32_768 // 4) * 1280 + 20 * (32_768 // 128) * 1024
-    assert b["lower_bytes"] == est.by_layer_type["sliding_attention"]["bytes"] + entries
-    assert len(est.warnings) == 1 and "not modelled" in est.warnings[0] and "21 compressed_sparse_attention" in est.warnings[0]
-    assert not any("counted as full attention" in w for w in est.warnings)
-    assert "bounds" in est.to_dict()
-    assert "bounds" not in estimate_kv(arch_of("Qwen/Qwen2-7B-Instruct"), 16).to_dict()
+def test_deepseek_v4_vllm_exact_no_warning():
+    """vLLM's DeepSeek-V4 layout is modelled (vllm_deepseek_v4.py; tests/test_kv_deepseek_v4.py): no bounds, no
+    warning, the 41 compressed layers not counted as full attention."""
+    est = estimate_kv(arch_of("deepseek-ai/DeepSeek-V4-Flash"), 32_768)
+    assert not est.warnings and est.bytes_per_block == 1_051_776
+    assert est.total_bytes == est.blocks_per_request * est.bytes_per_block
+    assert "bounds" not in est.to_dict()
 
 
-def test_deepseek_v4_pro_per_token_and_text_bounds(stub_repo):
+def test_deepseek_v4_pro_per_token_and_text(stub_repo):
     """DeepSeek-V4-Pro (61 layers: 30 CSA, 31 HCA, no pure sliding layer): 30 x 320 + 31 x 8 = 9,848 B/token under
-    transformers; the Flash table output shows vLLM's bounds."""
+    transformers; the Flash table output shows vLLM's pool blocks."""
     pro = arch_of("deepseek-ai/DeepSeek-V4-Pro")
     est = estimate_kv(pro, 65_536, engine="transformers")
     assert est.bytes_per_token == 30 * 320 + 31 * 8 == 9_848
     assert set(est.by_layer_type) == {"compressed_sparse_attention", "heavily_compressed_attention"}
     text = CliRunner().invoke(main, [str(stub_repo("deepseek-ai/DeepSeek-V4-Flash")), "--ctx", "32k"]).output
-    assert "bounds (engine rule not known)" in text and "259,588,096" in text
+    assert "bounds" not in text and f"{3_482 * 1_051_776:,}" in text
 
 
 def test_per_layer_notes_appear_once():

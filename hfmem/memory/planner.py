@@ -429,7 +429,7 @@ class Planner:
             if one.total_bytes == page * blocks_per_seq:  # uniform full attention: vLLM's own arithmetic
                 blocks = available // page
                 return blocks / blocks_per_seq, blocks, blocks * self.block_size, available
-        if self.engine == "vllm" and one.bytes_per_block and one.blocks_per_request and one.bounds is None:
+        if self.engine == "vllm" and one.bytes_per_block and one.blocks_per_request:
             # vllm, v1/core/kv_cache_utils.py: get_num_blocks (available // one block across the layer groups) and
             # get_max_concurrency_for_kv_cache_config (whole blocks per request per group); pool tokens as its
             # "GPU KV cache size" log: int(concurrency x max_model_len)

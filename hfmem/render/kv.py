@@ -74,9 +74,6 @@ def _single_tables(est: KVCacheEstimate) -> list[Table]:
     if est.page_reserved_total_bytes is not None and est.page_reserved_total_bytes != est.total_bytes:
         summary.append(["with full-length pages for sliding layers (hybrid KV manager off)",
                         f"{est.page_reserved_total_bytes:,} ({fmt_bytes(est.page_reserved_total_bytes)})"])
-    if est.bounds is not None:  # the engine's rule is not known (vLLM, DeepSeek-V4 compressed layers)
-        lo, hi = est.bounds["lower_bytes"], est.bounds["upper_bytes"]
-        summary.append(["bounds (engine rule not known)", f"{lo:,} ({fmt_bytes(lo)}) to {hi:,} ({fmt_bytes(hi)})"])
     if est.storage_bytes and est.storage_bytes.get("after_prefill") != est.total_bytes:
         summary.append(["storage pinned after one prefill (sliding views)",
                         f"{est.storage_bytes['after_prefill']:,} ({fmt_bytes(est.storage_bytes['after_prefill'])})"])

@@ -25,8 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hfmem.units import cdiv
-
 CSA = "compressed_sparse_attention"
 HCA = "heavily_compressed_attention"
 COMPRESSED_TYPES = (CSA, HCA)
@@ -82,7 +80,3 @@ def compressed_layer(cfg: dict[str, Any], name: str) -> Compressed | None:
         return Compressed(CSA, rates[CSA], (head_dim, index_dim), 2, True)
     return Compressed(HCA, rates[HCA], (head_dim,), 1, False)
 
-
-def vllm_rows_bytes(c: Compressed, context: int, act: str) -> int:
-    """Bytes of the compressed entries alone for `context` tokens (the lower bound's share; whole entries)."""
-    return cdiv(context, c.rate) * c.entry_bytes(act)

@@ -57,7 +57,6 @@ class KVCacheEstimate:
     storage_bytes: dict[str, int] | None = None
     encoder_len: int | None = None
     formulas: dict[str, str] = field(default_factory=dict)
-    bounds: dict[str, int] | None = None  # where the engine's rule is not known: lower/upper bytes (vLLM DeepSeek-V4)
     assumptions: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -85,8 +84,6 @@ class KVCacheEstimate:
             out["storage_bytes"] = dict(self.storage_bytes or {})
         if self.encoder_len is not None:
             out["encoder_len"] = self.encoder_len
-        if self.bounds is not None:
-            out["bounds"] = dict(self.bounds)
         out["formulas"] = dict(self.formulas)
         out["assumptions"] = list(self.assumptions)
         out["warnings"] = list(self.warnings)
@@ -186,8 +183,9 @@ def _index_formula(l: _Layer, dtype: str, engine: str) -> str:
     return text + f" + index key {l.index_dim} x {_elem(dtype)}"
 
 
-def _compressed_formulas(layers: list[_Layer], dtype: str, engine: str) -> dict[str, str]:
-    """DeepSeek-V4 CSA/HCA layers (compressed.py), per sequence."""
+def _compressed_formulas(layers: list[_Layer], dtype: str) -> dict[str, str]:
+    """DeepSeek-V4 CSA/HCA layers (compressed.py) under transformers, per sequence (vLLM's formulas come with its
+    estimate: vllm_deepseek_v4.py)."""
     out: dict[str, str] = {}
     for label in dict.fromkeys(l.label for l in layers if l.compressed is not None):
         group = [l for l in layers if l.label == label]
@@ -195,14 +193,10 @@ def _compressed_formulas(layers: list[_Layer], dtype: str, engine: str) -> dict[
         assert c is not None
         entry = " + ".join(str(w) for w in c.widths)
         rows = f"{n} x ({entry}) x {_elem(dtype)} per entry, one entry per {c.rate} tokens"
-        if engine == "transformers":
-            extra = (f"; buffers 2 x (context mod {c.rate}) x {c.buffer_factor} x ({entry}) x {_elem(dtype)}"
-                     + (f"; overlap {c.rate} x ({entry}) x ({_elem(dtype)} + 4 B)" if c.overlap else ""))
-            out[label] = (f"{n} x window min(context, {first.window} - 1) x {first.dk} x {_elem(dtype)} (K = V once)"
-                          f" + {rows}{extra}")
-        else:
-            out[label] = (f"rule not known: lower = {rows} (cdiv); upper = that + {n} x {first.dk} x {_elem(dtype)}"
-                          " per token x cdiv(context, block_size) blocks")
+        extra = (f"; buffers 2 x (context mod {c.rate}) x {c.buffer_factor} x ({entry}) x {_elem(dtype)}"
+                 + (f"; overlap {c.rate} x ({entry}) x ({_elem(dtype)} + 4 B)" if c.overlap else ""))
+        out[label] = (f"{n} x window min(context, {first.window} - 1) x {first.dk} x {_elem(dtype)} (K = V once)"
+                      f" + {rows}{extra}")
     return out
 
 
@@ -251,7 +245,7 @@ def estimate_kv(
             raise UsageError("encoder-decoder model without a maximum source length: give --encoder-len")
     layers = describe_layers(arch, engine, tp, encoder_len, assumptions, warnings, weights_dtype)
     if mtp_layers:
-        layers = layers + mtp_cache_layers(layers, mtp_layers, assumptions)
+        layers = layers + mtp_cache_layers(layers, mtp_layers, assumptions, engine)
     limit = _int((arch.text_config or {}).get("max_target_positions")) or arch.max_position_embeddings
     if limit and context > limit:
         warnings.append(f"context {context:,} exceeds the model's {limit:,} positions (vLLM refuses it unless overridden)")
@@ -272,8 +266,10 @@ def estimate_kv(
         if arch.is_encoder_decoder and arch.model_type not in ("whisper",):
             warnings.append(f"vLLM V1 may not serve {arch.model_type} (encoder-decoder support is limited to a few models)")
     est.tp, est.encoder_len = tp, encoder_len if arch.is_encoder_decoder else None
-    est.formulas = _formulas(layers, dtype, engine, context, max_batched_tokens, est.block_size or block_size)
-    est.formulas.update(_compressed_formulas(layers, dtype, engine))
+    if not est.formulas:  # an engine path with its own layout (vLLM DeepSeek-V4) gives its formulas itself
+        est.formulas = _formulas(layers, dtype, engine, context, max_batched_tokens, est.block_size or block_size)
+        if engine == "transformers":
+            est.formulas.update(_compressed_formulas(layers, dtype))
     est.assumptions = list(dict.fromkeys(assumptions + est.assumptions))  # per-layer notes (e.g. replicated KV heads) once
     est.warnings = warnings + est.warnings
     return est
@@ -285,10 +281,18 @@ def stored_float_dtype(by_dtype: dict[str, int] | None) -> str | None:
     return max(floats, key=lambda k: floats[k]) if floats else None
 
 
-def mtp_cache_layers(layers: list[_Layer], count: int, assumptions: list[str]) -> list[_Layer]:
+def mtp_cache_layers(layers: list[_Layer], count: int, assumptions: list[str], engine: str = "vllm") -> list[_Layer]:
     """``count`` extra layers caching like the model's last full-attention (or MLA) layer, labelled "mtp"."""
     import dataclasses
 
+    compressed = next((l for l in layers if l.compressed is not None), None)
+    if compressed is not None and engine == "vllm":
+        # vllm, models/deepseek_v4.py: DeepseekV4Attention.__init__: layers past num_hidden_layers (MTP) get compress
+        # ratio 1, so an MTP layer registers only the sliding-window cache
+        assumptions.append(f"--speculative mtp: {count} multi-token-prediction layer(s), each a DeepSeek-V4 "
+                           "sliding-window cache only (vLLM gives MTP layers compress ratio 1)")
+        return [dataclasses.replace(compressed, index=len(layers) + i, label="mtp", compressed=None, states=[])
+                for i in range(count)]
     # An MTP module is a whole decoder layer: in DSA models it has its own indexer (GLM-5.2's MTP weights hold one),
     # so a layer that keeps index keys is the template when the model has any.
     attention = [l for l in layers if l.attn in ("full", "mla")]

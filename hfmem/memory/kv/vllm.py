@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from hfmem.errors import UsageError
-from hfmem.memory.kv.compressed import vllm_rows_bytes
 from hfmem.memory.kv.estimate import KVCacheEstimate
 from hfmem.memory.kv.layers import _add, _attn_bytes_per_token, _Layer, _state_bytes, index_bytes_per_token
+from hfmem.memory.kv.vllm_deepseek_v4 import deepseek_v4_vllm
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv
 
@@ -65,8 +65,8 @@ def _vllm_specs(layers: list[_Layer], dtype: str, block_size: int, full_only: bo
     for l in layers:
         if l.attn:
             kind = {"mla": "full", "full": "full", "sliding": "sliding", "chunked": "chunked", "cross": "cross"}[l.attn]
-            if (full_only and kind in ("sliding", "chunked")) or l.compressed is not None:
-                kind = "full"  # DeepSeek-V4 CSA/HCA: vLLM's rule not known; the upper bound is a full-length latent
+            if full_only and kind in ("sliding", "chunked"):
+                kind = "full"
             page = bs * _attn_bytes_per_token(l, dtype, "vllm")
             specs[l.index] = _Spec(kind, bs, page, l.window if kind in ("sliding", "chunked") else None)
         if l.states:
@@ -203,6 +203,8 @@ def _state_pages(prefix_caching: bool) -> int:
 
 def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, batch: int, block_size: int, mbt: int,
           assumptions: list[str], warnings: list[str], prefix_caching: bool = True) -> KVCacheEstimate:
+    if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
+        return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, mbt)
     local: list[str] = []
     block_size = _sparse_block_size(layers, dtype, block_size, local)
     hybrid = any(l.attn for l in layers) and any(l.states for l in layers)
@@ -251,53 +253,12 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
             "state layers: one state page per request per state group (prefix caching off: mamba_cache_mode "
             "'none'; no speculative decoding)")
     blocks_per_request = cdiv(per_request, bytes_per_block) if bytes_per_block else 0
-    bounds = _compressed_bounds(layers, dtype, context, batch, by, per_request, assumptions_v, warnings)
     total_is = ("window-capped: hybrid KV cache manager on (vLLM default)" if has_window
                 else "blocks vLLM reserves for the requests")
-    if bounds is not None:
-        per_token += bounds["upper_bytes_per_token"]
-        extra = bounds["upper_bytes"] // batch - per_request  # the compressed entries on top of the latent pages
-        per_request += extra
-        growing += bounds["upper_bytes_per_token"] * context
-        reserved += extra
-        total_is = "upper bound (vLLM's DeepSeek-V4 compressed-attention layout is not modelled); see bounds"
     return KVCacheEstimate(
         engine="vllm", dtype=dtype, context=context, batch=batch, bytes_per_token=per_token,
         constant_bytes=max(0, per_request - growing), total_bytes=batch * per_request, by_layer_type=by, block_size=bs,
         page_reserved_total_bytes=batch * reserved, bytes_per_block=bytes_per_block,
-        blocks_per_request=blocks_per_request, total_is=total_is, assumptions=assumptions_v + local, bounds=bounds,
+        blocks_per_request=blocks_per_request, total_is=total_is, assumptions=assumptions_v + local,
     )
 
-
-def _compressed_bounds(layers: list[_Layer], dtype: str, context: int, batch: int, by: dict[str, dict[str, int]],
-                       per_request: int, assumptions: list[str], warnings: list[str]) -> dict[str, int] | None:
-    """DeepSeek-V4 CSA/HCA layers under vLLM: hfmem does not know vLLM's cache layout for them, so it gives bounds
-    instead of inventing a rule. Lower: only their compressed entries (cdiv(context, rate) rows of head_dim, plus
-    index_head_dim on CSA) and the other layers as modelled; upper: a full-length head_dim latent per token (K = V
-    once, in whole blocks, as computed above) plus those entries. Per request, times batch."""
-    compressed = [l for l in layers if l.compressed is not None]
-    if not compressed:
-        return None
-    rows = sum(vllm_rows_bytes(l.compressed, context, dtype) for l in compressed if l.compressed is not None)
-    latent = sum(by[label]["bytes"] for label in {l.label for l in compressed}) // batch
-    rate = sum(l.compressed.entry_bytes(dtype) // l.compressed.rate for l in compressed if l.compressed is not None)
-    latent_per_token = sum(_attn_bytes_per_token(l, dtype, "vllm") for l in compressed)
-    for label in {l.label for l in compressed}:
-        by[label]["bytes"] += batch * sum(vllm_rows_bytes(l.compressed, context, dtype) for l in compressed
-                                          if l.label == label and l.compressed is not None)
-    counts: dict[str, int] = {}
-    for l in compressed:
-        counts[l.label] = counts.get(l.label, 0) + 1
-    what = ", ".join(f"{n} {label}" for label, n in counts.items())
-    warnings.append(f"vLLM's KV layout for DeepSeek-V4 compressed attention is not modelled ({what} layers): "
-                    "total_bytes is an upper bound, see bounds")
-    assumptions.append(
-        "DeepSeek-V4 CSA/HCA under vLLM: rule not known to hfmem; upper bound = full-length head_dim latent per "
-        "token (whole blocks) + compressed entries, lower bound = compressed entries only (+ the other layers)"
-    )
-    return {
-        "lower_bytes": batch * (per_request - latent + rows),
-        "upper_bytes": batch * (per_request + rows),
-        "lower_bytes_per_token": rate,
-        "upper_bytes_per_token": rate + latent_per_token,
-    }

@@ -1,0 +1,173 @@
+"""vLLM's KV cache for DeepSeek-V4 (hfmem/memory/kv/vllm_deepseek_v4.py): page sizes, the pool block, pages per
+request, and the public start-up log of vllm-project/vllm#44376.
+
+Rule (vllm-project/vllm): per-layer specs from model_executor/layers/deepseek_v4_attention.py
+(DeepseekV4MLAAttention.get_kv_cache_spec, DeepseekV4IndexerCache.get_kv_cache_spec), v1/attention/backends/mla/
+sparse_swa.py (DeepseekV4SWACache) and model_executor/layers/deepseek_compressor.py (CompressorStateCache); page
+alignment in v1/kv_cache_interface.py (_apply_alignment_padding, 576 B); grouping and pool block in
+v1/core/kv_cache_planning.py (_get_kv_cache_groups_uniform_groups, _get_kv_cache_config_deepseek_v4,
+_pool_bytes_per_block, _max_memory_usage_bytes_from_groups, _estimate_max_model_len_from_groups)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from stubs import FIXTURES
+
+import hfmem
+from hfmem.cli import main
+from hfmem.memory.gpus import GPU
+from hfmem.memory.kv import cdiv, estimate_kv
+from hfmem.memory.planner import Planner
+from hfmem.model.architecture import build_architecture
+
+GiB = 2**30
+FLASH, PRO = "deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro"
+
+
+def arch_of(repo: str):
+    return build_architecture(json.loads((FIXTURES / "configs" / repo / "config.json").read_text()))[0]
+
+
+def _v4(repo: str, context: int, **kw):
+    return estimate_kv(arch_of(repo), context, kv_dtype=kw.pop("kv_dtype", "fp8"), **kw)
+
+
+def test_page_sizes_worked_by_hand():
+    """fp8_ds_mla: 448 fp8 NoPE + 64 x 2 B RoPE + 448 // 64 scale bytes + 1 = 584 B per token. Real pages, then
+    rounded up to 576 B: window 64 x 584 = 37,376 -> 37,440 (65 x 576); CSA compressed KV 256 / 4 x 584 = 37,376 ->
+    37,440; indexer keys 64 x (128 + 4) = 8,448 -> 8,640 (15 x 576); HCA 256 / 128 x 584 = 1,168 -> 1,728 (3 x 576);
+    CSA compressor state 4 tokens x 2 x 2 x 512 x 4 B = 32,768 -> 32,832 (57 x 576), padded to the 37,440 compressed
+    page; indexer state 4 x 2 x 2 x 128 x 4 = 8,192 -> 8,640; HCA state 8 x 2 x 512 x 4 = 32,768 -> 37,440."""
+    by = _v4(FLASH, 32_768).by_layer_type
+    expect = {  # kind: (layers, tokens per page, real page, page vLLM uses after padding)
+        "sliding_window": (43, 64, 37_376, 37_440),
+        "csa_compressed_kv": (21, 256, 37_376, 37_440),
+        "csa_indexer_keys": (21, 256, 8_448, 8_640),
+        "csa_compressor_state": (21, 4, 32_768, 37_440),
+        "csa_indexer_state": (21, 4, 8_192, 8_640),
+        "hca_compressed_kv": (20, 256, 1_168, 1_728),
+        "hca_compressor_state": (20, 8, 32_768, 37_440),
+    }
+    got = {k: (e["layers"], e["block_size"], e["page_bytes"], e["padded_page_bytes"]) for k, e in by.items()
+           if k != "pool_padding"}
+    assert got == expect
+    assert 37_440 == 65 * 576 and 8_640 == 15 * 576 and 1_728 == 3 * 576 and 32_832 == 57 * 576
+    assert 448 + 64 * 2 + 448 // 64 + 1 == 584
+
+
+@pytest.mark.parametrize("repo, tuples, block", [(FLASH, 22, 1_051_776), (PRO, 31, 1_482_048)])
+def test_pool_block(repo, tuples, block):
+    """One pool block = one page of each compressed page size (37,440 + 8,640 + 1,728 = 47,808 B) per layer tuple.
+    Tuple counts per bucket: Flash [MLA 21, window 43, C4 state 21, C128 state 20] -> _approximate_gcd (lower bound
+    21) = 22; the window bucket then splits into 2 groups (22 + 21), the widest has 22 tuples. Pro [31, 61, 31, 30]
+    -> 31. Block size 256 whatever --block-size says (the FlashMLA-sparse kernel's only size)."""
+    est = _v4(repo, 131_072, block_size=16)
+    assert est.bytes_per_block == 47_808 * tuples == block
+    assert est.block_size == 256
+    assert any("block_size 256 only (in place of 16)" in a for a in est.assumptions)
+    assert est.bytes_per_token == block // 256
+
+
+@pytest.mark.parametrize("repo", [FLASH, PRO])
+@pytest.mark.parametrize("context, mbt", [(32_768, 8192), (131_072, 8192), (1_048_576, 8192), (30_000, 16_384),
+                                          (5_000, 8192), (1, 8192), (300, 8192)])
+def test_pages_per_request_by_hand(repo, context, mbt):
+    """Five groups: compressed KV cdiv(L, 256); two window groups (cdiv(min(127 + B, L), 64) + 1 each); the C4
+    state group (cdiv(min(7 + B, L), 4) + 1); the C128 state group (cdiv(min(127 + B, L), 8) + 1).
+    total_bytes = batch x pages x bytes_per_block."""
+    est = _v4(repo, context, batch=3, max_batched_tokens=mbt)
+    window = cdiv(min(127 + mbt, context), 64) + 1
+    pages = cdiv(context, 256) + 2 * window + cdiv(min(7 + mbt, context), 4) + 1 + cdiv(min(127 + mbt, context), 8) + 1
+    assert est.blocks_per_request == pages
+    assert est.total_bytes == 3 * pages * est.bytes_per_block
+    assert est.constant_bytes == (pages - cdiv(context, 256)) * est.bytes_per_block
+    assert sum(e["bytes"] for e in est.by_layer_type.values()) == est.total_bytes
+    assert est.by_layer_type["pool_padding"]["bytes"] > 0
+
+
+def test_flash_numbers():
+    """Flash at B = 8192 (vllm serve's default): 3,482 / 3,866 / 7,450 blocks at 32k / 128k / 1M tokens."""
+    for context, pages in ((32_768, 3_482), (131_072, 3_866), (1_048_576, 7_450)):
+        assert _v4(FLASH, context).blocks_per_request == pages
+    assert round(_v4(FLASH, 1_048_576).total_bytes / GiB, 2) == 7.30
+    assert round(_v4(PRO, 1_048_576).total_bytes / GiB, 2) == 10.28
+
+
+def test_vllm_44376_log():
+    """vllm-project/vllm#44376 (comment of 2026-06-03): DeepSeek-V4-Flash, 2 x GH200, LLM(...) offline, TP 2,
+    kv_cache_dtype fp8, block_size 256, max_model_len 30000, no speculative decoding; max_num_batched_tokens not set,
+    so the LLM class default on a GPU >= 70 GiB, 16384 (vllm/engine/arg_utils.py: EngineArgs.get_batch_defaults).
+    The log: "6.66 GiB KV cache is needed" (kv_cache_planning.py: _check_enough_kv_cache_memory, from
+    _max_memory_usage_bytes_from_groups) and "estimated maximum model length is 13528" with "5.44 GiB" available
+    (_estimate_max_model_len_from_groups: the longest L whose pages x bytes_per_block fit). 5,554 pool blocks =
+    5,841,563,904 B print as 5.44 GiB; with them 13,528 tokens fit and 13,529 do not."""
+    est = _v4(FLASH, 30_000, tp=2, block_size=256, max_batched_tokens=16_384)
+    assert est.blocks_per_request == 118 + 259 + 259 + 4_099 + 2_065 == 6_800
+    assert est.total_bytes == 6_800 * 1_051_776 == 7_152_076_800
+    assert f"{est.total_bytes / GiB:.2f}" == "6.66"
+    available = 5_554 * est.bytes_per_block
+    assert available == 5_841_563_904 and f"{available / GiB:.2f}" == "5.44"
+    fits = [_v4(FLASH, n, tp=2, max_batched_tokens=16_384).total_bytes <= available for n in (13_528, 13_529)]
+    assert fits == [True, False]
+    # other budgets do not reproduce it: the default B = 8192 needs 3.40 GiB
+    assert f"{_v4(FLASH, 30_000, tp=2).total_bytes / GiB:.2f}" == "3.40"
+    assert _v4(FLASH, 30_000, tp=2, max_batched_tokens=16_384).total_bytes == _v4(
+        FLASH, 30_000, max_batched_tokens=16_384).total_bytes  # TP does not divide these caches
+
+
+def test_planner_reproduces_44376(stub_repo):
+    """The planner on the same case: with exactly 5,554 blocks left for KV, kv_blocks = 5,554 (available //
+    bytes_per_block), concurrency 5,554 / 6,800 (get_max_concurrency_for_kv_cache_config: whole blocks summed over
+    the groups), 30,000 tokens do not fit and the longest context is 13,528, as vLLM's estimate."""
+    report = hfmem.analyze(str(stub_repo(FLASH)))
+    p = Planner(report, engine="vllm", tp=2, kv_dtype="fp8", block_size=256, max_batched_tokens=16_384,
+                gpu_util=1.0, overhead=GiB)
+    act = p.activation(30_000, 1)[0]
+    gpu = GPU("test", "test", p.weights_bytes + act + GiB + 5_554 * 1_051_776)
+    plan = p.plan(30_000, 1, gpu)
+    assert plan.kv_available_bytes == 5_554 * 1_051_776
+    assert plan.kv_blocks == 5_554
+    assert plan.concurrency == round(5_554 / 6_800, 4) and plan.max_concurrency == 0
+    assert plan.kv_pool_tokens == int(5_554 / 6_800 * 30_000)
+    assert plan.fits is False
+    assert plan.max_context == 13_528 and not plan.max_context_capped
+
+
+def test_mtp_adds_a_window_layer():
+    """--speculative mtp: vLLM gives MTP layers compress ratio 1 (models/deepseek_v4.py: DeepseekV4Attention), so
+    each adds one window cache; the window bucket has 44 layers, still 2 groups of <= 22: the same pool block."""
+    one = _v4(FLASH, 65_536, mtp_layers=1)
+    none = _v4(FLASH, 65_536)
+    assert one.by_layer_type["mtp_sliding_window"]["layers"] == 1
+    assert one.by_layer_type["sliding_window"]["layers"] == 43
+    assert one.bytes_per_block == none.bytes_per_block and one.blocks_per_request == none.blocks_per_request
+    assert one.by_layer_type["mtp_sliding_window"]["bytes"] == (cdiv(127 + 8192, 64) + 1) * 37_376
+    # transformers is unchanged: no MTP cache
+    t = estimate_kv(arch_of(FLASH), 65_536, engine="transformers", mtp_layers=1)
+    assert t.total_bytes == estimate_kv(arch_of(FLASH), 65_536, engine="transformers").total_bytes
+
+
+def test_kv_dtype_auto_uses_fp8():
+    """vLLM asserts fp8 KV for DeepSeek-V4 (DeepseekV4MLAAttention): auto/bf16 give the fp8 figure, with a note."""
+    auto = estimate_kv(arch_of(FLASH), 32_768)
+    fp8 = _v4(FLASH, 32_768)
+    assert auto.dtype == "fp8" and auto.total_bytes == fp8.total_bytes
+    assert any("only with fp8 KV" in a for a in auto.assumptions)
+    assert not any("only with fp8 KV" in a for a in fp8.assumptions)
+    assert not auto.warnings and "bounds" not in auto.to_dict()
+
+
+def test_cli_json_and_table(stub_repo):
+    """The CLI: kv_cache per GPU at --gpus 2, with bytes_per_block and blocks_per_request; the table shows the pool."""
+    out = CliRunner().invoke(main, [str(stub_repo(FLASH)), "--ctx", "30000", "--gpus", "2", "--kv-dtype", "fp8",
+                                    "--max-batched-tokens", "16384", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    kv = json.loads(out.output)["kv_cache"]
+    assert (kv["bytes_per_block"], kv["blocks_per_request"], kv["total_bytes"]) == (1_051_776, 6_800, 7_152_076_800)
+    assert kv["block_size"] == 256 and "bounds" not in kv
+    text = CliRunner().invoke(main, [str(stub_repo(FLASH)), "--ctx", "32k"]).output
+    assert "pool_padding" in text and "1,051,776" in text
