@@ -14,6 +14,8 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stubs import FIXTURES
 
@@ -171,3 +173,29 @@ def test_cli_json_and_table(stub_repo):
     assert kv["block_size"] == 256 and "bounds" not in kv
     text = CliRunner().invoke(main, [str(stub_repo(FLASH)), "--ctx", "32k"]).output
     assert "pool_padding" in text and "1,051,776" in text
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([FLASH, PRO]), st.integers(1, 1 << 20), st.integers(1, 1 << 20), st.integers(1, 64),
+       st.integers(1, 40_000), st.integers(0, 2))
+def test_vllm_properties(repo, c1, c2, batch, mbt, mtp):
+    """vLLM engine (the transformers figure is not monotone for DeepSeek-V4: window buffers are released when a
+    window closes): monotone in context, linear in batch, parts add up, whole pool blocks, constant block size."""
+    lo, hi = sorted((c1, c2))
+    a, b = (_v4(repo, c, batch=batch, max_batched_tokens=mbt, mtp_layers=mtp) for c in (lo, hi))
+    one = _v4(repo, lo, max_batched_tokens=mbt, mtp_layers=mtp)
+    assert a.total_bytes <= b.total_bytes and a.bytes_per_block == b.bytes_per_block
+    assert a.total_bytes == batch * one.total_bytes == batch * a.blocks_per_request * a.bytes_per_block
+    assert sum(e["bytes"] for e in a.by_layer_type.values()) == a.total_bytes
+    assert a.by_layer_type["pool_padding"]["bytes"] >= 0
+    assert a.total_bytes >= batch * (a.bytes_per_token * lo + a.constant_bytes)
+
+
+def test_approximate_gcd_ties_to_the_larger():
+    """kv_cache_planning.py: _approximate_gcd: least total round-up padding, ties to the larger divisor (Flash's
+    [21, 43, 21, 20] from 21: 22 pads 5 layers, 21 pads 21)."""
+    from hfmem.memory.kv.vllm_deepseek_v4 import _approximate_gcd
+
+    assert _approximate_gcd([2, 4], 1) == 2
+    assert _approximate_gcd([21, 43, 21, 20], 21) == 22
+    assert _approximate_gcd([31, 61, 31, 30], 31) == 31
