@@ -199,3 +199,24 @@ def test_approximate_gcd_ties_to_the_larger():
     assert _approximate_gcd([2, 4], 1) == 2
     assert _approximate_gcd([21, 43, 21, 20], 21) == 22
     assert _approximate_gcd([31, 61, 31, 30], 31) == 31
+
+
+@pytest.mark.parametrize("repo, block", [(FLASH, 1_002_240), (PRO, 1_435_968)])
+def test_packed_layout_api_only(repo, block):
+    """Newer vLLM main (kv_cache_planning.py: _get_packed_kv_cache_groups, _get_kv_cache_bytes_per_block): no padding
+    to compressed pages, one block = the widest group: the compressed-KV group, 21 x (37,440 + 8,640) + 20 x 1,728
+    on Flash (30 x 46,080 + 31 x 1,728 on Pro). Same pages per request; #44376's case would print 6.35 GiB, not the
+    logged 6.66 GiB, which is why hfmem's figure is the dsv4_tuples layout."""
+    from hfmem.memory.kv.layers import describe_layers
+    from hfmem.memory.kv.vllm_deepseek_v4 import deepseek_v4_vllm
+
+    arch = arch_of(repo)
+    packed = deepseek_v4_vllm(arch, describe_layers(arch, "vllm"), "fp8", 30_000, 1, 256, 16_384, layout="packed")
+    assert packed.bytes_per_block == block
+    assert packed.blocks_per_request == 6_800
+    assert packed.constant_bytes == (6_800 - 118) * block
+    if repo == FLASH:
+        assert block == 21 * (37_440 + 8_640) + 20 * 1_728 and f"{packed.total_bytes / GiB:.2f}" == "6.35"
+    else:
+        assert block == 30 * (37_440 + 8_640) + 31 * 1_728
+    assert sum(e["bytes"] for e in packed.by_layer_type.values()) == packed.total_bytes

@@ -158,21 +158,58 @@ def _groups(caches: list[_Cache]) -> tuple[list[list[_Cache]], dict[int, int], i
     return groups, padded, tuples, sum(mla_pages), mla_pages
 
 
+def _packed_groups(caches: list[_Cache]) -> tuple[list[list[_Cache]], int]:
+    """(groups, bytes_per_block) of newer vLLM main (kv_cache_planning.py @ 4253bd44: _get_packed_kv_cache_groups,
+    _get_kv_cache_bytes_per_block): buckets as above, only balanced ones (as many layers of each page size) split,
+    no padding to compressed pages, one block = the widest group. Per-layer specs assumed as at fc23e695."""
+    buckets: dict[tuple[bool, int, int], list[_Cache]] = {}
+    for c in caches:
+        buckets.setdefault((c.full, 0, 0) if c.full else (False, c.block_size, c.window), []).append(c)
+    plans = []
+    for members in buckets.values():
+        by_size: dict[int, list[_Cache]] = {}
+        for c in members:
+            by_size.setdefault(c.page, []).append(c)
+        counts = {len(v) for v in by_size.values()}
+        plans.append((by_size, len(counts) == 1, max(counts)))
+    lower = max((m for by_size, balanced, m in plans if balanced and len(by_size) > 1), default=0)
+    repeat = _approximate_gcd([m for _, balanced, m in plans if balanced], lower) if lower else 0
+    groups: list[list[_Cache]] = []
+    for by_size, balanced, m in plans:
+        n_sub = cdiv(m, repeat) if balanced and repeat else 1
+        rows = list(zip(*by_size.values())) if n_sub > 1 else [tuple(c for v in by_size.values() for c in v)]
+        for k in range(n_sub):
+            groups.append([c for row in rows[k::n_sub] for c in row])
+    return groups, max(sum(c.page for c in g) for g in groups)
+
+
 def deepseek_v4_vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, batch: int, block_size: int,
-                     mbt: int) -> KVCacheEstimate:
-    """Blocks vLLM reserves for ``batch`` requests of ``context`` tokens of a DeepSeek-V4 model (per GPU, any TP)."""
+                     mbt: int, layout: str = "dsv4_tuples") -> KVCacheEstimate:
+    """Blocks vLLM reserves for ``batch`` requests of ``context`` tokens of a DeepSeek-V4 model (per GPU, any TP).
+
+    layout: "dsv4_tuples" (kv_cache_planning.py @ fc23e695, reproduces vllm#44376; hfmem's figure) or "packed"
+    (newer main @ 4253bd44, not checked against a log; API only)."""
+    if layout not in ("dsv4_tuples", "packed"):
+        raise UsageError(f"unknown DeepSeek-V4 vLLM layout {layout!r}: dsv4_tuples or packed")
     cfg = arch.text_config or {}
     assumptions: list[str] = []
     if dtype != "fp8":
         assumptions.append(f"vLLM runs DeepSeek-V4 only with fp8 KV (DeepseekV4MLAAttention asserts kv_cache_dtype "
                            f"fp8 and stores fp8_ds_mla; deepseek_v4_attention.py): the figure uses fp8, not {dtype}")
     caches = _caches(layers, cfg)
-    groups, padded, tuples, tuple_bytes, mla_pages = _groups(caches)
-    bytes_per_block = tuple_bytes * tuples  # _pool_bytes_per_block: one page of every MLA page size per layer tuple
+    if layout == "packed":
+        groups, bytes_per_block = _packed_groups(caches)
+        padded = {i: c.page for i, c in enumerate(caches)}
+        block_text = f"the widest group's pages = {bytes_per_block:,} B"
+    else:
+        groups, padded, tuples, tuple_bytes, mla_pages = _groups(caches)
+        bytes_per_block = tuple_bytes * tuples  # _pool_bytes_per_block: one page of every MLA page size per layer tuple
+        block_text = (f"{' + '.join(f'{p:,}' for p in mla_pages)} = {tuple_bytes:,} B x {tuples} layer tuples = "
+                      f"{bytes_per_block:,} B")
     group_pages = [max(c.pages(context, mbt) for c in g) for g in groups]
     pages = sum(group_pages)
     per_request = pages * bytes_per_block  # _max_memory_usage_bytes_from_groups
-    growing = group_pages[0] * bytes_per_block  # the compressed-KV group (cdiv(context, 256) pool blocks)
+    growing = sum(n for g, n in zip(groups, group_pages) if g[0].full) * bytes_per_block  # cdiv(context, 256) blocks
 
     by: dict[str, dict[str, int]] = {}
     index = {id(c): i for i, c in enumerate(caches)}
@@ -199,26 +236,33 @@ def deepseek_v4_vllm(arch: Architecture, layers: list[_Layer], dtype: str, conte
                           f"(aligned {c.page:,}, padded {e['padded_page_bytes']:,})")
     n_groups = len(groups)
     formulas["pool"] = (f"{n_groups} groups x pages per group ({' + '.join(f'{p:,}' for p in group_pages)} = "
-                        f"{pages:,}) x bytes_per_block ({' + '.join(f'{p:,}' for p in mla_pages)} = {tuple_bytes:,} B "
-                        f"x {tuples} layer tuples = {bytes_per_block:,} B) per sequence")
+                        f"{pages:,}) x bytes_per_block ({block_text}) per sequence")
     if block_size != BLOCK:
         assumptions.append(f"DeepSeek-V4: vLLM's FlashMLA-sparse kernel supports block_size 256 only "
                            f"(in place of {block_size}); window cache blocks of 64, compressor state blocks of 4 / 8")
+    specs = ("every layer a 64-token window cache (584 B/token fp8_ds_mla); CSA (ratio 4) compressed KV + indexer "
+             "keys (132 B) + fp32 compressor and indexer-compressor states; HCA compressed KV + fp32 compressor state; "
+             "pages aligned to 576 B")
+    if layout == "packed":
+        assumptions.append(f"vLLM DeepSeek-V4 'packed' layout of newer main (kv_cache_planning.py: "
+                           f"_get_packed_kv_cache_groups; not checked against a log; the null block vLLM reserves is "
+                           f"not in total_bytes): {specs}")
+    else:
+        assumptions.append("vLLM DeepSeek-V4 layout (kv_cache_planning.py: _get_kv_cache_config_deepseek_v4, "
+                           f"'dsv4_tuples', the one that reproduces vllm#44376): {specs}, window/state pages padded "
+                           "to a compressed page size")
+        assumptions.append("newer vLLM main packs the groups instead (kv_cache_planning.py: "
+                           "_get_packed_kv_cache_groups: no padding to compressed pages, bytes_per_block = the widest "
+                           "group, one null block reserved): not modelled here")
     assumptions += [
-        "vLLM DeepSeek-V4 layout (kv_cache_planning.py: _get_kv_cache_config_deepseek_v4, 'dsv4_tuples', the one "
-        "that reproduces vllm#44376): every layer a 64-token window cache (584 B/token fp8_ds_mla); CSA (ratio 4) "
-        "compressed KV + indexer keys (132 B) + fp32 compressor and indexer-compressor states; HCA compressed KV + "
-        "fp32 compressor state; pages aligned to 576 B, window/state pages padded to a compressed page size",
-        f"every group's page costs one whole pool block of {bytes_per_block:,} B ({tuples} layer tuples); "
+        f"every group's page costs one whole pool block of {bytes_per_block:,} B; "
         f"blocks_per_request = {pages:,} = the sum over the {n_groups} groups; by_layer_type holds each cache's real "
         f"bytes, {PADDING} the rest of the blocks; bytes_per_token = {bytes_per_block:,} // 256 (the compressed-KV "
         "group's charge per token, floored)",
         f"window and compressor-state caches are sized by max_num_batched_tokens ({mbt:,}): vLLM's default is 8,192 "
         "for `vllm serve` and 16,384 for the offline LLM class on GPUs >= 70 GiB (--max-batched-tokens)",
         "tensor parallelism does not divide these caches (one KV head; MLA, indexer and state caches replicated)",
-        "newer vLLM main packs the groups instead (kv_cache_planning.py: _get_packed_kv_cache_groups: no padding to "
-        "compressed pages, bytes_per_block = the widest group, one null block reserved): not modelled; "
-        "--disable-hybrid-kv-cache-manager, DCP/PCP and multi-module MTP are not modelled either",
+        "--disable-hybrid-kv-cache-manager, DCP/PCP and multi-module MTP are not modelled",
     ]
     return KVCacheEstimate(
         engine="vllm", dtype="fp8", context=context, batch=batch,
