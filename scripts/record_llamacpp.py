@@ -11,7 +11,7 @@ tests never run it). Steps, each in the interpreter that has what it needs:
   fixtures (any python): fixtures/llamacpp/cases.json plus a header-only copy of each GGUF (<case>.header.gguf)
 
   python scripts/record_llamacpp.py all --work /tmp/lcpwork --src /tmp/lcpsrc/vendor/llama.cpp \
-      --hf-python /work/main/.venv/bin/python --lcp-python /tmp/lcpvenv/bin/python
+      --hf-python .venv/bin/python --lcp-python /tmp/lcpvenv/bin/python
 
 The load step needs only llama_cpp importable and its libllama: an installed llama-cpp-python, or the sdist's
 llama_cpp/ package on PYTHONPATH with LLAMA_CPP_LIB_PATH pointing at the libllama/libggml the sdist's build made
