@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from hfmem.errors import HfmemError, NoConfig, NoSafetensors, UsageError
 from hfmem.hub.files import ModelFiles
 from hfmem.hub.local import looks_local, read_local
+from hfmem.hub.ref import resolve_ref
 from hfmem.hub.remote import read_hub
 from hfmem.model.architecture import build_architecture
 from hfmem.model.inventory import count_tensors, summarize
@@ -29,7 +30,8 @@ TRAINING_OPTIONS = ("seq", "micro_batch", "grad_checkpointing", "optimizer", "tr
 
 
 def read_model(ref: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None) -> ModelFiles:
-    """Read config.json and safetensors headers for a Hub repo id, a local folder or a cached snapshot."""
+    """Read config.json and safetensors headers for a Hub repo id (or its URL), a local folder or a cached snapshot."""
+    ref, revision = resolve_ref(ref, revision)
     if looks_local(ref):
         return read_local(ref)
     return read_hub(ref, revision=revision, token=token, timeout=timeout)
@@ -71,6 +73,7 @@ def attach_sections(
     engine: str = "vllm",
     encoder_len: int | None = None,
     precision: str = "auto",
+    dtype: str | None = None,
     gpu: str | None = None,
     gpus: int = 1,
     gpu_util: float | None = None,
@@ -86,14 +89,22 @@ def attach_sections(
     """Add the memory sections to a report: KV cache (when ``ctx`` is given), weights per precision, the inference
     plan (fit, longest context, concurrency) and download size; with ``train`` ("full", "lora", "qlora" or "all")
     the training budgets, configured by the fields of :class:`hfmem.memory.training.TrainingSettings` (``seq``,
-    ``micro_batch``, ``optimizer``, ``lora_rank``, ``zero``, ...; ``train_precision`` is its ``precision``)."""
+    ``micro_batch``, ``optimizer``, ``lora_rank``, ``zero``, ...; ``train_precision`` is its ``precision``).
+    ``dtype`` is the CLI's name (``--dtype``) for the weight ``precision``; give one of the two."""
     from hfmem.memory.gpus import parse_size, resolve_gpu
     from hfmem.memory.kv import estimate_kv, parse_context, stored_float_dtype
     from hfmem.memory.planner import DEFAULT_MAX_BATCHED_TOKENS, attach, mtp_layer_count
 
     unknown = sorted(set(training_options) - set(TRAINING_OPTIONS))
     if unknown:
-        raise TypeError(f"unknown option(s) {', '.join(unknown)}; options are those of hfmem.analyze (see its docstring)")
+        import inspect
+
+        named = [p for p in inspect.signature(attach_sections).parameters if p not in ("report", "training_options")]
+        raise TypeError(f"unknown option(s) {', '.join(unknown)}; valid: {', '.join(named + list(TRAINING_OPTIONS))}")
+    if dtype is not None:
+        if precision not in ("auto", dtype):
+            raise TypeError(f"dtype={dtype!r} and precision={precision!r}: they are the same option (--dtype); give one")
+        precision = dtype
     contexts = None
     if ctx is not None:
         contexts = list(ctx) if isinstance(ctx, (list, tuple)) else parse_context(ctx, report.architecture)
@@ -170,6 +181,8 @@ def analyze_gguf(
     from hfmem.memory.kv import parse_context
     from hfmem.memory.kv.llamacpp import DEFAULTS, LLAMA_CPP_CACHE_TYPES, gguf_kv
 
+    ref, revision = resolve_ref(ref, revision)
+
     cache_type = LLAMA_CPP_CACHE_TYPES.get(kv_dtype or "auto")
     if cache_type is None:
         raise UsageError(f"--kv-dtype {kv_dtype}: llama.cpp caches support {', '.join(LLAMA_CPP_CACHE_TYPES)}")
@@ -212,6 +225,7 @@ def analyze(
     >>> report.parameters.total, report.kv_cache[0].total_bytes, report.inference.fits  # doctest: +SKIP
     (7615616512, 1879048192, None)
     """
+    ref, revision = resolve_ref(ref, revision)
     gguf_kwargs: dict[str, Any] = dict(ctx=ctx, batch=batch, revision=revision, token=token, timeout=timeout,
                                        gguf_file=gguf_file, quant=quant, kv_dtype=options.get("kv_dtype"),
                                        llamacpp_defaults=options.pop("llamacpp_defaults", None))
