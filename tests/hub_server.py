@@ -87,6 +87,7 @@ class RepoSpec:
     private: bool = False  # everything needs an allowed token: anonymous -> 401, other tokens -> 404 (RepoNotFound)
     allowed_tokens: set[str] = field(default_factory=set)
     sharded_endpoint: bool = True  # False: /api/models/{repo}/safetensors-metadata/* is a plain 404 (older hub)
+    ignore_range: bool = False  # True: file GETs answer 200 with the whole file whatever the Range (RFC 9110 allows it)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
@@ -102,7 +103,8 @@ class RequestRecord:
     query: str  # raw query string ("" if none)
     range: str | None = None  # the Range header, if any
     status: int | None = None  # None while unanswered; 0 when the connection was dropped without a response
-    bytes_sent: int = 0  # body bytes written (0 for HEAD)
+    bytes_sent: int = 0  # body bytes meant to be written (0 for HEAD)
+    bytes_written: int = 0  # body bytes the socket accepted before the client hung up (bounded-read checks)
     has_auth: bool = False  # whether an Authorization header came with it
     injected: str | None = None  # fault applied: "500", "drop", "stall", "429" or "truncate"
     started: float = field(default_factory=time.monotonic)
@@ -431,8 +433,9 @@ class LocalHub:
                 handler.send_header(key, value)
             handler.send_header("Content-Length", str(len(response.body)))  # the full size, even when truncating
             handler.end_headers()
-            if body:
-                handler.wfile.write(body)
+            for start in range(0, len(body), 1 << 16):  # in pieces, so a client that stops reading is seen
+                handler.wfile.write(body[start : start + (1 << 16)])
+                record.bytes_written = min(len(body), start + (1 << 16))
             handler.wfile.flush()
         except (ConnectionError, TimeoutError):
             handler.close_connection = True
@@ -783,6 +786,8 @@ class LocalHub:
             headers += [("X-Linked-Etag", f'"{info.sha256}"'), ("X-Linked-Size", str(info.size))]
         size = info.size
         span = _parse_range(range_header, size) if range_header else None
+        if self.repos[repo_id].ignore_range:
+            span = None
         if span == "unsatisfiable":
             return _Response(416, [("Content-Range", f"bytes */{size}"), ("X-Repo-Commit", commit)])
         with open(path, "rb") as f:

@@ -143,6 +143,23 @@ def test_hub_range_reads_in_growing_chunks(hub_env, tmp_path):
     assert report.revision == hub_env.repos["org/m-GGUF"].sha
 
 
+def test_server_ignoring_range_costs_the_header_not_the_file(hub_env, tmp_path):
+    """A server that answers every range with 200 and the whole 256 MiB file: the reader stops at the bytes it asked
+    for, so the socket takes a small part of the body before hfmem hangs up (the old reader took all of it)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    path = write_gguf(repo / "m-Q4_K_M.gguf", vocab_tokens=60_000)  # a header of ~1 MB: two growing range reads
+    with open(path, "r+b") as fh:
+        fh.truncate(256 * 2**20)  # sparse: the tensor data a hostile or naive server would push
+    hub_env.add_repo("org/m-GGUF", RepoSpec(root=repo, ignore_range=True))
+    report = read_gguf_report("org/m-GGUF", quant="Q4_K_M")
+    params, nbytes = _expected(T.Q4_K)
+    assert report.parameters()["total"] == params and report.parameters()["weight_bytes"] == nbytes
+    gets = [r for r in hub_env.requests if r.method == "GET" and r.path.endswith(".gguf")]
+    assert gets and all(r.status == 200 and r.bytes_sent == 256 * 2**20 for r in gets)  # the server did ignore Range
+    assert sum(r.bytes_written for r in gets) < 64 * 2**20, [r.bytes_written for r in gets]
+
+
 @pytest.mark.parametrize("cut", [3, 10, 30, 200])
 def test_truncated_header_is_clear(tmp_path, cut):
     data = write_gguf(tmp_path / "m.gguf").read_bytes()

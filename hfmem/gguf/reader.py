@@ -193,15 +193,26 @@ def remote_fetcher(repo_id: str, filename: str, revision: str | None, token: str
     headers = build_hf_headers(token=token)
 
     def fetch(offset: int, size: int) -> bytes:
-        response = get_session().get(url, headers={**headers, "Range": f"bytes={offset}-{offset + size - 1}"}, timeout=timeout, follow_redirects=True)
-        if response.status_code == 416:
-            return b""
-        hf_raise_for_status(response)
-        if counter is not None:
-            counter.append(size)
-        data = response.content
-        if response.status_code == 200:  # server ignored the range
-            data = data[offset : offset + size]
-        return data
+        # Streamed and cut off at the bytes asked for: a server that ignores Range (200 with the whole file) or sends
+        # a compressed body that expands without bound costs at most offset + size decoded bytes, never the weights.
+        range_header = {"Range": f"bytes={offset}-{offset + size - 1}"}
+        with get_session().stream("GET", url, headers={**headers, **range_header}, timeout=timeout, follow_redirects=True) as response:
+            if response.status_code == 416:
+                return b""
+            if response.status_code >= 400:
+                response.read()  # error bodies are small; hf_raise_for_status reads the Hub's message from it
+                hf_raise_for_status(response)
+            if counter is not None:
+                counter.append(size)
+            whole_file = response.status_code == 200  # the server ignored the range: the body starts at byte 0
+            limit = offset + size if whole_file else size
+            chunks, got = [], 0
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                got += len(chunk)
+                if got >= limit:
+                    break
+        data = b"".join(chunks)
+        return data[offset : offset + size] if whole_file else data[:size]
 
     return fetch
