@@ -64,6 +64,14 @@ def analyze_files(files: ModelFiles) -> Report:
     )
 
 
+def read_report(ref: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None) -> Report:
+    """:func:`analyze_files` of :func:`read_model`; an error names ``ref`` (batches and logs say which model)."""
+    try:
+        return analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout))
+    except HfmemError as exc:
+        raise _with_ref(exc, ref) from None
+
+
 def attach_sections(
     report: Report,
     *,
@@ -232,15 +240,13 @@ def analyze(
     if is_gguf_ref(ref, gguf_file, quant):
         return analyze_gguf(ref, **gguf_kwargs)
     try:
-        report = analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout))
+        report = read_report(ref, revision, token, timeout)
     except (NoSafetensors, NoConfig) as exc:
         # GGUF-only repos usually have neither config.json nor safetensors: list their GGUF files instead.
         try:
             return analyze_gguf(ref, **gguf_kwargs)
         except NoSafetensors:  # no GGUF files either: the original error is the answer
-            raise _with_ref(exc, ref) from None
-    except HfmemError as exc:
-        raise _with_ref(exc, ref) from None
+            raise exc from None
     if gguf_kwargs["llamacpp_defaults"] is not None:
         raise UsageError(f"{ref}: --llamacpp-defaults is for GGUF models (llama.cpp's cache); this is a safetensors model")
     return attach_sections(report, ctx=ctx, batch=batch, **options)
@@ -256,11 +262,7 @@ def analyze_safetensors(
     **options: Any,
 ) -> Report:
     """:func:`analyze` for a safetensors model only (always a :class:`Report`; no GGUF routing)."""
-    try:
-        report = analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout))
-    except HfmemError as exc:
-        raise _with_ref(exc, ref) from None
-    return attach_sections(report, ctx=ctx, batch=batch, **options)
+    return attach_sections(read_report(ref, revision, token, timeout), ctx=ctx, batch=batch, **options)
 
 
 @dataclass
@@ -339,12 +341,7 @@ def compare(
     from hfmem.memory.kv import parse_context
     from hfmem.memory.summary import compare_rows
 
-    reports = []
-    for ref in refs:
-        try:
-            reports.append(analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout)))
-        except HfmemError as exc:
-            raise _with_ref(exc, ref) from None
+    reports = [read_report(ref, revision, token, timeout) for ref in refs]
     context = parse_context(ctx, reports[0].architecture)[0]
     return context, compare_rows(reports, context, precision, engine)
 
@@ -366,10 +363,7 @@ def card(
     from hfmem.memory.precision import resolve_precision
     from hfmem.memory.summary import build_card
 
-    try:
-        report = analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout))
-    except HfmemError as exc:
-        raise _with_ref(exc, ref) from None
+    report = read_report(ref, revision, token, timeout)
     contexts = list(ctx) if isinstance(ctx, (list, tuple)) else parse_context(ctx, report.architecture)
     names = precisions.split(",") if isinstance(precisions, str) else list(precisions)
     chosen = [resolve_precision(p.strip()) for p in names if p.strip()]
