@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from hfmem.gguf.model import GGUFReport
 
 
-def to_json(report: Report) -> str:
+def to_json(report: Report | GGUFReport) -> str:
     return json.dumps(report.to_dict(), indent=2)
 
 
@@ -121,7 +121,7 @@ def render(report: Report | GGUFReport, fmt: str = "table") -> str:
     from hfmem.gguf.model import GGUFReport
 
     if fmt == "json":
-        return json.dumps(report.to_dict(), indent=2)
+        return to_json(report)
     if isinstance(report, GGUFReport):
         from hfmem.render.gguf import gguf_text
 
