@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from hfmem.errors import UsageError
 from hfmem.hub.disk import folder_size
 from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
-from hfmem.memory.kv import ENGINES, estimate_kv
+from hfmem.memory.kv import ENGINES, SPECULATIVE, estimate_kv
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
 from hfmem.model.architecture import Architecture
 
@@ -33,9 +33,6 @@ APPLE_WORKING_SET = 0.75  # Metal's default recommendedMaxWorkingSetSize is ~75%
 # - transformers (CUDA): the CUDA context (0.3-0.8 GiB depending on the driver and GPU) + cuBLAS workspaces.
 # - cpu: the Python process with torch + transformers imported (resident libraries).
 DEFAULT_OVERHEAD = {"vllm": GiB // 2, "transformers": 3 * GiB // 4, "cpu": GiB // 2}
-# --speculative: None (no speculative decoding) or "mtp" (vLLM's speculative method that runs the checkpoint's own
-# multi-token-prediction layers: vllm/config/speculative.py, SpeculativeConfig.method).
-SPECULATIVE = (None, "mtp")
 _MTP_CONFIG_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
 
 

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     pass
 
 ENGINES = ("vllm", "transformers")
+# --speculative: None (no speculative decoding) or "mtp" (vLLM's speculative method that runs the checkpoint's own
+# multi-token-prediction layers, weights and cache: vllm/config/speculative.py, SpeculativeConfig.method).
+SPECULATIVE = (None, "mtp")
 # The dtypes vLLM / transformers estimates take (q8_0 / q4_0: llama.cpp's blocks, as an assumption).
 SAFETENSORS_KV_DTYPES = ("auto", "bf16", "fp16", "fp32", "fp8", "int8", "int4", "q8_0", "q4_0")
 # llama.cpp's own cache type names (GGUF models); f16 / f32 are fp16 / fp32 for the other engines.
