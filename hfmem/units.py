@@ -25,3 +25,8 @@ def fmt_count(n: int | None) -> str:
 def cdiv(a: int, b: int) -> int:
     """Ceiling division of integers, exact at any size (no float round trip)."""
     return -(-a // b)
+
+
+def round_up(n: int, multiple: int) -> int:
+    """``n`` rounded up to a multiple of ``multiple`` (GGML_PAD in llama.cpp, round_up in vLLM)."""
+    return cdiv(n, multiple) * multiple

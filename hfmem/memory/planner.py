@@ -18,6 +18,7 @@ from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
 from hfmem.memory.kv import ENGINES, SPECULATIVE, estimate_kv
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
 from hfmem.model.architecture import Architecture
+from hfmem.units import cdiv, round_up
 
 if TYPE_CHECKING:
     from hfmem.report import Report
@@ -66,10 +67,6 @@ def _largest_fitting(fits: Any, lo: int, hi: int) -> int:
     return lo
 
 
-def _pad(n: int, multiple: int) -> int:
-    return -(-n // multiple) * multiple
-
-
 def shard(t: WeightTensor, nbytes: int, arch: Architecture, tp: int) -> tuple[int, str]:
     """(bytes on one of ``tp`` GPUs, rule) following vLLM's layers: column/row-parallel linears split ``tp`` ways;
     embeddings/lm_head vocab-parallel (vocab padded to a multiple of 64, ``vocab_parallel_embedding.py``); norms,
@@ -82,8 +79,8 @@ def shard(t: WeightTensor, nbytes: int, arch: Architecture, tp: int) -> tuple[in
         rows = t.out if t.count == 1 else t.out * t.count
         if rows and nbytes % rows == 0:
             per_row = nbytes // rows
-            return per_row * -(-_pad(rows, 64) // tp), "vocab-parallel"
-        return -(-nbytes // tp), "vocab-parallel"
+            return per_row * cdiv(round_up(rows, 64), tp), "vocab-parallel"
+        return cdiv(nbytes, tp), "vocab-parallel"
     if t.kind in ("router",) or t.component == "norms" or any(k in n for k in ("q_a_proj", "kv_a_proj_with_mqa", "q_a_layernorm", "kv_a_layernorm")):
         return nbytes, "replicated"
     if t.kind == "vector":
@@ -92,7 +89,7 @@ def shard(t: WeightTensor, nbytes: int, arch: Architecture, tp: int) -> tuple[in
         if any(k in n for k in ("k_proj", "v_proj")) and arch.num_kv_heads:
             return nbytes * max(1, arch.num_kv_heads // tp) // arch.num_kv_heads, "kv-heads"
         if t.component in ("attention", "mlp", "moe_experts", "moe_shared_experts", "ssm"):
-            return -(-nbytes // tp), "split"
+            return cdiv(nbytes, tp), "split"
         return nbytes, "replicated"
     if any(k in n for k in ("k_proj", "v_proj")) and arch.num_kv_heads and arch.attention_kind != "mla":
         kv = arch.num_kv_heads
@@ -102,7 +99,7 @@ def shard(t: WeightTensor, nbytes: int, arch: Architecture, tp: int) -> tuple[in
         per_rank = q / tp + 2 * max(1, kv // tp)
         return math.ceil(nbytes * per_rank / (q + 2 * kv)), "qkv (kv heads replicated)"
     if t.kind == "bookkeeping" or t.kind in ("linear", "other"):
-        return -(-nbytes // tp), "split"
+        return cdiv(nbytes, tp), "split"
     return nbytes, "replicated"
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from hfmem.errors import UsageError
 from hfmem.gguf.ggml import block_of
-from hfmem.units import cdiv
+from hfmem.units import cdiv, round_up
 
 # Sliding-window layer patterns llama.cpp hard-codes per architecture when the GGUF has no
 # attention.sliding_window_pattern (src/llama-model.cpp: load_swa_pattern -> llama_hparams::set_swa_pattern):
@@ -66,10 +66,6 @@ DEFAULTS = {
     "llama-server": ContextDefaults("llama-server", kv_unified=True, swa_full=False, flash_attn=True),
     "llama-cpp-python": ContextDefaults("llama-cpp-python", kv_unified=False, swa_full=True, flash_attn=False),
 }
-
-
-def _pad(n: int, to: int = _PAD) -> int:
-    return cdiv(n, to) * to
 
 
 @dataclass
@@ -211,8 +207,8 @@ def llamacpp_memory(
         if t not in KV_TYPES:
             raise UsageError(f"unknown llama.cpp cache type {t!r}; use one of {', '.join(KV_TYPES)}")
     n_seq_max = max(1, int(n_seq_max))
-    n_ctx = _pad(n_ctx)  # llama_context::llama_context: GGML_PAD(n_ctx, 256)
-    n_ctx_seq = n_ctx if kv_unified else _pad(n_ctx // n_seq_max)
+    n_ctx = round_up(n_ctx, _PAD)  # llama_context::llama_context: GGML_PAD(n_ctx, 256)
+    n_ctx_seq = n_ctx if kv_unified else round_up(n_ctx // n_seq_max, _PAD)
     streams = 1 if kv_unified else n_seq_max
     n = int(arch.get("trunk_layers") or arch.get("num_layers") or 0)
     recr = recurrent_layers(arch)
@@ -233,7 +229,7 @@ def llamacpp_memory(
     size_swa = n_ctx_seq
     if any(swa) and not swa_full:
         window = int(arch.get("sliding_window") or 0)
-        size_swa = _pad(min(n_ctx_seq, window * (n_seq_max if kv_unified else 1) + n_ubatch))
+        size_swa = round_up(min(n_ctx_seq, window * (n_seq_max if kv_unified else 1) + n_ubatch), _PAD)
     # llama_hparams::has_kv: layers from n_layer_kv_from_start on reuse an earlier layer's cache (gemma3n: 20;
     # gemma4: n_layer_all - attention.shared_kv_layers; src/models/gemma3n.cpp, gemma4.cpp load_arch_hparams)
     kv_from_start = n

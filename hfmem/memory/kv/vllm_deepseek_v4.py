@@ -31,16 +31,12 @@ from hfmem.errors import UsageError
 from hfmem.memory.kv.estimate import KVCacheEstimate
 from hfmem.memory.kv.layers import _Layer
 from hfmem.model.architecture import Architecture
-from hfmem.units import cdiv
+from hfmem.units import cdiv, round_up
 
 ALIGN = 576  # every DeepSeek-V4 spec: page_size_padded = round_up(real page, 576) (_apply_alignment_padding)
 BLOCK = 256  # DeepseekV4FlashMLASparseBackend.get_supported_kernel_block_sizes() == [256]
 SWA_BLOCK = 64  # DeepseekV4SWACache: block 64, "constrained by tensor sharing"
 PADDING = "pool_padding"
-
-
-def _round_up(x: int, m: int) -> int:
-    return cdiv(x, m) * m
 
 
 @dataclass(frozen=True)
@@ -55,7 +51,7 @@ class _Cache:
 
     @property
     def page(self) -> int:
-        return _round_up(self.real_page, ALIGN)
+        return round_up(self.real_page, ALIGN)
 
     def pages(self, context: int, mbt: int) -> int:
         """cdiv(max_memory_usage_bytes, page_size_bytes) for one request of ``context`` tokens."""
