@@ -196,7 +196,7 @@ def read_gguf_report(
         files = {s.rfilename: s.size for s in info.siblings or [] if s.rfilename.endswith(".gguf")}
         sha = info.sha
         source, repo = "hub", ref
-        read = lambda name: ctx.guard(lambda: ctx.call(lambda: parse_gguf(remote_fetcher(ref, name, revision, token, timeout, counter), name)))  # noqa: E731
+        read = lambda name: ctx.guard(lambda: ctx.call(lambda: parse_gguf(remote_fetcher(ctx, name, revision, counter), name)))  # noqa: E731
     groups = group_gguf_files(files)
     if not groups:
         raise NoSafetensors(f"{ref}: no GGUF files found")

@@ -11,10 +11,13 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hfmem.errors import MalformedHeader
 from hfmem.gguf.ggml import GGML_TYPES
+
+if TYPE_CHECKING:
+    from hfmem.hub.remote import HubContext
 
 _MAGIC = b"GGUF"
 _MAX_TENSORS = 10_000_000
@@ -184,35 +187,18 @@ def read_local_gguf(path: str) -> GGUFHeader:
         return parse_gguf(fetch, os.path.basename(path))
 
 
-def remote_fetcher(repo_id: str, filename: str, revision: str | None, token: str | bool | None, timeout: float | None, counter: list[int] | None = None) -> Callable[[int, int], bytes]:
-    """Range reads through huggingface_hub's session, URL builder, auth headers and error mapping."""
-    from huggingface_hub import constants, hf_hub_url
-    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-
-    url = hf_hub_url(repo_id, filename, revision=revision, endpoint=constants.ENDPOINT)
-    headers = build_hf_headers(token=token)
+def remote_fetcher(ctx: HubContext, filename: str, revision: str | None, counter: list[int] | None = None) -> Callable[[int, int], bytes]:
+    """Range reads through the Hub context's bounded GET (huggingface_hub's session, URL builder, auth headers)."""
+    url = ctx.file_url(filename, revision)
 
     def fetch(offset: int, size: int) -> bytes:
-        # Streamed and cut off at the bytes asked for: a server that ignores Range (200 with the whole file) or sends
-        # a compressed body that expands without bound costs at most offset + size decoded bytes, never the weights.
-        range_header = {"Range": f"bytes={offset}-{offset + size - 1}"}
-        with get_session().stream("GET", url, headers={**headers, **range_header}, timeout=timeout, follow_redirects=True) as response:
-            if response.status_code == 416:
-                return b""
-            if response.status_code >= 400:
-                response.read()  # error bodies are small; hf_raise_for_status reads the Hub's message from it
-                hf_raise_for_status(response)
-            if counter is not None:
-                counter.append(size)
-            whole_file = response.status_code == 200  # the server ignored the range: the body starts at byte 0
-            limit = offset + size if whole_file else size
-            chunks, got = [], 0
-            for chunk in response.iter_bytes():
-                chunks.append(chunk)
-                got += len(chunk)
-                if got >= limit:
-                    break
-        data = b"".join(chunks)
-        return data[offset : offset + size] if whole_file else data[:size]
+        # get_once stops reading at offset + size decoded bytes: a server that ignores Range (200 with the whole
+        # file from byte 0) or sends a compressed body that expands without bound never costs the weights.
+        data, response = ctx.get_once(url, offset + size, {"Range": f"bytes={offset}-{offset + size - 1}"})
+        if response.status_code == 416:
+            return b""
+        if counter is not None:
+            counter.append(size)
+        return data[offset : offset + size] if response.status_code == 200 else data[:size]
 
     return fetch

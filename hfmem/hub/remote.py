@@ -290,9 +290,9 @@ class HubContext:
 
     def _get(self, url: str, limit: int, extra: dict[str, str] | None = None) -> tuple[bytes, Any]:
         """One GET = one retried operation (transient failures, a body cut short, 429 Retry-After: see call)."""
-        return self.call(lambda: self._get_once(url, limit, extra))
+        return self.call(lambda: self.get_once(url, limit, extra))
 
-    def _get_once(self, url: str, limit: int, extra: dict[str, str] | None = None) -> tuple[bytes, Any]:
+    def get_once(self, url: str, limit: int, extra: dict[str, str] | None = None) -> tuple[bytes, Any]:
         """GET reading at most `limit` body bytes (a server that ignores Range cannot make us download weights)."""
         from huggingface_hub.utils import hf_raise_for_status
 
@@ -310,14 +310,14 @@ class HubContext:
                     break
             return b"".join(chunks)[:limit], response
 
-    def _url(self, filename: str, revision: str | None) -> str:
+    def file_url(self, filename: str, revision: str | None) -> str:
         from huggingface_hub import hf_hub_url
 
         return hf_hub_url(self.repo_id, filename, revision=revision)
 
     def get_config(self) -> tuple[bytes, str | None]:
         """config.json in one GET (hf_hub_download would add a HEAD); the commit comes from X-Repo-Commit."""
-        data, response = self._get(self._url("config.json", self.revision), MAX_CONFIG_BYTES + 1)
+        data, response = self._get(self.file_url("config.json", self.revision), MAX_CONFIG_BYTES + 1)
         return data, _commit(response)
 
     def get_index(self, revision: str | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -325,7 +325,7 @@ class HubContext:
         from huggingface_hub.errors import EntryNotFoundError
 
         try:
-            data, response = self._get(self._url(INDEX_FILE, revision), MAX_CONFIG_BYTES + 1)
+            data, response = self._get(self.file_url(INDEX_FILE, revision), MAX_CONFIG_BYTES + 1)
         except EntryNotFoundError as exc:
             return None, _commit(getattr(exc, "response", None))
         return load_json_text(data, INDEX_FILE, MalformedHeader), _commit(response)
@@ -355,7 +355,7 @@ class HubContext:
 
     def range_header(self, filename: str, revision: str | None, guess: int | None = None) -> FileHeader:
         """One range request for the header (a second only if it is longer than the speculative first read)."""
-        url = self._url(filename, revision)
+        url = self.file_url(filename, revision)
         first = max(8, min(guess or SPECULATIVE_RANGE, MAX_HEADER_BYTES + 8))
         data, response = self._get(url, first, {"Range": f"bytes=0-{first - 1}"})
         length = header_length(data[:8], filename, _total_size(response))
@@ -373,7 +373,7 @@ class HubContext:
         if not shards:
             approx = None
             if BIN_INDEX_FILE in names:
-                data, _ = self._get(self._url(BIN_INDEX_FILE, revision), MAX_CONFIG_BYTES + 1)
+                data, _ = self._get(self.file_url(BIN_INDEX_FILE, revision), MAX_CONFIG_BYTES + 1)
                 approx = approximate_from_bin_index(data, BIN_INDEX_FILE)
             err = no_safetensors(self.repo_id, approx)
             if any(n.endswith(".gguf") for n in names):
