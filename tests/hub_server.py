@@ -24,7 +24,7 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -88,6 +88,9 @@ class RepoSpec:
     allowed_tokens: set[str] = field(default_factory=set)
     sharded_endpoint: bool = True  # False: /api/models/{repo}/safetensors-metadata/* is a plain 404 (older hub)
     ignore_range: bool = False  # True: file GETs answer 200 with the whole file whatever the Range (RFC 9110 allows it)
+    # A hostile or inconsistent one-shot answer: called with the honest {"index": ..., "headers": ...} body, returns the
+    # body served instead (e.g. with a tensor or a file the index does not name).
+    sharded_answer: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
@@ -760,6 +763,8 @@ class LocalHub:
             except (OSError, ValueError) as e:
                 return _error(400, None, f"Could not parse {base + shard}: {e}")
         body = {"index": {k: v for k, v in index.items() if k != "weight_map"}, "headers": headers}
+        if spec.sharded_answer is not None:
+            body = spec.sharded_answer(body)
         return _json_response(200, body, commit_header)
 
     def _resolve(

@@ -34,8 +34,13 @@ def test_main_branch_uses_one_shot_metadata_endpoint(hub_env, stub_repo):
     paths = _paths(hub_env)
     assert ("GET", f"/api/models/{QWEN}/safetensors-metadata/model.safetensors.index.json") in paths
     assert not any("resolve" in p and p.endswith(".safetensors") for _, p in paths), "never touches weight files"
-    # config.json: one GET (commit from X-Repo-Commit); headers: one request. Nothing else.
-    assert len(paths) == 2, paths
+    # config.json (commit from X-Repo-Commit), the index (its weight_map decides which tensors count: the one-shot
+    # answer leaves it out) and every header in one request, all three in one round trip. Nothing else.
+    assert sorted(paths) == sorted([
+        ("GET", f"/{QWEN}/resolve/main/config.json"),
+        ("GET", f"/{QWEN}/resolve/main/model.safetensors.index.json"),
+        ("GET", f"/api/models/{QWEN}/safetensors-metadata/model.safetensors.index.json"),
+    ]), paths
 
 
 def test_repeat_run_uses_cached_config(hub_env, stub_repo):

@@ -67,16 +67,18 @@ def _many_shards(tmp_path: Path, n: int, tensors_per_shard: int = 3, name_pad: s
 # Request counts and round trips
 
 
-def test_main_sharded_is_two_concurrent_requests(hub_env, stub_repo):
+def test_main_sharded_is_three_concurrent_requests(hub_env, stub_repo):
     spec = _serve(hub_env, stub_repo)
     hub_env.latency_s = LATENCY
     report = hfmem.analyze(QWEN)
     assert report.parameters.total == 7_615_616_512 and report.revision == spec.sha
+    # The index comes along because the one-shot answer lacks its weight_map, which decides what counts.
     assert sorted(_log(hub_env)) == sorted([
         ("GET", f"/api/models/{QWEN}/safetensors-metadata/model.safetensors.index.json", None),
+        ("GET", f"/{QWEN}/resolve/main/model.safetensors.index.json", None),
         ("GET", f"/{QWEN}/resolve/main/config.json", None),
     ])
-    assert len(_waves(hub_env)) == 1, "config and headers must be in flight together (one round trip)"
+    assert len(_waves(hub_env)) == 1, "config, index and headers must be in flight together (one round trip)"
 
 
 def test_single_file_main_is_two_round_trips(hub_env, stub_repo):
@@ -84,7 +86,7 @@ def test_single_file_main_is_two_round_trips(hub_env, stub_repo):
     hub_env.latency_s = LATENCY
     assert hfmem.analyze(SMALL).parameters.total == 494_032_768
     log = _log(hub_env)
-    assert len(log) == 3, log  # config || metadata (404: not sharded), then one range at the commit
+    assert len(log) == 4, log  # config || index (404) || metadata (404: not sharded), then one range at the commit
     ranged = [r for r in hub_env.requests if r.range]
     assert len(ranged) == 1 and ranged[0].status == 206 and spec.sha in ranged[0].path
     assert len(_waves(hub_env)) == 2
@@ -112,7 +114,7 @@ def test_hub_without_endpoint_is_three_round_trips(hub_env, stub_repo):
     assert hfmem.analyze(QWEN).parameters.total == 7_615_616_512
     ranged = [r for r in hub_env.requests if r.range]
     assert len(hub_env.requests) == 3 + 4 and len(ranged) == 4
-    assert len(_waves(hub_env)) == 3  # config || metadata (404), index, 4 shards
+    assert len(_waves(hub_env)) == 2  # config || index || metadata (404), then 4 shards
 
 
 def test_speculative_range_is_sized_from_the_index(hub_env, tmp_path):
@@ -185,7 +187,9 @@ def test_moved_branch_refetches_headers(hub_env, stub_repo, tmp_path):
     hub_env.clear_log()
     files = remote.read_hub(QWEN)
     assert files.revision == "d" * 40
-    assert [p.rsplit("/", 1)[1] for _, p, _ in _log(hub_env)] == ["config.json", "model.safetensors.index.json"]
+    assert sorted(p.rsplit("/", 1)[1] for _, p, _ in _log(hub_env)) == [
+        "config.json", "model.safetensors.index.json", "model.safetensors.index.json"  # the file and the one-shot answer
+    ]
     assert cache.read_ref(QWEN, None) == "d" * 40 and cache.load(QWEN, "d" * 40) is not None
 
 
@@ -213,6 +217,49 @@ def test_corrupt_entry_is_ignored_and_rewritten(hub_env, stub_repo, damage):
     assert cache.load(QWEN, spec.sha) is not None, "entry rewritten"
 
 
+def _edit_entry(path: Path, edit) -> None:
+    """Change an entry's tensors and recompute its checksum, as someone who can write the cache could."""
+    import hashlib
+
+    _, head, body = path.read_bytes().split(b"\n", 2)
+    columns = json.loads(body)
+    edit(columns[0])
+    body = json.dumps(columns, separators=(",", ":")).encode()
+    path.write_bytes(hashlib.sha256(head + b"\n" + body).hexdigest().encode() + b"\n" + head + b"\n" + body)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda c: c[2].__setitem__(0, ["152064", "3584"]),  # string shape: once an exit 1 on every later run
+        lambda c: c[2].__setitem__(0, [-152064, 3584]),  # negative dimension
+        lambda c: c[2].__setitem__(0, [152064.5, 3584]),  # float: once 1,409,375,422.5 parameters
+        lambda c: c[3].__setitem__(0, c[3][0] * 2),  # bytes that do not match shape x dtype
+        lambda c: c[1].__setitem__(0, ["BF16"]),  # dtype not a string
+        lambda c: c[0].__setitem__(0, 7),  # name not a string
+        lambda c: c.__setitem__(2, c[2][:-1]),  # columns of different lengths
+    ],
+    ids=["str-shape", "negative", "float", "nbytes", "dtype", "name", "ragged"],
+)
+def test_edited_entry_with_a_valid_checksum_is_validated_and_rewritten(hub_env, stub_repo, edit):
+    spec = _serve(hub_env, stub_repo)
+    first = hfmem.analyze(QWEN).to_dict()
+    entry = cachedir.cache_root() / f"models--{QWEN.replace('/', '--')}" / "digests" / f"{spec.sha}.json"
+    _edit_entry(entry, edit)
+    assert cache.load(QWEN, spec.sha) is None
+    # A commit-sha run consults the digest first: it must fetch again and get the honest figure.
+    assert hfmem.analyze(QWEN, revision=spec.sha).to_dict()["parameters"] == first["parameters"]
+    assert cache.load(QWEN, spec.sha) is not None, "entry rewritten"
+
+
+def test_edited_config_without_a_new_checksum_is_a_miss(hub_env, stub_repo):
+    spec = _serve(hub_env, stub_repo)
+    hfmem.analyze(QWEN)
+    entry = cachedir.cache_root() / f"models--{QWEN.replace('/', '--')}" / "digests" / f"{spec.sha}.json"
+    entry.write_bytes(entry.read_bytes().replace(b'"num_key_value_heads":4', b'"num_key_value_heads":28', 1))
+    assert cache.load(QWEN, spec.sha) is None
+
+
 def test_atomic_write_leaves_old_entry_and_no_temp_files(hub_env, stub_repo, monkeypatch):
     spec = _serve(hub_env, stub_repo)
     hfmem.analyze(QWEN)
@@ -235,7 +282,7 @@ def test_cache_can_be_disabled(hub_env, stub_repo, monkeypatch):
     hfmem.analyze(QWEN)
     hub_env.clear_log()
     hfmem.analyze(QWEN)
-    assert len(hub_env.requests) == 2
+    assert len(hub_env.requests) == 3  # config, index, one-shot headers: nothing answered from a cache
     assert not any(cachedir.cache_root().rglob("*.json"))
 
 

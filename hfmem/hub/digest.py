@@ -7,7 +7,7 @@ repeat run needs one request (to re-resolve the revision) or none."""
 #
 #   models--{org}--{name}/
 #     refs/{revision, percent-encoded}   -> 40-hex commit sha
-#     digests/{sha}.json                 -> versioned compact JSON (see ``_encode``)
+#     digests/{sha}.json                 -> checksum + versioned compact JSON (see ``_encode``)
 #
 # A corrupt, truncated or foreign entry is treated as a miss and rewritten.
 
@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from hfmem.errors import MalformedHeader
 from hfmem.hub.cachedir import atomic_write, cache_root, enabled
-from hfmem.hub.files import is_sha
-from hfmem.hub.header import FileHeader, TensorEntry
+from hfmem.hub.files import MAX_JSON_DEPTH, is_sha, json_depth
+from hfmem.hub.header import FileHeader, tensor_entry
 
 FORMAT = "hfmem-digest"
-VERSION = 2
+VERSION = 3  # 3: the checksum covers config and metadata too; entries are validated on load
 
 
 def _repo_dir(repo_id: str) -> Path:
@@ -116,9 +117,9 @@ def _encode(
     index_metadata: dict[str, Any] | None,
     warnings: list[str],
 ) -> bytes:
-    """Two lines of compact JSON. Line 2, the bulk: per file, tensors in data-offset order as columns
-    [names, dtypes, shapes, nbytes]. Line 1: everything else, with the sha256 of line 2, which is what makes a
-    damaged entry detectable without re-validating 100k tensors on every load."""
+    """Three lines: the sha256 of the other two; compact JSON of everything but the tensors; the tensors, per file in
+    data-offset order as columns [names, dtypes, shapes, nbytes]. The sum detects a damaged entry; it is no defence
+    against an edited one (whoever can write the cache can recompute it), which is why load() validates too."""
     columns = [
         [[t.name for t in h.tensors], [t.dtype for t in h.tensors], [list(t.shape) for t in h.tensors], [t.nbytes for t in h.tensors]]
         for h in headers
@@ -133,13 +134,18 @@ def _encode(
         "index_metadata": index_metadata,
         "warnings": list(warnings),
         "files": [{"file": h.file, "metadata": h.metadata, "warnings": list(h.warnings)} for h in headers],
-        "tensors_sha256": hashlib.sha256(body).hexdigest(),
     }
-    return json.dumps(meta, separators=(",", ":")).encode("utf-8") + b"\n" + body
+    head = json.dumps(meta, separators=(",", ":")).encode("utf-8")
+    return hashlib.sha256(head + b"\n" + body).hexdigest().encode("ascii") + b"\n" + head + b"\n" + body
 
 
 def _decode(raw: bytes, repo_id: str, sha: str) -> tuple[dict[str, Any], list[FileHeader], dict[str, Any] | None, list[str]] | None:
-    head, newline, body = raw.partition(b"\n")
+    """The entry, if intact and valid by the rules fresh input obeys (hfmem.hub.header.tensor_entry for every tensor,
+    the config as load_json_text accepts it); None otherwise, so the caller fetches and rewrites it."""
+    checksum, _, rest = raw.partition(b"\n")
+    if hashlib.sha256(rest).hexdigest().encode("ascii") != checksum:
+        return None  # truncated, altered, or an older format
+    head, newline, body = rest.partition(b"\n")
     if not newline:
         return None
     obj = json.loads(head)
@@ -147,27 +153,36 @@ def _decode(raw: bytes, repo_id: str, sha: str) -> tuple[dict[str, Any], list[Fi
         return None
     if obj.get("repo") != repo_id or obj.get("sha") != sha:
         return None
-    if hashlib.sha256(body).hexdigest() != obj["tensors_sha256"]:
-        return None  # truncated or altered since it was written
     config, index_metadata, warnings, files = obj["config"], obj["index_metadata"], obj["warnings"], obj["files"]
-    if not isinstance(config, dict) or not (index_metadata is None or isinstance(index_metadata, dict)):
+    if not isinstance(config, dict) or json_depth(config) > MAX_JSON_DEPTH:
+        return None
+    if not (index_metadata is None or isinstance(index_metadata, dict)):
         return None
     columns = json.loads(body)
     if not _str_list(warnings) or not isinstance(files, list) or not isinstance(columns, list) or len(columns) != len(files):
         return None
     headers: list[FileHeader] = []
-    prod = math.prod
-    for f, (names, dtypes, shapes, sizes) in zip(files, columns):
-        name, metadata, fwarn = f["file"], f["metadata"], f["warnings"]
-        if not isinstance(name, str) or not isinstance(metadata, dict) or not _str_list(fwarn):
-            return None
-        if not len(names) == len(dtypes) == len(shapes) == len(sizes):
-            return None
-        entries = tuple(
-            TensorEntry(n, d, tuple(shape), prod(shape), size, name) for n, d, shape, size in zip(names, dtypes, shapes, sizes)
-        )
-        headers.append(FileHeader(name, entries, dict(metadata), tuple(fwarn)))
+    try:
+        for f, column in zip(files, columns):
+            if not isinstance(f, dict) or not isinstance(column, list) or len(column) != 4:
+                return None
+            name, metadata, fwarn = f["file"], f["metadata"], f["warnings"]
+            if not isinstance(name, str) or not _str_dict(metadata) or not _str_list(fwarn):
+                return None
+            names, dtypes, shapes, sizes = column
+            if not _str_list(names) or not isinstance(dtypes, list) or not isinstance(shapes, list) or not isinstance(sizes, list):
+                return None
+            if not len(names) == len(dtypes) == len(shapes) == len(sizes):
+                return None
+            entries = tuple(map(tensor_entry, names, dtypes, shapes, sizes, repeat(name)))
+            headers.append(FileHeader(name, entries, dict(metadata), tuple(fwarn)))
+    except MalformedHeader:
+        return None
     return config, headers, index_metadata, list(warnings)
+
+
+def _str_dict(v: Any) -> bool:
+    return isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items())
 
 
 def _str_list(v: Any) -> bool:

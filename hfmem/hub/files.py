@@ -16,7 +16,7 @@ INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
 BIN_INDEX_FILE = "pytorch_model.bin.index.json"
 MAX_CONFIG_BYTES = 20_000_000
-_MAX_JSON_DEPTH = 64
+MAX_JSON_DEPTH = 64
 _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -43,7 +43,7 @@ def load_json_text(
     file: str,
     error: type[HfmemError] = MalformedConfig,
     max_bytes: int = MAX_CONFIG_BYTES,
-    max_depth: int | None = _MAX_JSON_DEPTH,
+    max_depth: int | None = MAX_JSON_DEPTH,
 ) -> dict[str, Any]:
     """Decode a JSON object from a repo file, with clear errors for the hostile cases.
 
@@ -64,7 +64,7 @@ def load_json_text(
         raise error(f"{file}: not valid JSON ({str(exc)[:80]})", path=file) from None
     if not isinstance(obj, dict):
         raise error(f"{file}: expected a JSON object, got {type(obj).__name__}", path=file)
-    if max_depth is not None and _depth(obj) > max_depth:
+    if max_depth is not None and json_depth(obj) > max_depth:
         raise error(f"{file}: JSON nested deeper than {max_depth} levels", path=file)
     return obj
 
@@ -80,13 +80,13 @@ def read_bounded(path: Path, limit: int = MAX_CONFIG_BYTES, named: str | None = 
         ) from None
 
 
-def _depth(obj: Any) -> int:
+def json_depth(obj: Any) -> int:
     # Iterative, so a hostile file cannot exhaust the Python stack.
     deepest, stack = 0, [(obj, 1)]
     while stack:
         node, level = stack.pop()
         deepest = max(deepest, level)
-        if level > _MAX_JSON_DEPTH:
+        if level > MAX_JSON_DEPTH:
             return level
         if isinstance(node, dict):
             stack.extend((v, level + 1) for v in node.values())
@@ -107,16 +107,74 @@ def index_shards(index: dict[str, Any], file: str) -> list[str]:
     return shards
 
 
-def restrict_to_index(headers: list[FileHeader], index: dict[str, Any] | None) -> list[FileHeader]:
-    """Keep only tensors the index names (what transformers loads); headers may hold extras."""
+def select_indexed(headers: list[FileHeader], index: dict[str, Any] | None, warnings: list[str]) -> list[FileHeader]:
+    """The tensors that count, decided in one place for the Hub (one-shot answer or range reads, any revision), a
+    local folder and a cached snapshot, so all of them agree by construction.
+
+    With an index, what counts is what its weight_map names, which is what transformers loads
+    (modeling_utils.PreTrainedModel.from_pretrained takes the checkpoint keys from the index; a stored tensor it does
+    not name is an unexpected key and never becomes a parameter):
+    - a stored tensor the index does not name, or a file the index does not list, is not counted (one warning);
+    - a named tensor stored in another shard than the index says is counted where it is stored (one warning);
+    - a named tensor that no shard stores is a broken checkpoint: its size is unknown, so MalformedHeader.
+    """
     if not index or not isinstance(index.get("weight_map"), dict):
-        return headers
-    wanted = index["weight_map"]
+        return _some_tensors(headers)
+    wanted: dict[str, str] = index["weight_map"]
+    listed = set(wanted.values())
+    at_home = {t.name for h in headers if h.file in listed for t in h.tensors if wanted.get(t.name) == h.file}
+    found: set[str] = set()
+    unlisted = sorted(h.file for h in headers if h.file not in listed)
+    unnamed = misplaced = 0
+    first_unnamed = first_misplaced = ""
     out = []
     for h in headers:
-        kept = tuple(t for t in h.tensors if wanted.get(t.name) == h.file)
-        out.append(FileHeader(h.file, kept, h.metadata, h.warnings) if len(kept) != len(h.tensors) else h)
-    return out
+        if h.file not in listed:
+            continue
+        kept = []
+        for t in h.tensors:
+            home = wanted.get(t.name)
+            if home is None or t.name in found or (home != h.file and t.name in at_home):
+                unnamed += 1  # not named, or a second copy of a tensor counted where the index puts it
+                first_unnamed = first_unnamed or t.name
+                continue
+            if home != h.file:
+                misplaced += 1
+                first_misplaced = first_misplaced or f"{t.name[:120]!r} in {h.file[:120]!r}, indexed in {home[:120]!r}"
+            found.add(t.name)
+            kept.append(t)
+        out.append(FileHeader(h.file, tuple(kept), h.metadata, h.warnings) if len(kept) != len(h.tensors) else h)
+    if len(found) != len(wanted):
+        missing = next(name for name in wanted if name not in found)
+        raise MalformedHeader(
+            f"{INDEX_FILE} names {len(wanted) - len(found)} of {len(wanted)} tensors that no shard stores (first: "
+            f"{missing[:120]!r}, indexed in {wanted[missing][:120]!r}); their sizes are unknown",
+            path=INDEX_FILE,
+        )
+    if unlisted:
+        warnings.append(
+            f"{len(unlisted)} safetensors file(s) that {INDEX_FILE} does not list were not counted: "
+            + ", ".join(repr(u[:120]) for u in unlisted[:3]) + (" ..." if len(unlisted) > 3 else "")
+        )
+    if unnamed:
+        warnings.append(
+            f"{unnamed} stored tensor(s) that {INDEX_FILE} does not name were not counted (first: {first_unnamed[:120]!r}); "
+            "transformers loads only what the index names"
+        )
+    if misplaced:
+        warnings.append(
+            f"{misplaced} tensor(s) are stored in another shard than {INDEX_FILE} says (first: {first_misplaced}); "
+            "counted where stored"
+        )
+    return _some_tensors(out)
+
+
+def _some_tensors(headers: list[FileHeader]) -> list[FileHeader]:
+    """A checkpoint that stores no tensor at all (an empty header, an empty index) is not a model: exit 17."""
+    if not any(h.tensors for h in headers):
+        names = ", ".join(repr(h.file[:120]) for h in headers[:3]) or "no file"
+        raise MalformedHeader(f"{names}: the safetensors header(s) hold no tensors", path=headers[0].file if headers else None)
+    return headers
 
 
 def approximate_from_bin_index(index_text: bytes | str | None, file: str) -> int | None:

@@ -18,6 +18,9 @@ from hfmem.model.dtypes import dtype_bits
 # The safetensors crate refuses headers over 100 MB; huggingface_hub refuses over 25 MB.
 MAX_HEADER_BYTES = 100_000_000
 _INT64_MAX = 2**63 - 1
+# Tensor data a single file may claim: 16 TiB. The largest real single files are a few hundred GB (a 70B model
+# in FP32 in one file is 280 GB), so this only refuses offsets that cannot describe a real file.
+MAX_FILE_DATA_BYTES = 2**44
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +53,8 @@ def header_length(prefix: bytes, file: str, file_size: int | None = None) -> int
     return length
 
 
-def parse_header_bytes(raw: bytes, file: str) -> FileHeader:
-    """Parse the JSON part of a header (without the 8-byte prefix)."""
+def parse_header_bytes(raw: bytes, file: str, file_size: int | None = None) -> FileHeader:
+    """Parse the JSON part of a header (without the 8-byte prefix); `file_size`, when known, is the whole file's."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -62,7 +65,15 @@ def parse_header_bytes(raw: bytes, file: str) -> FileHeader:
         raise MalformedHeader(f"{file}: duplicate tensor name {exc.args[0]!r} in header", path=file) from None
     except (ValueError, RecursionError) as exc:
         raise MalformedHeader(f"{file}: header is not JSON ({str(exc)[:80]})", path=file) from None
-    return validate_header(obj, file)
+    return validate_header(obj, file, _data_bytes(file_size, len(raw)))
+
+
+def _data_bytes(file_size: int | None, header_len: int) -> int | None:
+    """Bytes after the header, or None when unknown or when the file is a header-only stub (no data at all, as the
+    test fixtures are): only a file that holds data can be too short for its offsets."""
+    if file_size is None or file_size <= 8 + header_len:
+        return None
+    return file_size - 8 - header_len
 
 
 def parse_file_bytes(data: bytes, file: str, file_size: int | None = None) -> FileHeader:
@@ -71,7 +82,7 @@ def parse_file_bytes(data: bytes, file: str, file_size: int | None = None) -> Fi
     raw = data[8 : 8 + length]
     if len(raw) < length:
         raise MalformedHeader(f"{file}: header truncated ({len(raw)} of {length} bytes)", path=file)
-    return parse_header_bytes(raw, file)
+    return parse_header_bytes(raw, file, file_size)
 
 
 def read_local_header(path: Path, file: str | None = None) -> FileHeader:
@@ -83,7 +94,7 @@ def read_local_header(path: Path, file: str | None = None) -> FileHeader:
         raw = fh.read(length)
     if len(raw) < length:
         raise MalformedHeader(f"{name}: header truncated ({len(raw)} of {length} bytes)", path=name)
-    return parse_header_bytes(raw, name)
+    return parse_header_bytes(raw, name, size)
 
 
 class _DuplicateKey(Exception):
@@ -103,8 +114,49 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def validate_header(obj: Any, file: str) -> FileHeader:
-    """Validate a decoded header object and turn it into tensor entries (sorted by data offset)."""
+def tensor_entry(name: str, dtype: Any, shape: Any, nbytes: Any, file: str) -> TensorEntry:
+    """One tensor, checked by the rules of the safetensors reader (safetensors, src/tensor.rs: Metadata::validate):
+    a list of non-negative integer dimensions whose product fits int64, and a byte size that is the product times
+    the dtype's bits / 8. A dtype hfmem does not know needs 1 to 64 bits an element, or the shape is not this span's.
+    Fresh headers and the digest cache (hfmem.hub.digest) both go through here, so a cached entry obeys the same rules.
+    """
+    where = f"{file}: tensor {name[:120]!r}"
+    if not isinstance(dtype, str):
+        raise MalformedHeader(f"{where}: dtype is not a string", path=file)
+    if not isinstance(shape, list) or not all(_is_int(d) for d in shape):
+        raise MalformedHeader(f"{where}: shape must be a list of integers", path=file)
+    numel = 1
+    for d in shape:
+        if d < 0:
+            raise MalformedHeader(f"{where}: negative dimension in shape {str(shape)[:80]}", path=file)
+        numel *= d
+        if numel > _INT64_MAX:
+            raise MalformedHeader(f"{where}: shape product overflows int64", path=file)
+    if not _is_int(nbytes) or nbytes < 0:
+        raise MalformedHeader(f"{where}: invalid byte size {str(nbytes)[:40]}", path=file)
+    if nbytes > MAX_FILE_DATA_BYTES:
+        raise MalformedHeader(f"{where}: {nbytes} bytes, beyond the 16 TiB a file can hold", path=file)
+    bits = dtype_bits(dtype)
+    if bits is None:
+        if not numel <= nbytes * 8 <= numel * 64:
+            raise MalformedHeader(
+                f"{where}: unknown dtype {dtype[:40]!r} with shape {str(shape)[:80]} ({numel} elements) in {nbytes} "
+                "bytes: not 1 to 64 bits an element",
+                path=file,
+            )
+    elif numel * bits != nbytes * 8:
+        raise MalformedHeader(
+            f"{where}: data_offsets span {nbytes} bytes but shape {str(shape)[:80]} of {dtype} needs {numel * bits / 8:g}",
+            path=file,
+        )
+    return TensorEntry(name, dtype, tuple(shape), numel, nbytes, file)
+
+
+def validate_header(obj: Any, file: str, data_bytes: int | None = None) -> FileHeader:
+    """Validate a decoded header object and turn it into tensor entries (sorted by data offset).
+
+    `data_bytes`: the bytes the file holds after its header, when known; the offsets must end within them.
+    """
     if not isinstance(obj, dict):
         raise MalformedHeader(f"{file}: header is not a JSON object", path=file)
     metadata = obj.get("__metadata__", {})
@@ -114,7 +166,7 @@ def validate_header(obj: Any, file: str) -> FileHeader:
         isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
     ):
         raise MalformedHeader(f"{file}: __metadata__ must map strings to strings", path=file)
-    warnings: list[str] = []
+    unknown: dict[str, int] = {}
     entries: list[tuple[int, int, TensorEntry]] = []
     for name, info in obj.items():
         if name == "__metadata__":
@@ -125,33 +177,18 @@ def validate_header(obj: Any, file: str) -> FileHeader:
         for key in ("dtype", "shape", "data_offsets"):
             if key not in info:
                 raise MalformedHeader(f"{where}: missing {key!r}", path=file)
-        dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
-        if not isinstance(dtype, str):
-            raise MalformedHeader(f"{where}: dtype is not a string", path=file)
-        if not isinstance(shape, list) or not all(_is_int(d) for d in shape):
-            raise MalformedHeader(f"{where}: shape must be a list of integers", path=file)
-        if any(d < 0 for d in shape):
-            raise MalformedHeader(f"{where}: negative dimension in shape {shape}", path=file)
-        numel = 1
-        for d in shape:
-            numel *= d
-            if numel > _INT64_MAX:
-                raise MalformedHeader(f"{where}: shape product overflows int64", path=file)
+        offsets = info["data_offsets"]
         if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_int(o) for o in offsets)):
             raise MalformedHeader(f"{where}: data_offsets must be two integers", path=file)
         begin, end = offsets
         if begin < 0 or end < begin:
-            raise MalformedHeader(f"{where}: invalid data_offsets {offsets}", path=file)
-        bits = dtype_bits(dtype)
-        if bits is None:
-            warnings.append(f"{where}: unknown dtype {dtype!r}; counted by data_offsets")
-        elif numel * bits != (end - begin) * 8:
-            raise MalformedHeader(
-                f"{where}: data_offsets span {end - begin} bytes but shape {shape} of {dtype} needs "
-                f"{numel * bits / 8:g}",
-                path=file,
-            )
-        entries.append((begin, end, TensorEntry(name, dtype, tuple(shape), numel, end - begin, file)))
+            raise MalformedHeader(f"{where}: invalid data_offsets {str(offsets)[:80]}", path=file)
+        if end > MAX_FILE_DATA_BYTES:
+            raise MalformedHeader(f"{where}: data_offsets end at {end} bytes, beyond the 16 TiB a file can hold", path=file)
+        entry = tensor_entry(name, info["dtype"], info["shape"], end - begin, file)
+        if dtype_bits(entry.dtype) is None:
+            unknown[entry.dtype] = unknown.get(entry.dtype, 0) + 1
+        entries.append((begin, end, entry))
     entries.sort(key=lambda e: (e[0], e[1]))
     position = 0
     for begin, end, entry in entries:
@@ -159,4 +196,12 @@ def validate_header(obj: Any, file: str) -> FileHeader:
             kind = "overlapping" if begin < position else "gapped"
             raise MalformedHeader(f"{file}: tensor {entry.name[:120]!r} has {kind} data_offsets (starts at {begin}, expected {position})", path=file)
         position = end
-    return FileHeader(file, tuple(e for _, _, e in entries), dict(metadata), tuple(warnings))
+    if data_bytes is not None and position > data_bytes:
+        raise MalformedHeader(
+            f"{file}: tensor data ends at byte {position} but the file holds {data_bytes} bytes after its header", path=file
+        )
+    warnings = tuple(
+        f"{file}: {n} tensor(s) of unknown dtype {dtype[:40]!r}; stored bytes from data_offsets, elements from the shape"
+        for dtype, n in unknown.items()
+    )
+    return FileHeader(file, tuple(e for _, _, e in entries), dict(metadata), warnings)

@@ -19,7 +19,7 @@ from hfmem.hub.files import (
     load_json_text,
     no_safetensors,
     read_bounded,
-    restrict_to_index,
+    select_indexed,
 )
 from hfmem.hub.header import read_local_header
 
@@ -88,7 +88,7 @@ def _read_folder(path: Path, root: Path, path_str: str, snapshot: tuple[str, str
         revision=snapshot[1] if snapshot else None,
         source="cache" if snapshot else "local",
         config=config,
-        headers=restrict_to_index(headers, index),
+        headers=select_indexed(headers, index, warnings),
         index_metadata=(index or {}).get("metadata") if index else None,
         warnings=warnings,
     )

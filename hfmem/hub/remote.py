@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -30,7 +30,7 @@ from hfmem.hub.files import (
     is_sha,
     load_json_text,
     no_safetensors,
-    restrict_to_index,
+    select_indexed,
 )
 from hfmem.hub.header import MAX_HEADER_BYTES, FileHeader, header_length, parse_header_bytes, validate_header
 from hfmem.hub.local import cached_sha, read_local
@@ -198,17 +198,23 @@ class HubContext:
             if hit is not None:
                 return hit
         else:
-            # First time: config and the headers (or the index) are fetched in the same round trip.
-            with ThreadPoolExecutor(max_workers=2) as pool:
+            # First time: config and the headers (or the index) are fetched in the same round trip; on main the
+            # index too, because the one-shot answer lacks the weight_map that decides which tensors count.
+            with ThreadPoolExecutor(max_workers=3) as pool:
                 config_future = pool.submit(self.get_config)
-                early_future = pool.submit(self.get_sharded if on_main else self.get_index, self.revision)
+                futures: list[Future[Any]] = [pool.submit(self.get_index, self.revision)]
+                if on_main:
+                    futures.append(pool.submit(self.get_sharded, self.revision))
                 try:
                     config_bytes, sha = config_future.result()
                 finally:
-                    early_exc = early_future.exception()  # wait for it either way
-                if early_exc is not None:
-                    raise early_exc
-                early = early_future.result()
+                    for future in futures:  # wait for them either way
+                        future.exception()
+                for future in futures:
+                    exc = future.exception()
+                    if exc is not None:
+                        raise exc
+                early = tuple(future.result() for future in futures)
             config = load_json_text(config_bytes, "config.json")
             hit = _from_digest(self.repo_id, sha, config, "hub")  # e.g. another branch name for a known commit
             if hit is not None:
@@ -217,16 +223,22 @@ class HubContext:
                 return hit
         at = sha or self.revision  # pin every later request to the commit the config came from
         if known is not None and early is None:  # the digest path missed: the commit moved since last time
-            early = self.get_sharded(at) if on_main else self.get_index(at)
+            if on_main:
+                with ThreadPoolExecutor(max_workers=2) as pool:
+                    index_future, sharded_future = pool.submit(self.get_index, at), pool.submit(self.get_sharded, at)
+                    early = (index_future.result(), sharded_future.result())
+            else:
+                early = (self.get_index(at),)
+        assert early is not None
+        index, index_commit = early[0]
+        if not _same_commit(index_commit, sha):  # the branch moved between the requests
+            index, index_commit = self.get_index(at)
+        sharded = early[1] if len(early) > 1 else None
         warnings: list[str] = []
-        if on_main and isinstance(early, tuple) and _same_commit(early[2], sha):
-            headers, index_metadata = early[0], early[1]
-        elif on_main and early == _NOT_SHARDED:
-            headers, index_metadata = self.headers_from_index(None, at, warnings)
+        if isinstance(sharded, tuple) and index is not None and _same_commit(sharded[2], sha):
+            headers = select_indexed(sharded[0], index, warnings)
+            index_metadata = index.get("metadata")
         else:
-            index, index_commit = early if not on_main else self.get_index(at)
-            if not _same_commit(index_commit, sha):  # the branch moved between the two requests
-                index, _ = self.get_index(at)
             headers, index_metadata = self.headers_from_index(index, at, warnings)
         if sha is not None:
             digest.store(self.repo_id, sha, config, headers, index_metadata, warnings)
@@ -267,9 +279,9 @@ class HubContext:
 
         if index is None:
             try:
-                return [self.range_header(SINGLE_FILE, revision)], None
+                return select_indexed([self.range_header(SINGLE_FILE, revision)], None, warnings), None
             except EntryNotFoundError:
-                return self.headers_without_index(revision, warnings), None
+                return select_indexed(self.headers_without_index(revision, warnings), None, warnings), None
         shards = index_shards(index, INDEX_FILE)
         guesses = _shard_guesses(index)
         try:
@@ -277,7 +289,7 @@ class HubContext:
                 headers = list(pool.map(lambda s: self.range_header(s, revision, guesses.get(s)), shards))
         except EntryNotFoundError:
             raise NoSafetensors(f"{self.repo_id}: {INDEX_FILE} names a shard that is missing") from None
-        return restrict_to_index(headers, index), index.get("metadata")
+        return select_indexed(headers, index, warnings), index.get("metadata")
 
     # -- requests (huggingface_hub's session, URL builder, headers and error classes) -------------------------
     def _open(self, url: str, extra: dict[str, str] | None = None):
@@ -358,14 +370,15 @@ class HubContext:
         url = self.file_url(filename, revision)
         first = max(8, min(guess or SPECULATIVE_RANGE, MAX_HEADER_BYTES + 8))
         data, response = self._get(url, first, {"Range": f"bytes=0-{first - 1}"})
-        length = header_length(data[:8], filename, _total_size(response))
+        file_size = _total_size(response)
+        length = header_length(data[:8], filename, file_size)
         need = 8 + length
         if len(data) < need and len(data) >= first:
             more, _ = self._get(url, need - len(data), {"Range": f"bytes={len(data)}-{need - 1}"})
             data += more
         if len(data) < need:
             raise MalformedHeader(f"{filename}: header truncated ({len(data) - 8} of {length} bytes)", path=filename)
-        return parse_header_bytes(data[8:need], filename)
+        return parse_header_bytes(data[8:need], filename, file_size)
 
     def headers_without_index(self, revision: str | None, warnings: list[str]) -> list[FileHeader]:
         names = self.call(lambda: self.api.list_repo_files(self.repo_id, revision=revision, token=self.token))
