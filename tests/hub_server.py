@@ -265,6 +265,9 @@ class LocalHub:
         self.stall_s: float = 30.0
         self.rate_limit_once: set[str] = set()  # a substring is removed once it has produced its 429
         self.truncate_paths: set[str] = set()
+        # GETs whose path contains a key are answered 200 with this body as-is and Content-Encoding: gzip (gzip bombs:
+        # see gzip_body); the body is whatever the test compressed, the route is not consulted.
+        self.gzip_answers: dict[str, bytes] = {}
         # Tree pages, as on the Hub: 1000 entries, 50 with expand=true.
         self.tree_page_size: int = 1000
         self.tree_page_size_expand: int = 50
@@ -384,6 +387,11 @@ class LocalHub:
             if hit is not None:
                 record.injected = "429"
                 response = _error(429, None, "Too Many Requests (injected by LocalHub)", [("Retry-After", "1")])
+        if response is None and method == "GET":
+            bomb = next((body for key, body in list(self.gzip_answers.items()) if key in raw_path), None)
+            if bomb is not None:
+                record.injected = "gzip"
+                response = _Response(200, [("Content-Encoding", "gzip"), ("ETag", '"gzip"')], bomb)
         if response is None:
             try:
                 response = self._route(method, raw_path, query, token, body_in, handler.headers)
@@ -802,6 +810,19 @@ class LocalHub:
             f.seek(start)
             data = f.read(end - start + 1)
         return _Response(206, [*headers, ("Content-Range", f"bytes {start}-{end}/{size}")], data)
+
+
+def gzip_body(prefix: bytes, pad: int, suffix: bytes = b"", fill: bytes = b" ") -> bytes:
+    """gzip of prefix + fill * pad + suffix, compressed a megabyte at a time (a 1 GB body costs ~1 MB of memory)."""
+    import zlib
+
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: a gzip container
+    parts = [z.compress(prefix)]
+    block = fill * (1 << 20)
+    for _ in range(pad >> 20):
+        parts.append(z.compress(block))
+    parts += [z.compress(fill * (pad & ((1 << 20) - 1))), z.compress(suffix), z.flush()]
+    return b"".join(parts)
 
 
 def _join(segments: list[str]) -> str:

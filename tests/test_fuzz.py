@@ -20,7 +20,7 @@ from hfmem.api import analyze_files, attach_sections
 from hfmem.model.dtypes import DTYPE_BITS
 from hfmem.errors import HfmemError, MalformedConfig, MalformedHeader
 from hfmem.hub.files import ModelFiles, load_json_text
-from hfmem.hub.header import FileHeader, parse_file_bytes, parse_header_bytes
+from hfmem.hub.header import MAX_FILE_DATA_BYTES, FileHeader, parse_file_bytes, parse_header_bytes
 from hfmem.model.inventory import count_tensors, summarize
 from stubs import header_bytes, load_config, load_inventory
 
@@ -277,7 +277,11 @@ def test_header_properties(tensors, metadata, defect, pick):
         prefix = struct.pack("<Q", len(body) + 1)
     blob = prefix + body
 
-    if defect in (None, "unknown_dtype"):
+    end = max((e["data_offsets"][1] for n, e in obj.items() if n != "__metadata__" and "data_offsets" in e), default=0)
+    if defect in (None, "unknown_dtype") and end > MAX_FILE_DATA_BYTES:
+        with pytest.raises(MalformedHeader, match="beyond the 16 TiB"):  # no real file holds that much
+            parse_file_bytes(blob, "x.safetensors", len(blob))
+    elif defect in (None, "unknown_dtype"):
         header = parse_file_bytes(blob, "x.safetensors", len(blob))
         check_invariants(header)
         assert [t.name for t in header.tensors] == ordered
@@ -446,3 +450,76 @@ def test_hostile_headers_from_the_hub_are_clear_errors(hub_env, tmp_path, kind):
         assert "model-00001-of-00001.safetensors" in info.value.message or "safetensors" in info.value.message
         if kind == "missing_dtype":
             assert "'dtype'" in info.value.message
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The header digest cache: any edit of an entry (with or without a recomputed checksum) is a miss or an entry that
+# obeys the fresh-header rules; never an exception, never an impossible tensor.
+
+CACHE_MUTATIONS = 600
+
+
+def _reseal(head: bytes, body: bytes) -> bytes:
+    import hashlib
+
+    return hashlib.sha256(head + b"\n" + body).hexdigest().encode() + b"\n" + head + b"\n" + body
+
+
+def _mutate_json(value, rng: random.Random):
+    """One random structural edit somewhere in a decoded JSON value."""
+    junk = [None, True, -1, 2**70, 1.5, "x", "", [], {}, [1, "2"], {"a": 1}, float("nan")]
+    if isinstance(value, list) and value and rng.random() < 0.7:
+        i = rng.randrange(len(value))
+        choice = rng.random()
+        if choice < 0.6:
+            value[i] = _mutate_json(value[i], rng)
+        elif choice < 0.8:
+            del value[i]
+        else:
+            value.insert(i, rng.choice(junk))
+        return value
+    if isinstance(value, dict) and value and rng.random() < 0.7:
+        key = rng.choice(sorted(value))
+        if rng.random() < 0.8:
+            value[key] = _mutate_json(value[key], rng)
+        else:
+            del value[key]
+        return value
+    return rng.choice(junk)
+
+
+def test_digest_entry_fuzzer(tmp_path, monkeypatch):
+    from hfmem.hub import digest
+
+    monkeypatch.setenv("HFMEM_CACHE", str(tmp_path))
+    repo, sha = "org/fuzz", "a" * 40
+    inventory = load_inventory("Qwen/Qwen2-0.5B-Instruct")
+    tensors = [(n, d, s) for n, d, s, _ in inventory["tensors"]][:40]
+    header = parse_file_bytes(header_bytes(tensors, {"format": "pt"}), "model.safetensors")
+    digest.store(repo, sha, load_config("Qwen/Qwen2-0.5B-Instruct"), [header], {"total_size": 1}, ["w"])
+    path = digest._digest_path(repo, sha)
+    pristine = path.read_bytes()
+    assert digest.load(repo, sha) is not None
+    rng = random.Random(1234)
+    for case in range(CACHE_MUTATIONS):
+        _, head, body = pristine.split(b"\n", 2)
+        if rng.random() < 0.5:
+            columns = _mutate_json(json.loads(body), rng)
+            body = json.dumps(columns, allow_nan=True).encode()
+        else:
+            meta = _mutate_json(json.loads(head), rng)
+            head = json.dumps(meta, allow_nan=True).encode()
+        raw = _reseal(head, body) if rng.random() < 0.9 else bytearray(pristine)
+        if isinstance(raw, bytearray):  # an unsealed byte flip: the checksum must catch it
+            raw[rng.randrange(len(raw))] ^= 1 << rng.randrange(8)
+            raw = bytes(raw)
+        path.write_bytes(raw)
+        try:
+            hit = digest.load(repo, sha)
+        except Exception:
+            pytest.fail(f"case {case}: digest.load raised\n{traceback.format_exc()}")
+        if hit is not None:
+            config, headers, _, warnings = hit
+            assert isinstance(config, dict) and all(isinstance(w, str) for w in warnings)
+            for h in headers:
+                check_invariants(h)

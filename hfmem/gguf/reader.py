@@ -199,6 +199,6 @@ def remote_fetcher(ctx: HubContext, filename: str, revision: str | None, counter
             return b""
         if counter is not None:
             counter.append(size)
-        return data[offset : offset + size] if response.status_code == 200 else data[:size]
+        return bytes(data[offset : offset + size] if response.status_code == 200 else data[:size])
 
     return fetch

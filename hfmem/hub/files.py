@@ -39,7 +39,7 @@ def is_sha(revision: str | None) -> bool:
 
 
 def load_json_text(
-    text: str | bytes,
+    text: str | bytes | bytearray,
     file: str,
     error: type[HfmemError] = MalformedConfig,
     max_bytes: int = MAX_CONFIG_BYTES,
@@ -50,8 +50,8 @@ def load_json_text(
     ``max_depth=None`` skips the nesting walk for large machine-written answers (json.loads still bounds recursion).
     """
     if len(text) > max_bytes:  # bytes >= characters, so one check covers both input kinds
-        raise error(f"{file}: larger than {max_bytes} bytes", path=file)
-    if isinstance(text, bytes):
+        raise error(f"{file}: larger than {max_bytes:,} bytes", path=file)
+    if isinstance(text, (bytes, bytearray)):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError:
@@ -177,7 +177,7 @@ def _some_tensors(headers: list[FileHeader]) -> list[FileHeader]:
     return headers
 
 
-def approximate_from_bin_index(index_text: bytes | str | None, file: str) -> int | None:
+def approximate_from_bin_index(index_text: bytes | bytearray | str | None, file: str) -> int | None:
     """total_size from a pytorch_model.bin index, if it has a usable one."""
     if index_text is None:
         return None

@@ -41,7 +41,7 @@ class FileHeader:
     warnings: tuple[str, ...] = ()
 
 
-def header_length(prefix: bytes, file: str, file_size: int | None = None) -> int:
+def header_length(prefix: bytes | bytearray, file: str, file_size: int | None = None) -> int:
     """Length N of the JSON header from the first 8 bytes, checked against the format's limit and the file."""
     if len(prefix) < 8:
         raise MalformedHeader(f"{file}: not a safetensors file (shorter than the 8-byte header length)", path=file)
@@ -53,7 +53,7 @@ def header_length(prefix: bytes, file: str, file_size: int | None = None) -> int
     return length
 
 
-def parse_header_bytes(raw: bytes, file: str, file_size: int | None = None) -> FileHeader:
+def parse_header_bytes(raw: bytes | bytearray, file: str, file_size: int | None = None) -> FileHeader:
     """Parse the JSON part of a header (without the 8-byte prefix); `file_size`, when known, is the whole file's."""
     try:
         text = raw.decode("utf-8")

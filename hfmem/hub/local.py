@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from hfmem.errors import HfmemError, LocalPathError, MalformedHeader, NoConfig, NoSafetensors
+from hfmem.hub.budget import MAX_INDEX_BYTES
 from hfmem.hub.files import (
     BIN_INDEX_FILE,
     INDEX_FILE,
@@ -62,7 +63,7 @@ def _read_folder(path: Path, root: Path, path_str: str, snapshot: tuple[str, str
     index_path = path / INDEX_FILE
     if index_path.is_file():
         _check_inside(index_path, allowed, path_str)
-        index = load_json_text(read_bounded(index_path, named=path_str), INDEX_FILE, MalformedHeader)
+        index = load_json_text(read_bounded(index_path, MAX_INDEX_BYTES, path_str), INDEX_FILE, MalformedHeader, MAX_INDEX_BYTES)
         shards = index_shards(index, INDEX_FILE)
     elif (path / SINGLE_FILE).is_file():
         shards = [SINGLE_FILE]

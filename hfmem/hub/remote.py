@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from hfmem.errors import MalformedHeader, NetworkError, NoSafetensors, UsageError
 from hfmem.hub import digest
+from hfmem.hub.budget import DECODABLE, IN_FLIGHT, MAX_INDEX_BYTES, MAX_METADATA_BYTES, ReadTotal, decoded, reservation
 from hfmem.hub.errors import HubErrors, error_code
 from hfmem.hub.files import (
     BIN_INDEX_FILE,
@@ -45,7 +46,6 @@ SPECULATIVE_RANGE = 262_144
 _BYTES_PER_TENSOR = 96  # JSON of one entry beyond its name: {"dtype":..,"shape":[..],"data_offsets":[..,..]},
 _HEADER_SLACK = 4096  # __metadata__ and padding
 MAX_SHARD_WORKERS = 64
-MAX_METADATA_BYTES = 1_000_000_000  # the one-shot answer holds every shard header (each <= 100 MB)
 _NOT_SHARDED = "not-sharded"
 
 
@@ -121,12 +121,13 @@ def _commit(response: Any) -> str | None:
 
 
 def _total_size(response: Any) -> int | None:
-    """The file size from Content-Range ("bytes 0-99/1234"), or Content-Length of a 200 answer."""
+    """The file size from Content-Range ("bytes 0-99/1234"), or Content-Length of an uncompressed 200 answer."""
     content_range = response.headers.get("Content-Range", "")
     if "/" in content_range and content_range.rsplit("/", 1)[1].isdigit():
         return int(content_range.rsplit("/", 1)[1])
     length = response.headers.get("Content-Length", "")
-    return int(length) if response.status_code == 200 and length.isdigit() else None
+    encoded = (response.headers.get("Content-Encoding") or "identity").strip().lower() != "identity"
+    return int(length) if response.status_code == 200 and length.isdigit() and not encoded else None
 
 
 def _shard_guesses(index: dict[str, Any]) -> dict[str, int]:
@@ -149,6 +150,7 @@ class HubContext:
         self.timeout = timeout
         self.api = HfApi()
         self.errors = HubErrors(repo_id, revision, token, timeout)
+        self.read_total = ReadTotal(repo_id)
 
     def guard(self, call: Callable[[], T]) -> T:
         """Run `call`, its failures as hfmem errors (hfmem.hub.errors)."""
@@ -296,38 +298,49 @@ class HubContext:
         from huggingface_hub.utils import build_hf_headers, get_session
 
         headers = build_hf_headers(token=self.token)
+        headers["Accept-Encoding"] = "gzip, deflate"  # what get_once decodes itself, a bounded step at a time
         if extra:
             headers.update(extra)
         return get_session().stream("GET", url, headers=headers, timeout=self.timeout, follow_redirects=True)
 
-    def _get(self, url: str, limit: int, extra: dict[str, str] | None = None) -> tuple[bytes, Any]:
+    def _get(self, url: str, limit: int, extra: dict[str, str] | None = None) -> tuple[bytearray, Any]:
         """One GET = one retried operation (transient failures, a body cut short, 429 Retry-After: see call)."""
         return self.call(lambda: self.get_once(url, limit, extra))
 
-    def get_once(self, url: str, limit: int, extra: dict[str, str] | None = None) -> tuple[bytes, Any]:
-        """GET reading at most `limit` body bytes (a server that ignores Range cannot make us download weights)."""
+    def get_once(self, url: str, limit: int, extra: dict[str, str] | None = None, reserve: bool = True) -> tuple[bytearray, Any]:
+        """GET reading at most `limit` decoded body bytes (a server that ignores Range cannot make us download weights,
+        nor a gzip answer expand past it: the body is decoded here, a megabyte at most per step, not by the HTTP
+        client, which expands each received chunk whole). The body reserves its size in the process-wide in-flight
+        budget while it arrives (unless the caller holds a reservation for it: `reserve=False`), and counts against
+        this read's total (hfmem.hub.budget)."""
         from huggingface_hub.utils import hf_raise_for_status
 
         with self._open(url, extra) as response:
             if response.status_code >= 400:
                 if response.status_code == 416:
-                    return b"", response
+                    return bytearray(), response
                 response.read()
                 hf_raise_for_status(response)
-            chunks, size = [], 0
-            for chunk in response.iter_bytes():
-                chunks.append(chunk)
-                size += len(chunk)
-                if size >= limit:
-                    break
-            return b"".join(chunks)[:limit], response
+            encoding = (response.headers.get("Content-Encoding") or "identity").strip().lower()
+            if encoding not in DECODABLE:
+                raise MalformedHeader(f"{url.rsplit('/', 1)[-1][:120]}: unsupported Content-Encoding {encoding[:40]!r}")
+            expected = reservation(response.headers.get("Content-Length"), encoding, limit)
+            body = bytearray()
+            with IN_FLIGHT.hold(expected if reserve else 0):
+                for piece in decoded(response.iter_raw(), encoding):
+                    body += piece
+                    self.read_total.add(len(piece))
+                    if len(body) >= limit:
+                        break
+            del body[limit:]
+            return body, response
 
     def file_url(self, filename: str, revision: str | None) -> str:
         from huggingface_hub import hf_hub_url
 
         return hf_hub_url(self.repo_id, filename, revision=revision)
 
-    def get_config(self) -> tuple[bytes, str | None]:
+    def get_config(self) -> tuple[bytearray, str | None]:
         """config.json in one GET (hf_hub_download would add a HEAD); the commit comes from X-Repo-Commit."""
         data, response = self._get(self.file_url("config.json", self.revision), MAX_CONFIG_BYTES + 1)
         return data, _commit(response)
@@ -337,10 +350,10 @@ class HubContext:
         from huggingface_hub.errors import EntryNotFoundError
 
         try:
-            data, response = self._get(self.file_url(INDEX_FILE, revision), MAX_CONFIG_BYTES + 1)
+            data, response = self._get(self.file_url(INDEX_FILE, revision), MAX_INDEX_BYTES + 1)
         except EntryNotFoundError as exc:
             return None, _commit(getattr(exc, "response", None))
-        return load_json_text(data, INDEX_FILE, MalformedHeader), _commit(response)
+        return load_json_text(data, INDEX_FILE, MalformedHeader, MAX_INDEX_BYTES), _commit(response)
 
     def get_sharded(self, revision: str | None = None) -> tuple[list[FileHeader], dict[str, Any] | None, str | None] | str | None:
         """Every shard header in one request (main only): (headers, index metadata, commit); _NOT_SHARDED when the
@@ -349,7 +362,7 @@ class HubContext:
         from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
         url = f"{constants.ENDPOINT}/api/models/{self.repo_id}/safetensors-metadata/{quote(INDEX_FILE, safe='/')}"
         try:
-            data, response = self._get(url, MAX_METADATA_BYTES)
+            data, response = self._get(url, MAX_METADATA_BYTES + 1)
         except EntryNotFoundError:
             return _NOT_SHARDED
         except HfHubHTTPError as exc:
@@ -374,11 +387,25 @@ class HubContext:
         length = header_length(data[:8], filename, file_size)
         need = 8 + length
         if len(data) < need and len(data) >= first:
-            more, _ = self._get(url, need - len(data), {"Range": f"bytes={len(data)}-{need - 1}"})
-            data += more
+            # A large header: its bytes, their decoded text and the parse are held in flight together (the text is
+            # as large as the bytes), so concurrent shards cannot each hold a 100 MB header at once beyond the budget.
+            with IN_FLIGHT.hold(2 * need):
+                range_ = {"Range": f"bytes={len(data)}-{need - 1}"}
+                more, answer = self.call(lambda: self.get_once(url, need, range_, reserve=False))
+                # A server that ignores Range answers 200 from byte 0: then the continuation starts at len(data).
+                view = memoryview(more)
+                data += view[len(data) :] if answer.status_code == 200 else view[: need - len(data)]
+                del view, more
+                return self._parse_range_header(data, need, length, filename, file_size)
+        return self._parse_range_header(data, need, length, filename, file_size)
+
+    @staticmethod
+    def _parse_range_header(data: bytearray, need: int, length: int, filename: str, file_size: int | None) -> FileHeader:
         if len(data) < need:
             raise MalformedHeader(f"{filename}: header truncated ({len(data) - 8} of {length} bytes)", path=filename)
-        return parse_header_bytes(data[8:need], filename, file_size)
+        del data[need:]
+        del data[:8]  # in place: no copy of a header that may be 100 MB
+        return parse_header_bytes(data, filename, file_size)
 
     def headers_without_index(self, revision: str | None, warnings: list[str]) -> list[FileHeader]:
         names = self.call(lambda: self.api.list_repo_files(self.repo_id, revision=revision, token=self.token))
