@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,13 +60,41 @@ def parse_header_bytes(raw: bytes | bytearray, file: str, file_size: int | None 
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MalformedHeader(f"{file}: header is not valid UTF-8 (byte {exc.start})", path=file) from None
+    obj, plain = loads_header_json(text, file, _entries_of_header)
+    return validate_header(obj, file, _data_bytes(file_size, len(raw)), plain)
+
+
+def _entries_of_header(obj: Any) -> int:
+    return len(obj) - ("__metadata__" in obj) if isinstance(obj, dict) else 0
+
+
+def loads_header_json(text: str, file: str, count_entries: Callable[[Any], int]) -> tuple[Any, bool]:
+    """(decoded JSON, whether every number in it is a plain integer and it holds no true/false). `count_entries`
+    says how many tensor entries the decoded value holds (one header, or every header of a one-shot answer).
+
+    Duplicate keys are refused, as the safetensors reader does. Checking every object with an object_pairs_hook
+    costs a Python call per tensor; instead the text's count of the key "data_offsets" is compared with the entries
+    decoded: a duplicate tensor name (or a duplicate key inside an entry) leaves more occurrences than entries. The
+    pattern cannot occur inside a JSON string (a quote there is escaped), so equal counts mean no duplicate among the
+    entries; any difference re-parses with the hook, which names the duplicate or finds none.
+    """
+    floats: list[str] = []
+
+    def note_float(literal: str) -> float:
+        floats.append(literal)
+        return float(literal)
+
     try:
-        obj = json.loads(text, object_pairs_hook=_reject_duplicates)
-    except _DuplicateKey as exc:
-        raise MalformedHeader(f"{file}: duplicate tensor name {exc.args[0]!r} in header", path=file) from None
+        obj = json.loads(text, parse_float=note_float)
     except (ValueError, RecursionError) as exc:
         raise MalformedHeader(f"{file}: header is not JSON ({str(exc)[:80]})", path=file) from None
-    return validate_header(obj, file, _data_bytes(file_size, len(raw)))
+    if text.count('"data_offsets"') != count_entries(obj):
+        try:
+            obj = json.loads(text, object_pairs_hook=_reject_duplicates)
+        except _DuplicateKey as exc:
+            raise MalformedHeader(f"{file}: duplicate tensor name {str(exc.args[0])[:120]!r} in header", path=file) from None
+    plain = not floats and "true" not in text and "false" not in text
+    return obj, plain
 
 
 def _data_bytes(file_size: int | None, header_len: int) -> int | None:
@@ -152,10 +181,31 @@ def tensor_entry(name: str, dtype: Any, shape: Any, nbytes: Any, file: str) -> T
     return TensorEntry(name, dtype, tuple(shape), numel, nbytes, file)
 
 
-def validate_header(obj: Any, file: str, data_bytes: int | None = None) -> FileHeader:
+def _checked_entry(name: str, info: Any, file: str) -> TensorEntry:
+    """One entry of a header, every rule checked, with an error naming the file and the tensor."""
+    where = f"{file}: tensor {name[:120]!r}"
+    if not isinstance(info, dict):
+        raise MalformedHeader(f"{where}: entry is not an object", path=file)
+    for key in ("dtype", "shape", "data_offsets"):
+        if key not in info:
+            raise MalformedHeader(f"{where}: missing {key!r}", path=file)
+    offsets = info["data_offsets"]
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_int(o) for o in offsets)):
+        raise MalformedHeader(f"{where}: data_offsets must be two integers", path=file)
+    begin, end = offsets
+    if begin < 0 or end < begin:
+        raise MalformedHeader(f"{where}: invalid data_offsets {str(offsets)[:80]}", path=file)
+    if end > MAX_FILE_DATA_BYTES:
+        raise MalformedHeader(f"{where}: data_offsets end at {end} bytes, beyond the 16 TiB a file can hold", path=file)
+    return tensor_entry(name, info["dtype"], info["shape"], end - begin, file)
+
+
+def validate_header(obj: Any, file: str, data_bytes: int | None = None, plain: bool = False) -> FileHeader:
     """Validate a decoded header object and turn it into tensor entries (sorted by data offset).
 
     `data_bytes`: the bytes the file holds after its header, when known; the offsets must end within them.
+    `plain`: the JSON held no float and no true/false (loads_header_json), so a shape that equals one already checked
+    is the same list of integers (1.0 and True would compare equal to 1): checked once per (dtype, shape, bytes).
     """
     if not isinstance(obj, dict):
         raise MalformedHeader(f"{file}: header is not a JSON object", path=file)
@@ -168,26 +218,26 @@ def validate_header(obj: Any, file: str, data_bytes: int | None = None) -> FileH
         raise MalformedHeader(f"{file}: __metadata__ must map strings to strings", path=file)
     unknown: dict[str, int] = {}
     entries: list[tuple[int, int, TensorEntry]] = []
+    checked: dict[tuple[Any, ...], int] = {}  # (dtype, shape, nbytes) -> numel, for plain JSON only
     for name, info in obj.items():
         if name == "__metadata__":
             continue
-        where = f"{file}: tensor {name[:120]!r}"
-        if not isinstance(info, dict):
-            raise MalformedHeader(f"{where}: entry is not an object", path=file)
-        for key in ("dtype", "shape", "data_offsets"):
-            if key not in info:
-                raise MalformedHeader(f"{where}: missing {key!r}", path=file)
-        offsets = info["data_offsets"]
-        if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_int(o) for o in offsets)):
-            raise MalformedHeader(f"{where}: data_offsets must be two integers", path=file)
-        begin, end = offsets
-        if begin < 0 or end < begin:
-            raise MalformedHeader(f"{where}: invalid data_offsets {str(offsets)[:80]}", path=file)
-        if end > MAX_FILE_DATA_BYTES:
-            raise MalformedHeader(f"{where}: data_offsets end at {end} bytes, beyond the 16 TiB a file can hold", path=file)
-        entry = tensor_entry(name, info["dtype"], info["shape"], end - begin, file)
+        if plain and type(info) is dict and len(info) == 3:
+            try:
+                dtype, shape, (begin, end) = info["dtype"], info["shape"], info["data_offsets"]
+                key = (dtype, tuple(shape), end - begin)
+                numel = checked.get(key)
+            except (KeyError, TypeError, ValueError):
+                numel = None
+            if numel is not None and 0 <= begin <= end <= MAX_FILE_DATA_BYTES:
+                entries.append((begin, end, TensorEntry(name, dtype, key[1], numel, end - begin, file)))
+                continue
+        entry = _checked_entry(name, info, file)
+        begin, end = info["data_offsets"]
         if dtype_bits(entry.dtype) is None:
             unknown[entry.dtype] = unknown.get(entry.dtype, 0) + 1
+        elif plain:
+            checked[(entry.dtype, entry.shape, entry.nbytes)] = entry.numel
         entries.append((begin, end, entry))
     entries.sort(key=lambda e: (e[0], e[1]))
     position = 0

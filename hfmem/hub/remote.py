@@ -33,7 +33,14 @@ from hfmem.hub.files import (
     no_safetensors,
     select_indexed,
 )
-from hfmem.hub.header import MAX_HEADER_BYTES, FileHeader, header_length, parse_header_bytes, validate_header
+from hfmem.hub.header import (
+    MAX_HEADER_BYTES,
+    FileHeader,
+    header_length,
+    loads_header_json,
+    parse_header_bytes,
+    validate_header,
+)
 from hfmem.hub.local import cached_sha, read_local
 from hfmem.hub.retry import call_with_retries, is_transient, transient_for_downloads, transient_not_timeout
 
@@ -128,6 +135,14 @@ def _total_size(response: Any) -> int | None:
     length = response.headers.get("Content-Length", "")
     encoded = (response.headers.get("Content-Encoding") or "identity").strip().lower() != "identity"
     return int(length) if response.status_code == 200 and length.isdigit() and not encoded else None
+
+
+def _entries_of_answer(body: Any) -> int:
+    """Tensor entries of a one-shot answer: every header's keys but its __metadata__."""
+    headers = body.get("headers") if isinstance(body, dict) else None
+    if not isinstance(headers, dict):
+        return 0
+    return sum(len(h) - ("__metadata__" in h) for h in headers.values() if isinstance(h, dict))
 
 
 def _shard_guesses(index: dict[str, Any]) -> dict[str, int]:
@@ -370,11 +385,20 @@ class HubContext:
             if status in (400, 404, 405, 501) and not error_code(exc):
                 return None  # a hub (or mirror) without the endpoint
             raise
-        body = load_json_text(data, "safetensors-metadata", MalformedHeader, MAX_METADATA_BYTES, max_depth=None)
+        if len(data) > MAX_METADATA_BYTES:
+            raise MalformedHeader(f"safetensors-metadata: larger than {MAX_METADATA_BYTES:,} bytes")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise MalformedHeader("safetensors-metadata: not valid UTF-8") from None
+        del data
+        body, plain = loads_header_json(text, "safetensors-metadata", _entries_of_answer)
+        if not isinstance(body, dict):
+            raise MalformedHeader("safetensors-metadata: expected a JSON object")
         shard_headers, index = body.get("headers"), body.get("index")
         if not isinstance(shard_headers, dict) or not isinstance(index, dict):
             raise MalformedHeader("safetensors-metadata: expected 'headers' and 'index' objects")
-        headers = [validate_header(shard_headers[name], name) for name in sorted(shard_headers)]
+        headers = [validate_header(shard_headers[name], name, None, plain) for name in sorted(shard_headers)]
         metadata = index.get("metadata")
         return headers, metadata if isinstance(metadata, dict) else None, _commit(response)
 
