@@ -406,9 +406,28 @@ class Planner:
         cap = self.context_limit()
         if self.need(cap, batch) <= budget:
             return cap, True
-        if self.need(1, batch) > budget:
+        first = self.need(1, batch)
+        if first > budget:
             return None, False
-        return _largest_fitting(lambda ctx: self.need(ctx, batch) <= budget, 1, cap), False
+        fits = lambda ctx: self.need(ctx, batch) <= budget  # noqa: E731
+        guess = self._linear_context(budget, batch, first, cap)
+        if guess is not None and fits(guess) and not fits(guess + 1):
+            return guess, False  # the boundary itself: what the search below would find, in 4 estimates, not ~25
+        return _largest_fitting(fits, 1, cap), False
+
+    def _linear_context(self, budget: int, batch: int, first: int, cap: int) -> int | None:
+        """The longest context if memory grows by a fixed step per whole block of context (vLLM: KV pages of
+        block_size tokens, activations sized by max_num_batched_tokens; transformers: per token): one division.
+        Only a candidate: max_context keeps it only where need() confirms it is the boundary (sliding windows,
+        fixed-size state and the like make growth non-linear, and the search decides)."""
+        block = self.block_size if self.engine == "vllm" else 1
+        if block < 1 or 1 + block >= cap:
+            return None
+        step = self.need(1 + block, batch) - first
+        if step <= 0:
+            return None
+        guess = ((budget - first) // step + 1) * block
+        return guess if 1 <= guess < cap else None
 
     def concurrency(self, budget: int, context: int) -> tuple[float | None, int | None, int | None, int]:
         """(vLLM "Maximum concurrency" at ``context``, KV blocks, pool tokens, bytes available to KV)."""

@@ -15,17 +15,25 @@ from typing import Any
 from hfmem.hub.cachedir import atomic_write, cache_root, enabled
 
 Normalised = tuple[Any, Any, str, list[str]]  # (full config, decoder text config, how, notes)
+CUSTOM_CODE_NOTE = "config declares custom code (auto_map); analysed from the raw config and headers, code not run"
 
 
 def normalise_config(config: dict[str, Any]) -> Normalised:
     """(full config object, decoder text config object, how, notes). Objects may be plain dicts (raw fallback) or
     ReplayedConfig (transformers' normalisation of this exact config.json from an earlier run: no import)."""
+    from hfmem.model.fast_config import fallback_note, fast_normalise
+
+    fast = fast_normalise(config)  # transformers' classes compiled into a table: no import
+    if fast is not None:
+        return fast[0], fast[1], "transformers", [CUSTOM_CODE_NOTE] if config.get("auto_map") else []
     hit = load_normalised(config)
-    if hit is not None:
-        return hit
-    result = _normalise_config(config)
-    store_normalised(config, result)
-    return result
+    if hit is None:
+        hit = _normalise_config(config)
+        store_normalised(config, hit)
+    full, text, how, notes = hit
+    if how == "transformers":
+        notes = [*notes, fallback_note(config.get("model_type"))]
+    return full, text, how, notes
 
 
 def _normalise_config(config: dict[str, Any]) -> Normalised:
@@ -35,7 +43,7 @@ def _normalise_config(config: dict[str, Any]) -> Normalised:
         text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
         return config, text, "raw config.json", ["config.json has no model_type; read raw"]
     if config.get("auto_map"):
-        notes.append("config declares custom code (auto_map); analysed from the raw config and headers, code not run")
+        notes.append(CUSTOM_CODE_NOTE)
     try:
         AutoConfig = _import_auto_config()
         from transformers.utils import logging as hf_logging

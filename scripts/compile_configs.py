@@ -1,0 +1,323 @@
+"""Compile transformers' config classes into hfmem/model/config_table.py, the table hfmem.model.fast_config reads
+config.json with (so a run imports no transformers for a covered model_type). Developers run it after upgrading
+transformers; tests never do:
+
+    python scripts/compile_configs.py            # writes hfmem/model/config_table.py, prints what it left out
+
+A model_type is covered only when every part of what AutoConfig.for_model does for it is known here:
+- no sub-configs, no properties of its own, get_text_config(decoder=True) is the config itself;
+- its __post_init__ and validate_* methods have exactly the source text one of the named computations in
+  hfmem/model/fast_config.py was written from (KNOWN_POST_INIT / KNOWN_VALIDATORS below, by sha256 of the
+  dedented source); an edited or new class is left out until someone reads it and adds it;
+- every dataclass field's declared type can be described for the strict type check, and its default is JSON;
+- the fast normaliser gives the same value as transformers for every field hfmem reads (fast_config.USED_ATTRS,
+  USED_KEYS) on probes: the class defaults, every config of that type in fixtures/ and ../shared/models, and
+  variations of them (KV heads / head_dim dropped, sliding window on, legacy rope_scaling/rope_theta, torch_dtype).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import dataclasses
+import hashlib
+import inspect
+import json
+import logging
+import os
+import pprint
+import sys
+import textwrap
+import types
+import typing
+import warnings
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+# sha256 (first 16 hex) of a method's dedented source -> the computations it performs, in order
+KNOWN_POST_INIT: dict[str, list[str]] = {}
+KNOWN_VALIDATORS: dict[str, list[str]] = {}
+# The model types worth covering (the families hfmem is used on most); anything else falls back to transformers.
+CANDIDATES = [
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss", "glm4_moe", "minimax_m2",
+    "bert", "gpt2", "phi", "phi3", "gemma", "gemma2", "deepseek_v2", "deepseek_v3", "glm4_moe_lite", "qwen3_next",
+    "kimi_linear", "falcon", "mamba", "t5", "whisper", "starcoder2", "olmo2", "granite", "cohere", "stablelm",
+]  # fmt: skip
+
+_SOURCES: dict[str, str] = {}
+
+
+def _src_key(fn: Any) -> str:
+    src = textwrap.dedent(inspect.getsource(fn))
+    key = hashlib.sha256(src.encode()).hexdigest()[:16]
+    _SOURCES[key] = src
+    return key
+
+
+def _load_known() -> None:
+    """The catalogue: each entry names the computations a method's source performs (read by a person)."""
+    entries = json.loads((ROOT / "scripts" / "compile_configs_known.json").read_text())
+    KNOWN_POST_INIT.update(entries["post_init"])
+    KNOWN_VALIDATORS.update(entries["validators"])
+
+
+def _spec(tp: Any) -> Any:
+    """A declared field type as fast_config._check reads it (huggingface_hub.dataclasses.type_validator)."""
+    if tp is Any:
+        return ["any"]
+    if tp is None or tp is type(None):
+        return ["none"]
+    if isinstance(tp, (str, typing.ForwardRef)):
+        return ["any"]  # strict skips forward references
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return ["union", [_spec(a) for a in args]]
+    if origin is typing.Literal:
+        return ["lit", list(args)]
+    if origin is list:
+        return ["list", _spec(args[0]) if args else ["any"]]
+    if origin is dict:
+        return ["dict", _spec(args[0]), _spec(args[1])] if args else ["dict", ["any"], ["any"]]
+    if tp is list:
+        return ["list", ["any"]]
+    if tp is dict:
+        return ["dict", ["any"], ["any"]]
+    if tp in (int, float, bool, str):
+        return [tp.__name__]
+    return ["unknown"]  # TypedDict, torch.dtype, tuples, ...: values of these kinds fall back
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, tuple):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, list):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        if not all(isinstance(k, str) for k in v):
+            raise TypeError("non-string key")
+        return {k: _jsonable(x) for k, x in v.items()}
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    raise TypeError(type(v).__name__)
+
+
+def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
+    from transformers.configuration_utils import PreTrainedConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    if model_type not in CONFIG_MAPPING:
+        return None, "unknown to transformers"
+    cls = CONFIG_MAPPING[model_type]
+    if cls.sub_configs:
+        return None, "sub-configs"
+    mro = [c for c in cls.__mro__ if issubclass(c, PreTrainedConfig) and c is not PreTrainedConfig]
+    own_props = sorted({n for c in mro for n, v in vars(c).items() if isinstance(v, property)})
+    if own_props:
+        return None, f"properties {own_props}"
+    if getattr(cls, "default_rope_type", "default") != "default" or getattr(cls, "_rope_type_labels", None):
+        return None, "non-default rope type"
+    post = [c for c in mro if "__post_init__" in vars(c)]
+    rules: list[str] = []
+    if len(post) > 1:
+        return None, "chained __post_init__"
+    if post:
+        key = _src_key(vars(post[0])["__post_init__"])
+        if key not in KNOWN_POST_INIT:
+            return None, f"__post_init__ {key} not catalogued"
+        rules = KNOWN_POST_INIT[key]
+    validators: list[str] = []
+    for name in sorted(n for n in dir(cls) if n.startswith("validate")):
+        owner = next(c for c in cls.__mro__ if name in vars(c))
+        module = getattr(vars(owner)[name], "__module__", "") or ""
+        if owner is PreTrainedConfig or module.startswith(("transformers.configuration_utils",
+                                                           "transformers.modeling_rope_utils", "huggingface_hub")):
+            continue  # replayed by fast_config itself (validate_layer_type, validate_rope) or warnings only
+        key = _src_key(vars(owner)[name])
+        if key not in KNOWN_VALIDATORS:
+            return None, f"{name} {key} not catalogued"
+        validators += KNOWN_VALIDATORS[key]
+    fields: dict[str, Any] = {}
+    specs: dict[str, Any] = {}
+    hints = typing.get_type_hints(cls, localns={"torch": __import__("torch")})
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            return None, f"field {f.name} has no default"
+        try:
+            fields[f.name] = _jsonable(default)
+        except TypeError:
+            return None, f"default of {f.name} is not JSON"
+        specs[f.name] = _spec(hints.get(f.name, f.type))
+    if {"head_dim", "num_heads", "embed_dim"} <= set(fields):
+        return None, "base validate_architecture applies"
+    instance = cls()
+    if instance.get_text_config(decoder=True) is not instance:
+        return None, "text config is not the config itself"
+    properties = sorted({n for c in cls.__mro__ for n, v in vars(c).items() if isinstance(v, property)})
+    return {
+        "fields": fields, "types": specs, "attribute_map": dict(cls.attribute_map), "rules": rules,
+        "validators": validators, "properties": properties, "default_theta": getattr(cls, "default_theta", None),
+    }, "ok"  # fmt: skip
+
+
+def rope_required() -> dict[str, list[str]]:
+    """required_keys of each RotaryEmbeddingConfigMixin._validate_{rope_type}_rope_parameters, read from its source."""
+    from transformers.modeling_rope_utils import RotaryEmbeddingConfigMixin
+
+    out: dict[str, list[str]] = {}
+    for name, fn in vars(RotaryEmbeddingConfigMixin).items():
+        if not (name.startswith("_validate_") and name.endswith("_rope_parameters")):
+            continue
+        rope_type = name[len("_validate_"):-len("_rope_parameters")]
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        required = None
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "required_keys" for t in node.targets):
+                required = ast.literal_eval(node.value)
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == f"_validate_{'default'}_rope_parameters":
+                required = {"rope_type"}  # delegates (axial)
+        if isinstance(required, set):
+            out[rope_type] = sorted(required)
+    return out
+
+
+def globals_table() -> dict[str, Any]:
+    import torch
+    import transformers
+    from transformers import configuration_utils as cu
+    from transformers.generation.configuration_utils import GenerationConfig
+
+    return {
+        "transformers": transformers.__version__,
+        "generation_params": sorted(GenerationConfig._get_default_generation_params()),
+        "legacy_layer_types": dict(cu._LEGACY_LAYER_TYPE_REMAP),
+        "allowed_attn_layer_types": list(cu.ALLOWED_ATTN_LAYER_TYPES),
+        "torch_dtypes": sorted(n for n in dir(torch) if isinstance(getattr(torch, n, None), torch.dtype)),
+        "rope_required": rope_required(),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Verification
+
+
+def probe_configs(model_type: str) -> list[dict[str, Any]]:
+    """The configs of this type in fixtures/ and ../shared/models, and variations of each."""
+    found: list[dict[str, Any]] = []
+    roots = [ROOT / "fixtures", ROOT.parent / "shared" / "models", Path("/work/shared/models")]
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for path in sorted(root.rglob("config.json")):
+            try:
+                cfg = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(cfg, dict) and cfg.get("model_type") == model_type:
+                found.append(cfg)
+    out: list[dict[str, Any]] = [{"model_type": model_type}]
+    for cfg in found:
+        out.append(cfg)
+        for drop in ("num_key_value_heads", "head_dim", "layer_types", "sliding_window", "rope_parameters", "dtype"):
+            if drop in cfg:
+                out.append({k: v for k, v in cfg.items() if k != drop})
+        v = copy.deepcopy(cfg)
+        v["use_sliding_window"] = True
+        v.setdefault("sliding_window", 4096)
+        v.pop("layer_types", None)
+        out.append(v)
+        v = {k: x for k, x in cfg.items() if k not in ("rope_parameters", "dtype")}
+        v.update(rope_theta=500000.0, torch_dtype="float16",
+                 rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                               "original_max_position_embeddings": 8192})
+        out.append(v)
+        v = {k: x for k, x in cfg.items() if k != "rope_parameters"}
+        v.update(rope_scaling={"rope_type": "yarn", "factor": 4.0}, partial_rotary_factor=0.5)
+        out.append(v)
+        v = dict(cfg, num_attention_heads=7)  # often not a divisor: validators must agree on the rejection
+        out.append(v)
+        v = dict(cfg, rope_parameters={"rope_type": "llama3", "factor": 8.0})  # missing keys: KeyError
+        out.append(v)
+    return out
+
+
+def transformers_view(config: dict[str, Any]) -> Any:
+    from hfmem.model.normalise import _normalise_config
+
+    full, text, how, notes = _normalise_config(config)
+    return (full, text) if how == "transformers" else None
+
+
+def verify(model_type: str, table: dict[str, Any]) -> list[str]:
+    from hfmem.model import fast_config
+
+    saved = dict(fast_config.TABLE)
+    fast_config.TABLE.clear()
+    fast_config.TABLE.update(table)
+    fast_config._version_ok = True
+    problems: list[str] = []
+    try:
+        for cfg in probe_configs(model_type):
+            fast = fast_config.fast_normalise(cfg)
+            slow = transformers_view(cfg)
+            if fast is None:
+                continue  # a fallback is always safe
+            if slow is None:
+                problems.append(f"transformers rejects a config the table accepts: {sorted(cfg)[:8]}")
+                continue
+            a, b = fast_config.used_view(*fast), fast_config.used_view(*slow)
+            diff = {k: (a[k], b.get(k)) for k in a if a[k] != b.get(k)}
+            if diff:
+                problems.append(f"differs: {str(diff)[:300]}")
+    finally:
+        fast_config.TABLE.clear()
+        fast_config.TABLE.update(saved)
+        fast_config._version_ok = None
+    return problems
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=str(ROOT / "hfmem" / "model" / "config_table.py"))
+    ap.add_argument("--show-sources", action="store_true", help="print uncatalogued method sources")
+    args = ap.parse_args()
+    logging.disable(logging.WARNING)
+    warnings.simplefilter("ignore")
+    _load_known()
+    table = globals_table()
+    table["types"] = {}
+    for model_type in CANDIDATES:
+        entry, why = compile_type(model_type)
+        if entry is None:
+            print(f"left out {model_type}: {why}")
+            continue
+        trial = dict(table, types={model_type: entry})
+        problems = verify(model_type, trial)
+        if problems:
+            print(f"left out {model_type}: {len(problems)} probe(s) disagree, e.g. {problems[0]}")
+            continue
+        table["types"][model_type] = entry
+        print(f"covered  {model_type}")
+    if args.show_sources:
+        for key, src in _SOURCES.items():
+            if key not in KNOWN_POST_INIT and key not in KNOWN_VALIDATORS:
+                print(f"--- {key}\n{src}")
+    body = pprint.pformat(table, width=120, sort_dicts=True)
+    Path(args.out).write_text(
+        '"""Generated by scripts/compile_configs.py from transformers ' + table["transformers"] + "'s config classes: do not edit."
+        '"""\n\nfrom typing import Any\n\nTABLE: dict[str, Any] = ' + body + "\n"
+    )
+    print(f"wrote {args.out}: {len(table['types'])} model types")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

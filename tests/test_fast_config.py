@@ -1,0 +1,157 @@
+"""The compiled config table (hfmem.model.fast_config) against transformers' AutoConfig.for_model, side by side: on
+every config in fixtures/ (and variations that exercise the computations config classes perform) every field hfmem
+reads is equal, and the Architecture built from either is identical. Configs the table cannot vouch for must fall
+back (None), never differ."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hfmem.model import architecture, fast_config, normalise
+from hfmem.model.config_table import TABLE
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = sorted(
+    [*(ROOT / "fixtures" / "configs").glob("*/*/config.json"), *(ROOT / "fixtures" / "normalise").glob("*/*/config.json"),
+     *(ROOT / "fixtures" / "models").glob("*/*/config.json")]
+)  # fmt: skip
+
+
+def _load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def _transformers(config: dict[str, Any]) -> tuple[Any, Any] | None:
+    logging.disable(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            full, text, how, _ = normalise._normalise_config(copy.deepcopy(config))
+    finally:
+        logging.disable(logging.NOTSET)
+    return (full, text) if how == "transformers" else None
+
+
+def _variations(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Inputs that make config classes compute values: absent KV heads / head_dim / layer_types, a sliding window
+    switched on, legacy rope_scaling + rope_theta + torch_dtype, a rejected value."""
+    out = [config]
+    for key in ("num_key_value_heads", "head_dim", "layer_types", "rope_parameters", "dtype", "mlp_only_layers"):
+        if key in config:
+            out.append({k: v for k, v in config.items() if k != key})
+    out.append({**{k: v for k, v in config.items() if k != "layer_types"}, "use_sliding_window": True,
+                "sliding_window": 4096, "max_window_layers": 2})
+    legacy = {k: v for k, v in config.items() if k not in ("rope_parameters", "dtype")}
+    legacy.update(rope_theta=500000.0, torch_dtype="float16", rope_scaling={
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192})
+    out.append(legacy)
+    out.append({**config, "num_hidden_layers": 3.0})  # a float where the class declares int: transformers rejects it
+    out.append({**config, "hidden_act": "gelu"})
+    return out  # fmt: skip
+
+
+def _cases() -> list[Any]:
+    return [pytest.param(p, id=str(p.parent.relative_to(ROOT / "fixtures"))) for p in CONFIGS]
+
+
+def test_fixtures_are_there():
+    assert len(CONFIGS) > 100  # fixtures/configs, fixtures/normalise (from ../shared/models) and fixtures/models
+
+
+@pytest.mark.parametrize("path", _cases())
+def test_fast_normaliser_equals_transformers(path):
+    config = _load(path)
+    for variant in _variations(config):
+        fast = fast_config.fast_normalise(copy.deepcopy(variant))
+        if fast is None:
+            continue  # the table does not vouch for it: transformers is imported, nothing can differ
+        slow = _transformers(variant)
+        assert slow is not None, f"the table accepts a config transformers rejects: {sorted(variant)}"
+        a, b = fast_config.used_view(*fast), fast_config.used_view(*slow)
+        assert a == b
+
+
+@pytest.mark.parametrize("path", _cases())
+def test_architecture_identical(path, monkeypatch):
+    """Whole Architecture (the JSON contract's part and the text config the KV/planner/training code read) and
+    notes, fast path vs transformers."""
+    config = _load(path)
+    if fast_config.fast_normalise(config) is None:
+        return  # outside the table (or declares custom code): transformers is imported, as the fallback tests check
+    fast_arch, fast_notes = architecture.build_architecture(copy.deepcopy(config))
+    monkeypatch.setattr(fast_config, "fast_normalise", lambda c: None)
+    monkeypatch.setenv("HFMEM_DISABLE_CACHE", "1")
+    slow_arch, slow_notes = architecture.build_architecture(copy.deepcopy(config))
+    assert fast_arch.to_dict() == slow_arch.to_dict()
+    assert fast_arch.layer_type_list == slow_arch.layer_type_list
+    drop = fast_config.NOT_READ
+    assert {k: v for k, v in fast_arch.text_config.items() if k not in drop} == fast_config._plain(
+        {k: v for k, v in slow_arch.text_config.items() if k not in drop})
+    assert fast_notes == [n for n in slow_notes if not n.startswith("config normalised by importing transformers")]
+
+
+def test_covered_types_on_fixtures():
+    """The fixtures' common families take the fast path (coverage cannot shrink unnoticed)."""
+    types = {_load(p).get("model_type") for p in CONFIGS}
+    covered = {t for t in types if fast_config.covered(t)}
+    assert {"llama", "qwen2", "qwen3", "qwen3_moe", "mistral", "mixtral", "gpt_oss", "deepseek_v3", "gemma2",
+            "bert", "gpt2"} <= covered  # fmt: skip
+    assert TABLE["transformers"]
+
+
+def test_outside_the_table_falls_back_with_a_note():
+    config = _load(ROOT / "fixtures" / "configs" / "google" / "gemma-3-27b-it" / "config.json")
+    assert fast_config.fast_normalise(config) is None
+    _, _, how, notes = normalise.normalise_config(config)
+    assert how == "transformers"
+    assert any("'gemma3' is not in hfmem's compiled table" in n for n in notes)
+    qwen = _load(ROOT / "fixtures" / "configs" / "Qwen" / "Qwen2-7B-Instruct" / "config.json")
+    assert normalise.normalise_config(qwen)[3] == []
+
+
+def test_other_transformers_version_falls_back(monkeypatch):
+    monkeypatch.setattr(fast_config, "_version_ok", False)
+    config = _load(ROOT / "fixtures" / "configs" / "Qwen" / "Qwen2-7B-Instruct" / "config.json")
+    assert fast_config.fast_normalise(config) is None
+    assert "another version is installed" in fast_config.fallback_note("qwen2")
+
+
+def test_not_read_keys_are_not_read():
+    """NOT_READ (keys the side-by-side comparison skips) must stay unread by the code that reads text_config."""
+    sources = [p for p in (ROOT / "hfmem").rglob("*.py") if p.name not in ("fast_config.py", "normalise.py")]
+    for key in fast_config.NOT_READ:
+        hits = [p.name for p in sources if f'"{key}"' in p.read_text()]
+        assert not hits, (key, hits)
+
+
+def test_run_imports_no_transformers_numpy_torch():
+    """`hfmem REPO` on a model type in the table imports none of the heavy modules (checked by module, not time)."""
+    code = (
+        "import sys, runpy; sys.argv = ['hfmem', 'fixtures/models/Qwen/Qwen2-7B-Instruct', '--format', 'json'];"
+        "import io, contextlib\n"
+        "try:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()): runpy.run_module('hfmem', run_name='__main__')\n"
+        "except SystemExit as e: assert not e.code, e.code\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'transformers', 'torch', 'safetensors'}))"
+    )
+    env = {**__import__("os").environ, "HFMEM_DISABLE_CACHE": "1", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    # and -X importtime agrees (every imported module is listed on stderr)
+    timed = subprocess.run([sys.executable, "-X", "importtime", "-m", "hfmem", "fixtures/models/Qwen/Qwen2-7B-Instruct"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert timed.returncode == 0, timed.stderr[-2000:]
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in timed.stderr.splitlines() if "import time:" in line}
+    assert "hfmem" in imported
+    assert not imported & {"numpy", "transformers", "torch"}
