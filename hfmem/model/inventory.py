@@ -102,23 +102,37 @@ _AUDIO_KEYS = ("audio", "whisper", "speech")
 
 
 def classify_component(name: str, num_layers: int | None = None) -> str:
-    """Which part of the model a tensor belongs to, from its name alone.
+    """Which part of the model a tensor belongs to, from its name alone."""
+    return name_facts(name, num_layers)[0]
+
+
+def name_facts(name: str, num_layers: int | None = None) -> tuple[str, int | None, bool]:
+    """(component, layer index, whether it is a buffer) of a tensor name, in one pass over it.
 
     The name rules do not depend on numeric path parts, so they are evaluated once per name *pattern* (numbers
-    replaced) and cached; only the MTP rule (a layer index past num_hidden_layers) looks at the number itself.
+    replaced) and cached; only the layer index, and the MTP rule that uses it (a layer index past
+    num_hidden_layers), look at the number itself.
     """
-    n = name.lower()
-    key = _NUMERIC_PART_RE.sub("#", n)
-    base = _classify_pattern(key)
+    base, buffer = _pattern_facts(_NUMERIC_PART_RE.sub("#", name))
+    m = _LAYER_RE.search(name)
+    layer = int(m.group(1)) if m else None
     if base in ("speech_generator", "mtp") or num_layers is None:
-        return base
-    m = _LAYER_RE.search(n)
-    if m and int(m.group(1)) >= num_layers and base not in ("vision", "audio", "projector"):
-        return "mtp"  # DeepSeek-V3 style next-token-prediction layers stored after the last decoder layer
-    return base
+        return base, layer, buffer
+    lower = name.lower()
+    m_lower = m if lower == name else _LAYER_RE.search(lower)
+    if m_lower and int(m_lower.group(1)) >= num_layers and base not in ("vision", "audio", "projector"):
+        return "mtp", layer, buffer  # DeepSeek-V3 style next-token-prediction layers stored after the last decoder layer
+    return base, layer, buffer
 
 
 _NUMERIC_PART_RE = re.compile(r"(?<=\.)\d+(?=\.)")
+
+
+@lru_cache(maxsize=65536)
+def _pattern_facts(key: str) -> tuple[str, bool]:
+    """(component, buffer) of a name pattern; _BUFFER_RE only looks at name parts that are never numbers."""
+    buffer = _BUFFER_RE.search(key) is not None and not key.endswith("e_score_correction_bias")
+    return _classify_pattern(key.lower()), buffer
 
 
 @lru_cache(maxsize=65536)
@@ -209,9 +223,8 @@ def count_tensors(
     embed = _find_input_embedding(entries)
     index_tables: list[str] = []
     for t in entries:
-        component = classify_component(t.name, num_layers)
-        layer = layer_index(t.name)
-        if _BUFFER_RE.search(t.name) and not t.name.endswith("e_score_correction_bias"):
+        component, layer, buffer = name_facts(t.name, num_layers)
+        if buffer:
             counted.append(CountedTensor(t, component, 0, "buffer", layer))
             continue
         if (

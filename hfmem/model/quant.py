@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, NamedTuple
@@ -299,6 +299,26 @@ def _compile_targets(targets: list[str]) -> tuple[set[str], list[re.Pattern[str]
 # The classifier
 
 
+def any_match(patterns: list[re.Pattern[str]]) -> Callable[[str], bool]:
+    """``any(p.match(s) for p in patterns)`` as one compiled alternation (one C call a name, not a generator): the
+    same answers, since re.match of (?:a)|(?:b) matches where a or b matches at the start. Patterns that the
+    alternation could change (backreferences, whose group numbers shift; global inline flags) stay a loop."""
+    if not patterns:
+        return lambda s: False
+    if len(patterns) == 1:
+        only = patterns[0].match
+        return lambda s: only(s) is not None
+    sources = [p.pattern for p in patterns]
+    if not any(re.search(r"\\\d|\(\?P=|^\(\?[aiLmsux]+\)", src) for src in sources) and len({p.flags for p in patterns}) == 1:
+        try:
+            combined = re.compile("|".join(f"(?:{src})" for src in sources), patterns[0].flags)
+        except re.error:
+            pass
+        else:
+            return lambda s: combined.match(s) is not None
+    return lambda s: any(p.match(s) for p in patterns)
+
+
 class Quantizer:
     """Classifies every tensor of one checkpoint and collects what it saw for the summary and the cross-check."""
 
@@ -314,7 +334,10 @@ class Quantizer:
         self.scale_kinds: Counter[str] = Counter()  # granularity of FP8/int8/MX weight scales -> tensors
         self.problems: Counter[str] = Counter()  # message -> occurrences
         self._ct_groups = self._prepare_ct_groups()
+        self._ct_match = [(g, exact, any_match(regex)) for g, exact, regex, _ in self._ct_groups]
+        self._ct_by_class = next((g for g, _, _, by_class in self._ct_groups if by_class), None)
         self._ignore_exact, self._ignore_regex = self._prepare_ignore()
+        self._ignore_match = any_match(self._ignore_regex)
         self._dispatch = self._build_dispatch()
 
     # -- config helpers ------------------------------------------------------------------------------------------
@@ -349,13 +372,13 @@ class Quantizer:
 
     def _ignored(self, module: str) -> bool:
         """compressed-tensors ``ignore``: exact module names or ``re:`` patterns (re.match), like its targets."""
-        return module in self._ignore_exact or any(p.match(module) for p in self._ignore_regex)
+        return module in self._ignore_exact or self._ignore_match(module)
 
     def _ct_group_for(self, module: str) -> dict[str, Any] | None:
-        by_name = next((g for g, exact, regex, _ in self._ct_groups if module in exact or any(p.match(module) for p in regex)), None)
-        if by_name is not None:
-            return by_name
-        return next((g for g, _, _, by_class in self._ct_groups if by_class), None)
+        for g, exact, match in self._ct_match:
+            if module in exact or match(module):
+                return g
+        return self._ct_by_class
 
     def _get(self, name: str) -> TensorEntry | None:
         return self.index.get(name)
