@@ -152,7 +152,7 @@ def attach_sections(
 
 def _with_ref(exc: HfmemError, ref: str) -> HfmemError:
     """ "config.json: ..." says which file; say which model too (batches, logs)."""
-    if ref not in exc.message:
+    if ref not in exc.message and repr(ref) not in exc.message:
         exc.message = f"{ref}: {exc.message}"
         exc.args = (exc.message,)
     return exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -58,7 +59,10 @@ def run_many(
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(refs), unit="repo", leave=False)
+        from hfmem.safe_text import unwrapped
+
+        # Past the CLI's SafeStream: the bar redraws its line with \r and shows only counts.
+        bar = tqdm(total=len(refs), unit="repo", leave=False, file=unwrapped(sys.stderr))
 
     def one(ref: str) -> R | HfmemError:
         try:
