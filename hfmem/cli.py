@@ -83,7 +83,7 @@ def run_guarded(debug: bool, body: Callable[[], Any]) -> Any:
 def common_source_options(f: Callable) -> Callable:
     f = click.option("--revision", default=None, help="Branch, tag or commit (Hub repos).")(f)
     f = click.option("--token", default=None, help="Hub token (default: HF_TOKEN or `hf auth login`). Never printed.")(f)
-    f = click.option("--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds per request (default HF_HUB_DOWNLOAD_TIMEOUT).")(f)
+    f = click.option("--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds of wall-clock any Hub request may take, retries included (default HF_HUB_DOWNLOAD_TIMEOUT, else 10).")(f)
     f = click.option("--debug", is_flag=True, help="Show tracebacks.")(f)
     return f
 

@@ -34,7 +34,13 @@ from hfmem.hub.files import (
 )
 from hfmem.hub.header import MAX_HEADER_BYTES, FileHeader, header_length, parse_header_bytes, validate_header
 from hfmem.hub.local import cached_sha, read_local
-from hfmem.hub.retry import call_with_retries, is_transient, transient_for_downloads, transient_not_timeout
+from hfmem.hub.retry import (
+    DeadlineExceeded,
+    call_with_retries,
+    is_transient,
+    transient_for_downloads,
+    transient_not_timeout,
+)
 
 T = TypeVar("T")
 
@@ -155,13 +161,14 @@ class HubContext:
         return self.errors.guard(call)
 
     def call(self, fn: Callable[[], T], download: bool = False) -> T:
-        """One Hub operation, retried on transient failures (see retry.py).
+        """One Hub operation, retried on transient failures (see retry.py), all attempts and waits within a
+        wall-clock deadline of --timeout.
 
-        Requests made here (``_get``: one GET through huggingface_hub's session; ``list_repo_files``) pass
+        Requests made here (``_get``: one GET through huggingface_hub's session; ``list_repo_files``) also pass
         --timeout to the client as its read timeout, so silence for that long raises at once (and is not retried);
-        their wall-clock cap is generous, so a large answer on a slow link still arrives. ``download=True`` is for
-        ``hf_hub_download`` (only ``read_offline`` uses it now), which after a failed HEAD retries on its own with a
-        60 s timeout and resumes cut-short bodies itself: a wall-clock deadline of --timeout, retries included.
+        the deadline catches what the read timeout cannot, a server that trickles bytes (get_once also stops
+        reading a body at it). ``download=True`` is for ``hf_hub_download`` (only ``read_offline`` uses it now),
+        which after a failed HEAD retries on its own with a 60 s timeout and resumes cut-short bodies itself.
         """
         # A 429's Retry-After is waited out when it is no longer than --timeout, else reported at once.
         if download:
@@ -181,9 +188,7 @@ class HubContext:
                 return True
             return is_transient(exc) and time.monotonic() - started[0] < 0.5 * self.timeout
 
-        return call_with_retries(
-            attempt, deadline_s=max(60.0, 10 * self.timeout), retryable=retryable, max_retry_after_s=self.timeout
-        )
+        return call_with_retries(attempt, deadline_s=self.timeout, retryable=retryable, max_retry_after_s=self.timeout)
 
     # -- flows ------------------------------------------------------------------------------------------------
     def read_online(self) -> ModelFiles:
@@ -293,9 +298,12 @@ class HubContext:
         return self.call(lambda: self.get_once(url, limit, extra))
 
     def get_once(self, url: str, limit: int, extra: dict[str, str] | None = None) -> tuple[bytes, Any]:
-        """GET reading at most `limit` body bytes (a server that ignores Range cannot make us download weights)."""
+        """GET reading at most `limit` body bytes (a server that ignores Range cannot make us download weights),
+        and for at most --timeout of wall-clock: a body trickling in is never silent long enough for the client's
+        read timeout, so the deadline is checked between chunks (DeadlineExceeded, not retried: it took the budget)."""
         from huggingface_hub.utils import hf_raise_for_status
 
+        end = time.monotonic() + self.timeout
         with self._open(url, extra) as response:
             if response.status_code >= 400:
                 if response.status_code == 416:
@@ -308,6 +316,8 @@ class HubContext:
                 size += len(chunk)
                 if size >= limit:
                     break
+                if time.monotonic() > end:
+                    raise DeadlineExceeded(self.timeout, 1)
             return b"".join(chunks)[:limit], response
 
     def file_url(self, filename: str, revision: str | None) -> str:
