@@ -80,10 +80,21 @@ def run_guarded(debug: bool, body: Callable[[], Any]) -> Any:
         sys.exit(1)
 
 
+def _check_timeout(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """--timeout, or HF_HUB_DOWNLOAD_TIMEOUT when it is not given: a usage error (exit 2) unless a finite number of
+    seconds (inf, nan and 1e308 would overflow the waits; huggingface_hub cannot even be imported with "abc")."""
+    from hfmem.hub.timeout import check_timeout, env_timeout
+
+    try:
+        return env_timeout() if value is None else check_timeout(value)
+    except HfmemError as exc:
+        raise click.BadParameter(exc.message.removeprefix("--timeout: ")) from None
+
+
 def common_source_options(f: Callable) -> Callable:
     f = click.option("--revision", default=None, help="Branch, tag or commit (Hub repos).")(f)
     f = click.option("--token", default=None, help="Hub token (default: HF_TOKEN or `hf auth login`). Never printed.")(f)
-    f = click.option("--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds of wall-clock any Hub request may take, retries included (default HF_HUB_DOWNLOAD_TIMEOUT, else 10).")(f)
+    f = click.option("--timeout", type=float, default=None, callback=_check_timeout, help="Seconds of wall-clock any Hub request may take, retries included (default HF_HUB_DOWNLOAD_TIMEOUT, else 10).")(f)
     f = click.option("--debug", is_flag=True, help="Show tracebacks.")(f)
     return f
 
@@ -307,7 +318,7 @@ def compare_cmd(models: tuple[str, ...], revision: str | None, token: str | None
 
 
 @main.command("batch")
-@click.argument("source", type=click.File("r"))
+@click.argument("source", type=click.File("rb"))
 @click.option("--jobs", type=click.IntRange(1, MAX_JOBS), default=DEFAULT_JOBS, show_default=True, help="Repos analysed at once.")
 @click.option("--format", "fmt", type=click.Choice(BATCH_FORMATS), default="jsonl", show_default=True)
 @click.option("--quiet", is_flag=True, help="No progress bar (it is off anyway when stderr is not a terminal).")
@@ -327,7 +338,7 @@ def batch_cmd(source: Any, jobs: int, fmt: str, quiet: bool, revision: str | Non
         from hfmem.batch import parse_repo_list
         from hfmem.render.batch import render_batch
 
-        refs = parse_repo_list(source.read())
+        refs = parse_repo_list(source.read(), "stdin" if source.name in ("-", "<stdin>") else source.name)
         show_progress = not quiet and sys.stderr.isatty()
         results = analyze_many(refs, jobs, revision=revision, token=token, timeout=timeout, progress=show_progress, **_options(opts))
         click.echo(render_batch(refs, results, fmt), nl=False)

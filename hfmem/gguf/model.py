@@ -215,7 +215,12 @@ def read_gguf_report(
         from hfmem.hub.remote import HubContext, check_revision
 
         check_revision(revision)
-        ctx = HubContext(ref, revision, token, timeout or 10.0)
+        from huggingface_hub import constants
+
+        from hfmem.hub.timeout import check_timeout
+
+        # As read_hub: --timeout, else HF_HUB_DOWNLOAD_TIMEOUT (default 10 s).
+        ctx = HubContext(ref, revision, token, check_timeout(timeout if timeout is not None else constants.HF_HUB_DOWNLOAD_TIMEOUT))
         # One request: the commit sha and every file's size (retried on transient failures, see retry.py).
         info = ctx.guard(lambda: ctx.call(lambda: HfApi().model_info(ref, revision=revision, token=token, files_metadata=True)))
         files = {s.rfilename: s.size for s in info.siblings or [] if s.rfilename.endswith(".gguf")}
