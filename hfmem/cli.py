@@ -338,7 +338,8 @@ def batch_cmd(source: Any, jobs: int, fmt: str, quiet: bool, revision: str | Non
         from hfmem.batch import parse_repo_list
         from hfmem.render.batch import render_batch
 
-        refs = parse_repo_list(source.read(), "stdin" if source.name in ("-", "<stdin>") else source.name)
+        name = getattr(source, "name", None)
+        refs = parse_repo_list(source.read(), name if isinstance(name, str) and name not in ("-", "<stdin>") else "stdin")
         show_progress = not quiet and sys.stderr.isatty()
         results = analyze_many(refs, jobs, revision=revision, token=token, timeout=timeout, progress=show_progress, **_options(opts))
         click.echo(render_batch(refs, results, fmt), nl=False)
