@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hfmem.errors import HfmemError, NoConfig, NoSafetensors, UsageError
+from hfmem.errors import HfmemError, MalformedHeader, NoConfig, NoSafetensors, UsageError
 from hfmem.hub.files import ModelFiles
 from hfmem.hub.local import looks_local, read_local
 from hfmem.hub.ref import resolve_ref
 from hfmem.hub.remote import read_hub
+from hfmem.hub.timeout import check_timeout
 from hfmem.model.architecture import build_architecture
 from hfmem.model.inventory import count_tensors, summarize
 from hfmem.model.moe import summarize_moe
@@ -32,6 +33,8 @@ TRAINING_OPTIONS = ("seq", "micro_batch", "grad_checkpointing", "optimizer", "tr
 def read_model(ref: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None) -> ModelFiles:
     """Read config.json and safetensors headers for a Hub repo id (or its URL), a local folder or a cached snapshot."""
     ref, revision = resolve_ref(ref, revision)
+    if timeout is not None:
+        check_timeout(timeout)
     if looks_local(ref):
         return read_local(ref)
     return read_hub(ref, revision=revision, token=token, timeout=timeout)
@@ -152,7 +155,7 @@ def attach_sections(
 
 def _with_ref(exc: HfmemError, ref: str) -> HfmemError:
     """ "config.json: ..." says which file; say which model too (batches, logs)."""
-    if ref not in exc.message:
+    if ref not in exc.message and repr(ref) not in exc.message:
         exc.message = f"{ref}: {exc.message}"
         exc.args = (exc.message,)
     return exc
@@ -201,8 +204,12 @@ def analyze_gguf(
     contexts = [int(c) for part in parts if part.strip().lower() != "max" for c in parse_context(part)]
     report = read_gguf_report(ref, gguf_file=gguf_file, quant=quant, revision=revision, token=token, timeout=timeout,
                        contexts=contexts, batch=batch, cache_type=cache_type, defaults=defaults)
-    if any(part.strip().lower() == "max" for part in parts) and report.architecture.get("context_length"):
-        report.kv_cache.append(gguf_kv(report.architecture, int(report.architecture["context_length"]), batch, cache_type, defaults))
+    limit = report.architecture.get("context_length")
+    if any(part.strip().lower() == "max" for part in parts) and limit is not None:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+            raise MalformedHeader(f"{ref}: GGUF {report.architecture.get('architecture')}.context_length = {repr(limit)[:40]} "
+                                  "is not a positive integer (needed for --ctx max)")
+        report.kv_cache.append(gguf_kv(report.architecture, limit, batch, cache_type, defaults))
     return report
 
 
@@ -301,7 +308,7 @@ def check(
     report = analyze_safetensors(ref, ctx=ctx, batch=batch, revision=revision, token=token, timeout=timeout, gpu=gpu, **options)
     assert report.inference is not None  # attach_sections always plans
     if report.source == "hub":
-        download = hub_download_bytes(report.repo, report.revision or revision, token)
+        download = hub_download_bytes(report.repo, report.revision or revision, token, timeout)
         path, free = cache_free_bytes()
         return CheckResult(report, bool(report.inference.fits), download <= free, download, free, path)
     return CheckResult(report, bool(report.inference.fits), True, report.download_bytes, None, None)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from hfmem.errors import HfmemError, redact
+from hfmem.errors import HfmemError, UsageError, redact
 
 DEFAULT_JOBS = 8
 MAX_JOBS = 64
@@ -25,8 +26,16 @@ class InternalError(HfmemError):
         self.cause = cause
 
 
-def parse_repo_list(text: str) -> list[str]:
-    """One repo id (or path) per line; blank lines and # comments ignored."""
+def parse_repo_list(text: str | bytes, name: str = "the repo list") -> list[str]:
+    """One repo id (or path) per line; blank lines and # comments ignored. Bytes must be UTF-8 (a UsageError
+    saying where they are not); a byte order mark, as editors on Windows write, is not part of the first repo."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{name}: not UTF-8 text (byte 0x{text[exc.start]:02x} at offset {exc.start}); "
+                             "expected one repo id or path per line") from None
+    text = text.removeprefix("\ufeff")
     refs = []
     for line in text.splitlines():
         ref = line.split("#", 1)[0].strip()
@@ -58,7 +67,10 @@ def run_many(
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(refs), unit="repo", leave=False)
+        from hfmem.safe_text import unwrapped
+
+        # Past the CLI's SafeStream: the bar redraws its line with \r and shows only counts.
+        bar = tqdm(total=len(refs), unit="repo", leave=False, file=unwrapped(sys.stderr))
 
     def one(ref: str) -> R | HfmemError:
         try:

@@ -18,6 +18,7 @@ from hfmem.memory.kv.llamacpp import DEFAULTS as LLAMACPP_DEFAULTS
 from hfmem.memory.training import ATTENTION, FSDP, OFFLOAD, OPTIMIZERS
 from hfmem.memory.training import METHODS as TRAINING_METHODS
 from hfmem.memory.training import PRECISIONS as TRAINING_PRECISIONS
+from hfmem.safe_text import one_line
 
 FORMATS = ("table", "json", "markdown")
 BATCH_FORMATS = ("jsonl", "csv", "markdown", "table", "json")
@@ -35,6 +36,26 @@ class DefaultGroup(click.Group):
             args = [self.default_command, *args]
         return super().parse_args(ctx, args)
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        # Everything printed passes through SafeStream (hfmem.safe_text): click's echo and usage errors, library
+        # warnings and log lines, so no repo- or server-supplied text reaches the terminal with control sequences.
+        from hfmem.safe_text import SafeStream
+
+        saved = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
+        try:
+            return super().main(*args, **kwargs)
+        except Exception:  # --debug re-raises bugs: the traceback (which quotes repo text) goes through SafeStream too
+            traceback.print_exc()
+            sys.exit(1)
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            sys.stdout, sys.stderr = saved
+
 
 def run_guarded(debug: bool, body: Callable[[], Any]) -> Any:
     """One clear line on stderr and a distinct exit code for every expected failure; tracebacks only with --debug."""
@@ -47,7 +68,7 @@ def run_guarded(debug: bool, body: Callable[[], Any]) -> Any:
     except HfmemError as exc:
         if debug:
             traceback.print_exc()
-        click.echo(f"hfmem: error: {redact(exc.message)}", err=True)
+        click.echo(f"hfmem: error: {one_line(redact(exc.message))}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("hfmem: interrupted", err=True)
@@ -55,14 +76,25 @@ def run_guarded(debug: bool, body: Callable[[], Any]) -> Any:
     except Exception as exc:
         if debug:
             raise
-        click.echo(f"hfmem: internal error: {type(exc).__name__}: {redact(str(exc))[:200]} (run with --debug for details)", err=True)
+        click.echo(f"hfmem: internal error: {type(exc).__name__}: {one_line(redact(str(exc))[:200])} (run with --debug for details)", err=True)
         sys.exit(1)
+
+
+def _check_timeout(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """--timeout, or HF_HUB_DOWNLOAD_TIMEOUT when it is not given: a usage error (exit 2) unless a finite number of
+    seconds (inf, nan and 1e308 would overflow the waits; huggingface_hub cannot even be imported with "abc")."""
+    from hfmem.hub.timeout import check_timeout, env_timeout
+
+    try:
+        return env_timeout() if value is None else check_timeout(value)
+    except HfmemError as exc:
+        raise click.BadParameter(exc.message.removeprefix("--timeout: ")) from None
 
 
 def common_source_options(f: Callable) -> Callable:
     f = click.option("--revision", default=None, help="Branch, tag or commit (Hub repos).")(f)
     f = click.option("--token", default=None, help="Hub token (default: HF_TOKEN or `hf auth login`). Never printed.")(f)
-    f = click.option("--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds per request (default HF_HUB_DOWNLOAD_TIMEOUT).")(f)
+    f = click.option("--timeout", type=float, default=None, callback=_check_timeout, help="Seconds of wall-clock any Hub request may take, retries included (default HF_HUB_DOWNLOAD_TIMEOUT, else 10).")(f)
     f = click.option("--debug", is_flag=True, help="Show tracebacks.")(f)
     return f
 
@@ -213,7 +245,7 @@ def check_cmd(model: str, revision: str | None, token: str | None, timeout: floa
 
         options = _options(opts)
         result = check(model, gpu=options.pop("gpu", None), revision=revision, token=token, timeout=timeout, **options)
-        click.echo(check_line(result))
+        click.echo(one_line(check_line(result)))
         if not result.ok:
             sys.exit(1)
 
@@ -245,7 +277,12 @@ def card_cmd(model: str, revision: str | None, token: str | None, timeout: float
 
         model_card = card(model, ctx=ctx, precisions=precisions, engine=engine, training=not no_training,
                           revision=revision, token=token, timeout=timeout)
-        text = json.dumps(model_card.to_dict(), indent=2) + "\n" if fmt == "json" else card_markdown(model_card)
+        if fmt == "json":
+            # <, > and & as \u escapes (the same JSON): a card may go into a README, where no repo-supplied text may
+            # open an HTML tag or forge an hfmem marker.
+            text = json.dumps(model_card.to_dict(), indent=2).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
+        else:
+            text = card_markdown(model_card)
         if update_path:
             path = Path(update_path)
             path.write_text(update_block(path.read_text(), text))
@@ -281,7 +318,7 @@ def compare_cmd(models: tuple[str, ...], revision: str | None, token: str | None
 
 
 @main.command("batch")
-@click.argument("source", type=click.File("r"))
+@click.argument("source", type=click.File("rb"))
 @click.option("--jobs", type=click.IntRange(1, MAX_JOBS), default=DEFAULT_JOBS, show_default=True, help="Repos analysed at once.")
 @click.option("--format", "fmt", type=click.Choice(BATCH_FORMATS), default="jsonl", show_default=True)
 @click.option("--quiet", is_flag=True, help="No progress bar (it is off anyway when stderr is not a terminal).")
@@ -301,7 +338,8 @@ def batch_cmd(source: Any, jobs: int, fmt: str, quiet: bool, revision: str | Non
         from hfmem.batch import parse_repo_list
         from hfmem.render.batch import render_batch
 
-        refs = parse_repo_list(source.read())
+        name = getattr(source, "name", None)
+        refs = parse_repo_list(source.read(), name if isinstance(name, str) and name not in ("-", "<stdin>") else "stdin")
         show_progress = not quiet and sys.stderr.isatty()
         results = analyze_many(refs, jobs, revision=revision, token=token, timeout=timeout, progress=show_progress, **_options(opts))
         click.echo(render_batch(refs, results, fmt), nl=False)

@@ -109,7 +109,7 @@ class RequestRecord:
     bytes_sent: int = 0  # body bytes meant to be written (0 for HEAD)
     bytes_written: int = 0  # body bytes the socket accepted before the client hung up (bounded-read checks)
     has_auth: bool = False  # whether an Authorization header came with it
-    injected: str | None = None  # fault applied: "500", "drop", "stall", "429" or "truncate"
+    injected: str | None = None  # fault applied: "500", "drop", "stall", "429", "truncate" or "trickle"
     started: float = field(default_factory=time.monotonic)
 
 
@@ -268,6 +268,10 @@ class LocalHub:
         # GETs whose path contains a key are answered 200 with this body as-is and Content-Encoding: gzip (gzip bombs:
         # see gzip_body); the body is whatever the test compressed, the route is not consulted.
         self.gzip_answers: dict[str, bytes] = {}
+        # Slow-loris: GET bodies of matching paths are sent one byte every trickle_interval_s (the client's read
+        # timeout never fires: it is never silent for long).
+        self.trickle_paths: set[str] = set()
+        self.trickle_interval_s: float = 1.0
         # Tree pages, as on the Hub: 1000 entries, 50 with expand=true.
         self.tree_page_size: int = 1000
         self.tree_page_size_expand: int = 50
@@ -444,6 +448,9 @@ class LocalHub:
                 handler.send_header(key, value)
             handler.send_header("Content-Length", str(len(response.body)))  # the full size, even when truncating
             handler.end_headers()
+            if method == "GET" and any(s in record.path for s in list(self.trickle_paths)):
+                record.injected = "trickle"
+                return self._trickle(handler, record, body)
             for start in range(0, len(body), 1 << 16):  # in pieces, so a client that stops reading is seen
                 handler.wfile.write(body[start : start + (1 << 16)])
                 record.bytes_written = min(len(body), start + (1 << 16))
@@ -453,6 +460,16 @@ class LocalHub:
             return
         if truncate or self._stopping.is_set():
             handler.close_connection = True
+
+    def _trickle(self, handler: _Handler, record: RequestRecord, body: bytes) -> None:
+        handler.wfile.flush()
+        for i in range(len(body)):
+            if self._stopping.wait(self.trickle_interval_s):
+                break
+            handler.wfile.write(body[i : i + 1])
+            handler.wfile.flush()
+            record.bytes_written = i + 1
+        handler.close_connection = True
 
     def _route(
         self, method: str, raw_path: str, query: str, token: str | None, body_in: bytes, headers: Mapping[str, str]

@@ -93,3 +93,21 @@ def model_files(repo_id: str, config: dict[str, Any] | None = None, tensors: lis
         offsets[file] = start + size
     headers = [validate_header(obj, file) for file, obj in shards.items()]
     return ModelFiles(repo_id, None, "local", load_config(repo_id) if config is None else config, headers)
+
+
+def gguf_bytes(arch: str = "llama", n_tensors: int = 1) -> bytes:
+    """A minimal valid GGUF v3 file: general.architecture, a few llama keys, `n_tensors` F32 tensors of 32 x 4."""
+
+    def s(text: str) -> bytes:
+        raw = text.encode()
+        return struct.pack("<Q", len(raw)) + raw
+
+    kv = [("general.architecture", 8, s(arch))]
+    for key, value in (("block_count", 1), ("embedding_length", 32), ("attention.head_count", 4), ("context_length", 256)):
+        kv.append((f"{arch}.{key}", 4, struct.pack("<I", value)))
+    out = b"GGUF" + struct.pack("<IQQ", 3, n_tensors, len(kv))
+    for key, vtype, value in kv:
+        out += s(key) + struct.pack("<I", vtype) + value
+    for i in range(n_tensors):
+        out += s(f"blk.{i}.w") + struct.pack("<I", 2) + struct.pack("<QQ", 32, 4) + struct.pack("<IQ", 0, i * 512)
+    return out

@@ -523,3 +523,105 @@ def test_digest_entry_fuzzer(tmp_path, monkeypatch):
             assert isinstance(config, dict) and all(isinstance(w, str) for w in warnings)
             for h in headers:
                 check_invariants(h)
+# ---------------------------------------------------------------------- GGUF folders: local-path rules, never a hang
+
+GGUF_FOLDERS = 40
+# What a file in a GGUF folder can be, and what reading it must give: "ok" a report, "16" a LocalPathError,
+# "ok|17" a report or a MalformedHeader (bytes the reader may or may not make sense of).
+_GGUF_ENTRIES = {
+    "valid": "ok", "link_inside": "ok", "truncated": "17", "mutated": "ok|17", "empty": "17",
+    "fifo": "16", "directory": "16", "link_outside": "16", "link_dev_zero": "16", "broken_link": "16", "link_loop": "16",
+}  # fmt: skip
+
+
+def _make_gguf_entry(folder, outside, name: str, kind: str, rng: random.Random) -> None:
+    import os
+
+    from stubs import gguf_bytes
+
+    path = folder / name
+    data = gguf_bytes(n_tensors=rng.randint(1, 3))
+    if kind == "valid":
+        path.write_bytes(data)
+    elif kind == "truncated":
+        path.write_bytes(data[: rng.randrange(1, len(data))])
+    elif kind == "mutated":
+        buf = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            buf[rng.randrange(len(buf))] = rng.randrange(256)
+        path.write_bytes(bytes(buf))
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "link_inside":
+        (folder / "blobs").mkdir(exist_ok=True)
+        (folder / "blobs" / name).write_bytes(data)
+        path.symlink_to(folder / "blobs" / name)
+    elif kind == "link_outside":
+        (outside / name).write_bytes(data)
+        path.symlink_to(outside / name)
+    elif kind == "link_dev_zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "broken_link":
+        path.symlink_to(folder / "gone.bin")
+    elif kind == "link_loop":
+        path.symlink_to(path)
+
+
+def _bounded(fn, seconds: float = 20.0):
+    """fn() in a thread: (value, error), or a failure if it does not return (a FIFO opened blocking hangs)."""
+    import threading
+
+    box: dict = {}
+    thread = threading.Thread(target=lambda: box.update(value=_catch(fn)), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), "hung"
+    return box["value"]
+
+
+def _catch(fn):
+    try:
+        return fn(), None
+    except Exception as exc:  # the assertions say which errors are acceptable
+        return None, exc
+
+
+@fast(GGUF_FOLDERS)
+@given(kinds=st.lists(st.sampled_from(sorted(_GGUF_ENTRIES)), min_size=1, max_size=4), seed=st.integers(0, 2**32 - 1))
+def test_gguf_folder_properties(kinds, seed):
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from hfmem.errors import LocalPathError
+    from hfmem.gguf.model import read_gguf_report
+
+    rng = random.Random(seed)
+    base = Path(tempfile.mkdtemp(prefix="hfmem-gguf-fuzz-"))
+    try:
+        folder, outside = base / "model", base / "outside"
+        folder.mkdir()
+        outside.mkdir()
+        names = [f"m{i}-Q4_K_M.gguf" for i in range(len(kinds))]
+        for name, kind in zip(names, kinds):
+            _make_gguf_entry(folder, outside, name, kind, rng)
+        listing, error = _bounded(lambda: read_gguf_report(str(folder)))
+        assert error is None or isinstance(error, (LocalPathError, MalformedHeader)), error
+        for name, kind in zip(names, kinds):
+            report, error = _bounded(lambda: read_gguf_report(str(folder), gguf_file=name))
+            expected = _GGUF_ENTRIES[kind]
+            if expected == "16":
+                assert isinstance(error, LocalPathError) and error.exit_code == 16, (kind, error)
+                assert "\n" not in error.message
+            elif expected == "ok":
+                assert error is None and report.header is not None and report.header.parameters > 0, (kind, error)
+            elif expected == "17":
+                assert isinstance(error, MalformedHeader), (kind, error)
+            else:
+                assert error is None or isinstance(error, MalformedHeader), (kind, error)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hfmem.errors import MalformedHeader, NoSafetensors, UsageError
+from hfmem.errors import LocalPathError, MalformedHeader, NoSafetensors, UsageError
 from hfmem.gguf.reader import GGUFHeader, parse_gguf, read_local_gguf, remote_fetcher
+from hfmem.hub.local import check_inside, is_regular, looks_local, model_root
 from hfmem.memory.kv.llamacpp import GGUFKV, gguf_kv
 
 _SHARD_RE = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$")
@@ -26,6 +27,13 @@ class GGUFFile:
 
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.name, "quant": self.quant, "size_bytes": self.size_bytes, "shards": len(self.shards), "mmproj": self.is_projector}
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:  # a broken link: listed, and refused if it is the file to read
+        return None
 
 
 def quant_from_name(name: str) -> str:
@@ -174,23 +182,45 @@ def read_gguf_report(
     """List the GGUF files of a repo/folder, read the selected file's header (all shards), and size its KV cache."""
     path = Path(ref).expanduser()
     counter: list[int] = []
-    if path.exists():
+    if path.exists() or path.is_symlink() or looks_local(ref):
+        # The local-path rules of safetensors folders (hfmem.hub.local): regular files only (a FIFO would hang
+        # open(), /dev/zero never ends), and files found in a folder may link only inside it (an HF cache
+        # snapshot: into its repo's blobs/); a file named directly may be a link anywhere, the user chose it.
         files: dict[str, int | None]
-        if path.is_file():
+        if not path.exists():
+            raise LocalPathError(f"{ref}: no such file or directory", path=ref)
+        if not path.is_dir():
+            is_regular(path, ref)
             files = {path.name: path.stat().st_size}
-            root = path.parent
+            root, allowed = path.parent, None
         else:
-            root = path
-            files = {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*.gguf")}
+            root, allowed = path, model_root(path)
+            files = {str(p.relative_to(root)): _size(p) for p in root.rglob("*.gguf")}
+            if not files and path.name.lower().endswith(".gguf"):
+                raise LocalPathError(f"{ref}: a directory, not a GGUF file", path=ref)
         source, repo, sha = "local", ref, None
-        read = lambda name: read_local_gguf(str(root / name))  # noqa: E731
+
+        def read(name: str) -> GGUFHeader:
+            file = root / name
+            if allowed is not None:
+                check_inside(file, allowed, ref)
+            try:
+                return read_local_gguf(file, ref)
+            except LocalPathError as exc:
+                exc.fill(path=str(file))
+                raise
     else:
         from huggingface_hub import HfApi
 
         from hfmem.hub.remote import HubContext, check_revision
 
         check_revision(revision)
-        ctx = HubContext(ref, revision, token, timeout or 10.0)
+        from huggingface_hub import constants
+
+        from hfmem.hub.timeout import check_timeout
+
+        # As read_hub: --timeout, else HF_HUB_DOWNLOAD_TIMEOUT (default 10 s).
+        ctx = HubContext(ref, revision, token, check_timeout(timeout if timeout is not None else constants.HF_HUB_DOWNLOAD_TIMEOUT))
         # One request: the commit sha and every file's size (retried on transient failures, see retry.py).
         info = ctx.guard(lambda: ctx.call(lambda: HfApi().model_info(ref, revision=revision, token=token, files_metadata=True)))
         files = {s.rfilename: s.size for s in info.siblings or [] if s.rfilename.endswith(".gguf")}

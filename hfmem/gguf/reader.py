@@ -8,9 +8,11 @@ requests in growing chunks, because metadata (tokenizer arrays) can be megabytes
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hfmem.errors import MalformedHeader
@@ -175,16 +177,24 @@ def parse_gguf(fetch: Callable[[int, int], bytes], file: str, first_chunk: int =
     return GGUFHeader(file, version, metadata, tensors, r.pos, lengths)
 
 
-def read_local_gguf(path: str) -> GGUFHeader:
-    import os
+def read_local_gguf(path: str | os.PathLike[str], named: str | None = None) -> GGUFHeader:
+    """The header of a local .gguf file: a regular file only (hfmem.hub.local.open_regular), read errors as
+    LocalPathError naming `named` (the path the user gave)."""
+    from hfmem.errors import LocalPathError
+    from hfmem.hub.local import open_regular
 
-    with open(path, "rb") as fh:
+    file = Path(path)
+    named = named or str(path)
+    with open_regular(file, named) as fh:
 
         def fetch(offset: int, size: int) -> bytes:
-            fh.seek(offset)
-            return fh.read(size)
+            try:
+                fh.seek(offset)
+                return fh.read(size)
+            except OSError as exc:
+                raise LocalPathError(f"{named}: cannot read {file.name!r} ({exc.strerror or type(exc).__name__})", path=str(file)) from None
 
-        return parse_gguf(fetch, os.path.basename(path))
+        return parse_gguf(fetch, file.name)
 
 
 def remote_fetcher(ctx: HubContext, filename: str, revision: str | None, counter: list[int] | None = None) -> Callable[[int, int], bytes]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from hfmem.errors import MalformedHeader
@@ -80,22 +80,28 @@ DECODABLE = ("identity", "gzip", "x-gzip", "deflate")
 _STEP = 1 << 20  # decoded bytes per step: what one received chunk may add before the caller's limit is checked
 
 
-def decoded(raw_chunks: Iterable[bytes], encoding: str) -> Iterator[bytes]:
-    """The body's bytes as received (identity) or decompressed a step at a time (gzip, deflate: RFC 9110 8.4.1),
-    so a caller that stops at its limit never holds more than that plus one step."""
-    if encoding == "identity":
-        yield from raw_chunks
-        return
-    inflater = zlib.decompressobj(32 + zlib.MAX_WBITS)  # gzip or zlib container, told apart by its header
-    try:
-        for chunk in raw_chunks:
-            data = chunk
-            while data:
-                out = inflater.decompress(data, _STEP)
-                data = inflater.unconsumed_tail
+MIN_RATE = 256 * 1024  # bytes/s on the wire that extend a body's deadline (a slow 2 Mbit/s link still gets there)
+
+
+class BodyDecoder:
+    """A body's bytes as received (identity) or decompressed a step at a time (gzip, deflate: RFC 9110 8.4.1), so a
+    caller that stops at its limit never holds more than that plus one step."""
+
+    def __init__(self, encoding: str):
+        self.encoding = encoding
+        # wbits 32 + MAX_WBITS: a gzip or zlib container, told apart by its header.
+        self.inflater = None if encoding == "identity" else zlib.decompressobj(32 + zlib.MAX_WBITS)
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        if self.inflater is None:
+            yield chunk
+            return
+        data = chunk
+        try:
+            while data and not self.inflater.eof:
+                out = self.inflater.decompress(data, _STEP)
+                data = self.inflater.unconsumed_tail
                 if out:
                     yield out
-            if inflater.eof:
-                return
-    except zlib.error as exc:
-        raise MalformedHeader(f"answer is not valid {encoding} ({str(exc)[:60]})") from None
+        except zlib.error as exc:
+            raise MalformedHeader(f"answer is not valid {self.encoding} ({str(exc)[:60]})") from None

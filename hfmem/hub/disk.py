@@ -18,19 +18,23 @@ def folder_size(path: str | Path) -> int:
     return total
 
 
-def hub_download_bytes(repo_id: str, revision: str | None = None, token: str | bool | None = None) -> int:
+def hub_download_bytes(
+    repo_id: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None
+) -> int:
     """Bytes a default ``snapshot_download`` fetches: every file of the repo tree at ``revision``."""
-    from huggingface_hub import HfApi
+    from huggingface_hub import HfApi, constants
 
     from hfmem.hub.remote import HubContext
 
-    ctx = HubContext(repo_id, revision, token, 30.0)
+    ctx = HubContext(repo_id, revision, token, timeout if timeout is not None else constants.HF_HUB_DOWNLOAD_TIMEOUT)
 
     def call() -> int:
         return sum(getattr(f, "size", 0) or 0 for f in HfApi().list_repo_tree(repo_id, recursive=True, revision=revision, token=token)
                    if getattr(f, "size", None) is not None)
 
-    return ctx.guard(call)
+    # Through ctx.call like every Hub request: retried by hfmem within --timeout, and the client's own retry
+    # warnings ("Retrying in 1s") kept off stderr, which carries one line per error.
+    return ctx.guard(lambda: ctx.call(call))
 
 
 def cache_free_bytes() -> tuple[str, int]:

@@ -9,6 +9,7 @@ from typing import TypeVar
 from hfmem.errors import (
     GatedRepo,
     HfmemError,
+    LocalPathError,
     NetworkError,
     NoConfig,
     NoSafetensors,
@@ -135,6 +136,16 @@ class HubErrors:
                     status,
                 )
             return error(NetworkError, f"{self.repo_id}: HTTP {code} from {endpoint}", status)
+        if isinstance(exc, OSError) and exc.filename is not None:
+            # A file the client reads or writes on this machine (the token file, the HF cache under HF_HOME or
+            # HF_HUB_CACHE), not the network: socket and httpx errors name no file.
+            where = f"{exc.filename!r}" + (f" -> {exc.filename2!r}" if exc.filename2 else "")
+            return error(
+                LocalPathError,
+                f"{self.repo_id}: cannot use {where} ({exc.strerror or type(exc).__name__}); "
+                "a local path of the Hugging Face client: check HF_HOME, HF_HUB_CACHE and HF_TOKEN_PATH",
+                path=str(exc.filename),
+            )
         module = type(exc).__module__ or ""
         if isinstance(exc, (OSError, TimeoutError)) or module.startswith(("httpx", "httpcore")):
             # httpx transport errors are not OSError subclasses. Their text names host and port, never headers.

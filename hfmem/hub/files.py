@@ -122,14 +122,22 @@ def select_indexed(headers: list[FileHeader], index: dict[str, Any] | None, warn
         return _some_tensors(headers)
     wanted: dict[str, str] = index["weight_map"]
     listed = set(wanted.values())
-    at_home = {t.name for h in headers if h.file in listed for t in h.tensors if wanted.get(t.name) == h.file}
     found: set[str] = set()
     unlisted = sorted(h.file for h in headers if h.file not in listed)
     unnamed = misplaced = 0
     first_unnamed = first_misplaced = ""
     out = []
+    homes = {h.file: list(map(wanted.get, (t.name for t in h.tensors))) for h in headers if h.file in listed}
+    at_home: set[str] = set()  # only needed when some tensor is stored away from where the index puts it
+    if any(places.count(file) != len(places) for file, places in homes.items()):
+        at_home = {t.name for h in headers if h.file in homes for t, home in zip(h.tensors, homes[h.file]) if home == h.file}
     for h in headers:
         if h.file not in listed:
+            continue
+        places = homes[h.file]
+        if places.count(h.file) == len(places):  # the usual case: every tensor where the index says
+            found.update(t.name for t in h.tensors)
+            out.append(h)
             continue
         kept = []
         for t in h.tensors:

@@ -10,6 +10,7 @@ import json
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +182,9 @@ def tensor_entry(name: str, dtype: Any, shape: Any, nbytes: Any, file: str) -> T
     return TensorEntry(name, dtype, tuple(shape), numel, nbytes, file)
 
 
+_by_offsets = itemgetter(0, 1)
+
+
 def _checked_entry(name: str, info: Any, file: str) -> TensorEntry:
     """One entry of a header, every rule checked, with an error naming the file and the tensor."""
     where = f"{file}: tensor {name[:120]!r}"
@@ -239,7 +243,7 @@ def validate_header(obj: Any, file: str, data_bytes: int | None = None, plain: b
         elif plain:
             checked[(entry.dtype, entry.shape, entry.nbytes)] = entry.numel
         entries.append((begin, end, entry))
-    entries.sort(key=lambda e: (e[0], e[1]))
+    entries.sort(key=_by_offsets)
     position = 0
     for begin, end, entry in entries:
         if begin != position:

@@ -4,7 +4,9 @@ symlink out of the model's own folder."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from hfmem.errors import HfmemError, LocalPathError, MalformedHeader, NoConfig, NoSafetensors
 from hfmem.hub.budget import MAX_INDEX_BYTES
@@ -54,18 +56,19 @@ def _read_folder(path: Path, root: Path, path_str: str, snapshot: tuple[str, str
     # repo's own blobs/ folder (models--org--name/), which is how the cache stores them.
     allowed = root.parent.parent if snapshot else root
     config_path = path / "config.json"
-    if not config_path.is_file():
+    if not is_regular(config_path, path_str):
         raise NoConfig(f"{path_str}: no config.json in this folder")
     _check_inside(config_path, allowed, path_str)
     config = load_json_text(read_bounded(config_path, named=path_str), "config.json")
     warnings: list[str] = []
     index = None
     index_path = path / INDEX_FILE
-    if index_path.is_file():
+    if is_regular(index_path, path_str):
         _check_inside(index_path, allowed, path_str)
-        index = load_json_text(read_bounded(index_path, MAX_INDEX_BYTES, path_str), INDEX_FILE, MalformedHeader, MAX_INDEX_BYTES)
+        # max_depth=None: only the flat weight_map and metadata are read, and json.loads bounds recursion itself.
+        index = load_json_text(read_bounded(index_path, MAX_INDEX_BYTES, path_str), INDEX_FILE, MalformedHeader, MAX_INDEX_BYTES, None)
         shards = index_shards(index, INDEX_FILE)
-    elif (path / SINGLE_FILE).is_file():
+    elif is_regular(path / SINGLE_FILE, path_str):
         shards = [SINGLE_FILE]
     else:
         shards = fallback_safetensors([p.name for p in path.glob("*.safetensors")], warnings)
@@ -76,7 +79,7 @@ def _read_folder(path: Path, root: Path, path_str: str, snapshot: tuple[str, str
     headers = []
     for shard in shards:
         shard_path = _check_inside(path / shard, allowed, path_str)
-        if not shard_path.is_file():
+        if not is_regular(shard_path, path_str):
             raise NoSafetensors(f"{path_str}: {INDEX_FILE} names {shard!r}, which is missing", path=shard)
         try:
             headers.append(read_local_header(shard_path, shard))
@@ -93,6 +96,60 @@ def _read_folder(path: Path, root: Path, path_str: str, snapshot: tuple[str, str
         index_metadata=(index or {}).get("metadata") if index else None,
         warnings=warnings,
     )
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):  # fmt: skip
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def is_regular(path: Path, named: str) -> bool:
+    """True for a regular file (after symlinks), False when nothing is there; a LocalPathError for anything else:
+    opening a FIFO blocks until a writer comes, a device (/dev/zero) never ends, a directory cannot be read."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise LocalPathError(f"{named}: {path.name!r} is a broken symlink", path=str(path)) from None
+        return False
+    except OSError as exc:
+        raise LocalPathError(f"{named}: cannot read {path.name!r} ({exc.strerror or type(exc).__name__})", path=str(path)) from None
+    if not stat.S_ISREG(mode):
+        raise LocalPathError(f"{named}: {path.name!r} is {_kind(mode)}, not a regular file", path=str(path))
+    return True
+
+
+def open_regular(path: Path, named: str) -> BinaryIO:
+    """`path` opened for reading if it is a regular file, else a LocalPathError (what is_regular refuses). The open
+    is non-blocking, so a FIFO swapped in after a check cannot hang it either; fstat then refuses it."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise LocalPathError(f"{named}: cannot read {path.name!r} ({exc.strerror or type(exc).__name__})", path=str(path)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise LocalPathError(f"{named}: {path.name!r} is {_kind(mode)}, not a regular file", path=str(path))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def model_root(folder: Path) -> Path:
+    """Where symlinks of files in `folder` may point: the folder itself, or for an HF cache snapshot, its repo folder
+    (the snapshot links into blobs/)."""
+    root = folder.resolve()
+    return root.parent.parent if _snapshot_revision(root) else root
+
+
+def check_inside(path: Path, allowed: Path, named: str) -> Path:
+    """The resolved path, if it (after following symlinks) stays inside `allowed`; else a LocalPathError."""
+    return _check_inside(path, allowed, named)
 
 
 def _check_inside(path: Path, allowed: Path, named: str) -> Path:

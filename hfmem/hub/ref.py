@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 from urllib.parse import unquote
 
 from hfmem.errors import UsageError
+from hfmem.safe_text import one_line
 
 # https://huggingface.co/ORG/NAME[/tree/REV[/...] | /blob/REV/... | /resolve/REV/...], also hf.co and http://, with or
 # without the scheme; huggingface_hub builds the same paths (file_download.py: hf_hub_url; hf_api.py: model_info).
@@ -19,6 +21,9 @@ _HUB_URL_RE = re.compile(
 def resolve_ref(ref: str, revision: str | None = None) -> tuple[str, str | None]:
     """(repo id or path, revision). A Hub URL gives its repo id and, from ``/tree/REV`` (or a file URL's
     ``/blob/REV/...``), its revision; a revision given as well must agree with the URL's."""
+    if one_line(ref) != ref and not os.path.exists(ref):
+        # huggingface_hub's validator would refuse it too, but quoting it raw in a multi-line message.
+        raise UsageError(f"invalid repo id {ref[:200]!r}: contains control characters (and no such local path)")
     m = _HUB_URL_RE.match(ref.strip())
     if m is None:
         return ref, revision

@@ -17,7 +17,16 @@ from urllib.parse import quote
 
 from hfmem.errors import MalformedHeader, NetworkError, NoSafetensors, UsageError
 from hfmem.hub import digest
-from hfmem.hub.budget import DECODABLE, IN_FLIGHT, MAX_INDEX_BYTES, MAX_METADATA_BYTES, ReadTotal, decoded, reservation
+from hfmem.hub.budget import (
+    DECODABLE,
+    IN_FLIGHT,
+    MAX_INDEX_BYTES,
+    MAX_METADATA_BYTES,
+    MIN_RATE,
+    BodyDecoder,
+    ReadTotal,
+    reservation,
+)
 from hfmem.hub.errors import HubErrors, error_code
 from hfmem.hub.files import (
     BIN_INDEX_FILE,
@@ -42,7 +51,13 @@ from hfmem.hub.header import (
     validate_header,
 )
 from hfmem.hub.local import cached_sha, read_local
-from hfmem.hub.retry import call_with_retries, is_transient, transient_for_downloads, transient_not_timeout
+from hfmem.hub.retry import (
+    DeadlineExceeded,
+    call_with_retries,
+    is_transient,
+    transient_for_downloads,
+    transient_not_timeout,
+)
 
 T = TypeVar("T")
 
@@ -171,14 +186,15 @@ class HubContext:
         """Run `call`, its failures as hfmem errors (hfmem.hub.errors)."""
         return self.errors.guard(call)
 
-    def call(self, fn: Callable[[], T], download: bool = False) -> T:
-        """One Hub operation, retried on transient failures (see retry.py).
+    def call(self, fn: Callable[[], T], download: bool = False, deadline_s: float | None = None) -> T:
+        """One Hub operation, retried on transient failures (see retry.py), all attempts and waits within a
+        wall-clock deadline of --timeout (or `deadline_s`, for get_once, which bounds a body's wait itself).
 
-        Requests made here (``_get``: one GET through huggingface_hub's session; ``list_repo_files``) pass
+        Requests made here (``_get``: one GET through huggingface_hub's session; ``list_repo_files``) also pass
         --timeout to the client as its read timeout, so silence for that long raises at once (and is not retried);
-        their wall-clock cap is generous, so a large answer on a slow link still arrives. ``download=True`` is for
-        ``hf_hub_download`` (only ``read_offline`` uses it now), which after a failed HEAD retries on its own with a
-        60 s timeout and resumes cut-short bodies itself: a wall-clock deadline of --timeout, retries included.
+        the deadline catches what the read timeout cannot, a server that trickles bytes (get_once also stops
+        reading a body at it). ``download=True`` is for ``hf_hub_download`` (only ``read_offline`` uses it now),
+        which after a failed HEAD retries on its own with a 60 s timeout and resumes cut-short bodies itself.
         """
         # A 429's Retry-After is waited out when it is no longer than --timeout, else reported at once.
         if download:
@@ -199,7 +215,7 @@ class HubContext:
             return is_transient(exc) and time.monotonic() - started[0] < 0.5 * self.timeout
 
         return call_with_retries(
-            attempt, deadline_s=max(60.0, 10 * self.timeout), retryable=retryable, max_retry_after_s=self.timeout
+            attempt, deadline_s=deadline_s or self.timeout, retryable=retryable, max_retry_after_s=self.timeout
         )
 
     # -- flows ------------------------------------------------------------------------------------------------
@@ -319,17 +335,27 @@ class HubContext:
         return get_session().stream("GET", url, headers=headers, timeout=self.timeout, follow_redirects=True)
 
     def _get(self, url: str, limit: int, extra: dict[str, str] | None = None) -> tuple[bytearray, Any]:
-        """One GET = one retried operation (transient failures, a body cut short, 429 Retry-After: see call)."""
-        return self.call(lambda: self.get_once(url, limit, extra))
+        """One GET = one retried operation (transient failures, a body cut short, 429 Retry-After: see call). get_once
+        stops a trickle itself at about --timeout; the operation may last as long as `limit` bytes take at MIN_RATE."""
+        return self.call(lambda: self.get_once(url, limit, extra), deadline_s=self._body_deadline(limit))
+
+    def _body_deadline(self, limit: int) -> float:
+        return self.timeout + limit / MIN_RATE
 
     def get_once(self, url: str, limit: int, extra: dict[str, str] | None = None, reserve: bool = True) -> tuple[bytearray, Any]:
         """GET reading at most `limit` decoded body bytes (a server that ignores Range cannot make us download weights,
         nor a gzip answer expand past it: the body is decoded here, a megabyte at most per step, not by the HTTP
         client, which expands each received chunk whole). The body reserves its size in the process-wide in-flight
         budget while it arrives (unless the caller holds a reservation for it: `reserve=False`), and counts against
-        this read's total (hfmem.hub.budget)."""
+        this read's total (hfmem.hub.budget).
+
+        Wall clock: a body trickling in is never silent long enough for the client's read timeout, so a deadline is
+        checked between chunks (DeadlineExceeded, not retried). It is --timeout from the request, extended by the time
+        the bytes received so far take at MIN_RATE: a large answer on a working link arrives, a trickle cannot
+        hold a request much past --timeout."""
         from huggingface_hub.utils import hf_raise_for_status
 
+        end = time.monotonic() + self.timeout
         with self._open(url, extra) as response:
             if response.status_code >= 400:
                 if response.status_code == 416:
@@ -341,12 +367,20 @@ class HubContext:
                 raise MalformedHeader(f"{url.rsplit('/', 1)[-1][:120]}: unsupported Content-Encoding {encoding[:40]!r}")
             expected = reservation(response.headers.get("Content-Length"), encoding, limit)
             body = bytearray()
+            received = 0
+            decoder = BodyDecoder(encoding)
             with IN_FLIGHT.hold(expected if reserve else 0):
-                for piece in decoded(response.iter_raw(), encoding):
-                    body += piece
-                    self.read_total.add(len(piece))
+                for raw in response.iter_raw():
+                    received += len(raw)
+                    for piece in decoder.feed(raw):
+                        body += piece
+                        self.read_total.add(len(piece))
+                        if len(body) >= limit:
+                            break
                     if len(body) >= limit:
                         break
+                    if time.monotonic() > end + received / MIN_RATE:
+                        raise DeadlineExceeded(self.timeout, 1)
             del body[limit:]
             return body, response
 
@@ -368,7 +402,7 @@ class HubContext:
             data, response = self._get(self.file_url(INDEX_FILE, revision), MAX_INDEX_BYTES + 1)
         except EntryNotFoundError as exc:
             return None, _commit(getattr(exc, "response", None))
-        return load_json_text(data, INDEX_FILE, MalformedHeader, MAX_INDEX_BYTES), _commit(response)
+        return load_json_text(data, INDEX_FILE, MalformedHeader, MAX_INDEX_BYTES, None), _commit(response)
 
     def get_sharded(self, revision: str | None = None) -> tuple[list[FileHeader], dict[str, Any] | None, str | None] | str | None:
         """Every shard header in one request (main only): (headers, index metadata, commit); _NOT_SHARDED when the
@@ -415,7 +449,9 @@ class HubContext:
             # as large as the bytes), so concurrent shards cannot each hold a 100 MB header at once beyond the budget.
             with IN_FLIGHT.hold(2 * need):
                 range_ = {"Range": f"bytes={len(data)}-{need - 1}"}
-                more, answer = self.call(lambda: self.get_once(url, need, range_, reserve=False))
+                more, answer = self.call(
+                    lambda: self.get_once(url, need, range_, reserve=False), deadline_s=self._body_deadline(need)
+                )
                 # A server that ignores Range answers 200 from byte 0: then the continuation starts at len(data).
                 view = memoryview(more)
                 data += view[len(data) :] if answer.status_code == 200 else view[: need - len(data)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hfmem.memory.summary import CARD_TRAIN_SEQ, ModelCard
+from hfmem.safe_text import markdown_inline as md
 from hfmem.units import fmt_count
 
 
@@ -21,15 +22,17 @@ def _gib(n: int | None) -> str:
 def card_markdown(card: ModelCard) -> str:
     r = card.report
     a, p = r.architecture, r.parameters
-    rev = f" @ `{r.revision[:12]}`" if r.revision else ""
+    # Repo-supplied text (model_type, layer type names; the repo name and revision too) goes through md(): a card is
+    # pasted into a README, where HTML or a forged <!-- hfmem:end --> marker must not come from a config.
+    rev = f" @ `{r.revision[:12]}`" if r.revision and r.revision.isalnum() else f" @ {md(r.revision)}" if r.revision else ""
     attn = f"{a.num_attention_heads} heads / {a.num_kv_heads} KV heads ({a.attention_kind.upper()})" if a.num_attention_heads else "attention-free"
-    layer_types = ", ".join(f"{n} {t.replace('_attention', '').replace('_', ' ')}" for t, n in a.layer_types.items())
+    layer_types = ", ".join(f"{n} {md(t.replace('_attention', '').replace('_', ' '))}" for t, n in a.layer_types.items())
     lines = [
         "### Memory requirements",
         "",
-        f"**{r.repo}**{rev}: {p.total:,} parameters ({fmt_count(p.total).split('(')[-1].rstrip(')')})"
+        f"**{md(r.repo)}**{rev}: {p.total:,} parameters ({fmt_count(p.total).split('(')[-1].rstrip(')')})"
         + (f", {p.active:,} active per token" if p.active != p.total else "")
-        + f". {a.model_type}, {a.num_layers} layers ({layer_types}), hidden {a.hidden_size}, {attn}, head_dim {a.head_dim}, "
+        + f". {md(a.model_type)}, {a.num_layers} layers ({layer_types}), hidden {a.hidden_size}, {attn}, head_dim {a.head_dim}, "
         f"vocab {a.vocab_size:,}" + (f", max context {a.max_position_embeddings:,}" if a.max_position_embeddings else "") + ".",
         "",
         f"#### Inference ({card.engine}, batch {card.batch})",
@@ -44,7 +47,7 @@ def card_markdown(card: ModelCard) -> str:
         if limit and c.context > limit:
             mark, beyond = " †", True
         lines.append(
-            f"| {c.precision} | {_ctx_label(c.context)}{mark} | {_gib(c.weights_bytes)} | {_gib(c.kv_bytes)} | "
+            f"| {md(c.precision)} | {_ctx_label(c.context)}{mark} | {_gib(c.weights_bytes)} | {_gib(c.kv_bytes)} | "
             f"{_gib(c.total_bytes)} | {c.smallest_gpu or 'none single-GPU'} |"
         )
     if beyond:
@@ -58,7 +61,7 @@ def card_markdown(card: ModelCard) -> str:
             "|---|---:|---:|---:|",
         ]
         for row in card.training:
-            lines.append(f"| {row.method} | {row.trainable_parameters:,} | {_gib(row.total_bytes_checkpointing)} | {_gib(row.total_bytes_no_checkpointing)} |")
+            lines.append(f"| {md(row.method)} | {row.trainable_parameters:,} | {_gib(row.total_bytes_checkpointing)} | {_gib(row.total_bytes_no_checkpointing)} |")
     lines += [
         "",
         f"<sub>Computed by hfmem {card.version} on {card.date} from config.json and the safetensors headers. "

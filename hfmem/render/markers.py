@@ -10,6 +10,10 @@ END = "<!-- hfmem:end -->"
 
 
 def update_block(document: str, block: str) -> str:
+    # The block quotes repo-supplied text: card_markdown escapes it, but a marker in it would still make the file
+    # unbalanced (and every later --update refuse it), so none survives here whatever the block is.
+    for marker in (START, END):
+        block = block.replace(marker, marker.replace("<", "&lt;"))
     body = f"{START}\n{block.strip()}\n{END}"
     start = document.find(START)
     end = document.find(END)

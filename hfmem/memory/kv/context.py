@@ -4,10 +4,27 @@ from __future__ import annotations
 
 import re
 
-from hfmem.errors import UsageError
+from hfmem.errors import MalformedConfig, UsageError
 from hfmem.model.architecture import Architecture
 
 _CTX_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
+
+
+# The names build_architecture reads the context limit from, in its order.
+_MAX_POSITION_NAMES = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length")
+
+
+def _malformed_max(arch: Architecture | None) -> None:
+    """A MalformedConfig when the config has a context limit that is no positive integer (build_architecture
+    ignores such a value): the config is at fault, not the --ctx asked for."""
+    text = getattr(arch, "text_config", None) or {}
+    for name in _MAX_POSITION_NAMES:
+        value = text.get(name)
+        if value is not None:
+            raise MalformedConfig(
+                f"config.json: {name} = {repr(value)[:40]} is not a positive integer (needed for --ctx max)",
+                path="config.json",
+            )
 
 
 def parse_context(text: str | int, arch: Architecture | None = None) -> list[int]:
@@ -24,6 +41,7 @@ def parse_context(text: str | int, arch: Architecture | None = None) -> list[int
         if p.lower() == "max":
             max_pos = getattr(arch, "max_position_embeddings", None) if arch is not None else None
             if not max_pos:
+                _malformed_max(arch)
                 raise UsageError("--ctx max: the model's config has no max_position_embeddings; give a number")
             out.append(int(max_pos))
             continue
