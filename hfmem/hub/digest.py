@@ -23,7 +23,7 @@ from urllib.parse import quote
 from hfmem.errors import MalformedHeader
 from hfmem.hub.cachedir import atomic_write, cache_root, enabled
 from hfmem.hub.files import MAX_JSON_DEPTH, is_sha, json_depth
-from hfmem.hub.header import FileHeader, tensor_entry
+from hfmem.hub.header import FileHeader, TensorEntry, tensor_entry
 
 FORMAT = "hfmem-digest"
 VERSION = 3  # 3: the checksum covers config and metadata too; entries are validated on load
@@ -158,7 +158,27 @@ def _decode(raw: bytes, repo_id: str, sha: str) -> tuple[dict[str, Any], list[Fi
         return None
     if not (index_metadata is None or isinstance(index_metadata, dict)):
         return None
-    columns = json.loads(body)
+    floats: list[str] = []
+    columns = json.loads(body, parse_float=floats.append)
+    # Like fresh headers (header.validate_header): in JSON without floats or true/false, a shape equal to one already
+    # checked is the same integers, so each (dtype, shape, bytes) goes through tensor_entry once.
+    plain = not floats and b"true" not in body and b"false" not in body
+    seen: dict[tuple[Any, ...], int] = {}
+
+    def checked_entry(tname: Any, dtype: Any, shape: Any, nbytes: Any, file: str) -> TensorEntry:
+        if plain and type(tname) is str:
+            try:
+                key = (dtype, tuple(shape), nbytes)
+                numel = seen.get(key)
+            except TypeError:
+                numel = None
+            if numel is not None:
+                return TensorEntry(tname, dtype, key[1], numel, nbytes, file)
+        entry = tensor_entry(tname, dtype, shape, nbytes, file)
+        if plain:
+            seen[(entry.dtype, entry.shape, entry.nbytes)] = entry.numel
+        return entry
+
     if not _str_list(warnings) or not isinstance(files, list) or not isinstance(columns, list) or len(columns) != len(files):
         return None
     headers: list[FileHeader] = []
@@ -174,7 +194,7 @@ def _decode(raw: bytes, repo_id: str, sha: str) -> tuple[dict[str, Any], list[Fi
                 return None
             if not len(names) == len(dtypes) == len(shapes) == len(sizes):
                 return None
-            entries = tuple(map(tensor_entry, names, dtypes, shapes, sizes, repeat(name)))
+            entries = tuple(map(checked_entry, names, dtypes, shapes, sizes, repeat(name)))
             headers.append(FileHeader(name, entries, dict(metadata), tuple(fwarn)))
     except MalformedHeader:
         return None
