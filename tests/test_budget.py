@@ -143,3 +143,21 @@ def test_kimi_k3_scale_repo_passes(hub_env, tmp_path, cli):
     for args in ([str(root)], ["org/k3"]):
         r = cli([*args, "--format", "json"], timeout=600)
         assert r.returncode == 0, r.stderr
+
+
+def test_gzip_bomb_gguf_range_costs_what_was_asked(hub_env, tmp_path):
+    # A GGUF repo whose file answers every range with 200 and a gzip body: the real header, then 1 GiB of zeros.
+    # The reader asks for the header's bytes only; the body is decoded a step at a time and cut there.
+    from stubs import gguf_bytes
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    data = gguf_bytes(n_tensors=4)
+    (repo / "m-Q4_K_M.gguf").write_bytes(data + b"\0" * 4096)
+    hub_env.add_repo("org/m-GGUF", RepoSpec(root=repo))
+    hub_env.gzip_answers["m-Q4_K_M.gguf"] = gzip_body(data, 1 << 30, fill=b"\0")
+    result, peak_kb = _run_measured(["org/m-GGUF", "--quant", "Q4_K_M", "--format", "json"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["parameters"]["total"] == 4 * 32 * 4
+    print(f"peak RSS {peak_kb} kB")
+    assert peak_kb < RSS_BOUND_KB, peak_kb
