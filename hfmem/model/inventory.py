@@ -81,7 +81,10 @@ class Parameters:
         }
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass's __init__ sets each field through object.__setattr__, 8x the cost of a plain slots
+# one, and there is one of these per stored tensor (500k in the largest checkpoints). Treated as immutable all the
+# same; unsafe_hash keeps them hashable and comparable by value.
+@dataclass(slots=True, unsafe_hash=True)
 class CountedTensor:
     entry: TensorEntry
     component: str

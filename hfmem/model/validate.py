@@ -38,7 +38,10 @@ _LIMITS: tuple[tuple[tuple[str, ...], int, int], ...] = (
 )  # fmt: skip
 _LIMIT_OF = {key: (lo, hi) for keys, lo, hi in _LIMITS for key in keys}
 # Keys that must be positive in the decoder config that hfmem analyses (0 is refused there, allowed elsewhere).
-_POSITIVE = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "hidden_size", "n_embd", "d_model", "vocab_size")
+# kv_lora_rank: the width of MLA's cached latent (DeepSeek-V2, arXiv 2405.04434 section 2.1.2); 0 would be a cache
+# of nothing, which no MLA model has (q_lora_rank may be 0 or null: DeepSeek-V2-Lite projects queries directly).
+_POSITIVE = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "hidden_size", "n_embd", "d_model", "vocab_size",
+             "kv_lora_rank")
 _QUANT_INTS = {"bits": (1, 64), "w_bit": (1, 64), "num_bits": (1, 64), "group_size": (-1, 1 << 30), "q_group_size": (-1, 1 << 30)}
 
 
