@@ -8,7 +8,9 @@ measured checks are in docs/planner.md."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -226,11 +228,30 @@ class InferencePlan:
     kv_blocks: int | None = None
     kv_pool_tokens: int | None = None
     replicated: list[str] = field(default_factory=list)
-    fits_on: list[FitRow] | None = None
     notes: list[str] = field(default_factory=list)
+    # The catalog (every GPU: fit, longest context, concurrency) is ~16 rows of searches, so it is computed on first
+    # read of ``fits_on`` (the text output and JSON read it; --gpu, check, compare and batch summaries do not).
+    _fits_on: list[FitRow] | None = field(default=None, repr=False)
+    _catalog: Callable[[], list[FitRow]] | None = field(default=None, repr=False, compare=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    @property
+    def fits_on(self) -> list[FitRow] | None:
+        if self._catalog is not None:
+            self._fits_on, self._catalog = self._catalog(), None
+        return self._fits_on
+
+    @fits_on.setter
+    def fits_on(self, rows: list[FitRow] | None) -> None:
+        self._fits_on, self._catalog = rows, None
+
+    @property
+    def catalog_computed(self) -> bool:
+        """Whether the catalog rows exist yet (no catalog asked for counts as computed)."""
+        return self._catalog is None
+
+    def to_dict(self, catalog: bool = True) -> dict[str, Any]:
+        """The JSON contract; ``catalog=False`` leaves ``fits_on`` out without computing it."""
+        out = {
             "precision": self.precision,
             "engine": self.engine,
             "device": self.device,
@@ -261,9 +282,12 @@ class InferencePlan:
             "kv_blocks": self.kv_blocks,
             "kv_pool_tokens": self.kv_pool_tokens,
             "replicated": list(self.replicated),
-            "fits_on": [r.to_dict() for r in self.fits_on] if self.fits_on is not None else None,
-            "notes": list(self.notes),
         }
+        if catalog:
+            rows = self.fits_on
+            out["fits_on"] = [r.to_dict() for r in rows] if rows is not None else None
+        out["notes"] = list(self.notes)
+        return out
 
 
 def _budget(gpu: GPU, device: str, engine: str, util: float) -> int:
@@ -509,7 +533,7 @@ class Planner:
         if gpu is not None:
             self._fill_fit(plan, gpu)
         elif with_catalog:
-            plan.fits_on = [self._fit_row(g, context, batch) for g in CATALOG if (g.kind != "apple" or self.engine != "vllm")]
+            plan._catalog = partial(self.catalog, context, batch)
         return plan
 
     def _fill_fit(self, plan: InferencePlan, gpu: GPU) -> None:
@@ -526,6 +550,10 @@ class Planner:
         plan.kv_blocks, plan.kv_pool_tokens = blocks, pool
         if gpu.kind == "apple":
             plan.notes.append(f"Apple unified memory: budget is {int(APPLE_WORKING_SET * 100)}% of {gpu.name} (Metal working-set limit)")
+
+    def catalog(self, context: int, batch: int) -> list[FitRow]:
+        """Every catalog GPU (Apple's unified memory only off vLLM) at ``context`` x ``batch``."""
+        return [self._fit_row(g, context, batch) for g in CATALOG if (g.kind != "apple" or self.engine != "vllm")]
 
     def _fit_row(self, gpu: GPU, context: int, batch: int) -> FitRow:
         budget = _budget(gpu, self.device, self.engine, self.gpu_util)
