@@ -1,20 +1,23 @@
 """Side-by-side timing of hfmem and the peers a user would otherwise run, against the local test Hub.
 
-Starts tests/hub_server.LocalHub with injected latency per request, serves header-only stubs of a few fixture
-repos (single file, 4 shards, a 61-shard MoE), and runs each tool as a fresh process, as a user would:
+Starts tests/hub_server.LocalHub with injected latency per request and serves header-only stubs of fixture repos;
+`ORG/NAME@N` re-shards a fixture into N shards (layer order kept), e.g. `Qwen/Qwen3-32B@14` for a 14-shard dense
+32B. Each tool runs as a fresh process, as a user would, and the tools are interleaved (run 1 of every tool, then
+run 2, ...), so load on a shared machine hits them alike:
 
-- hfmem: cold (empty caches), cached (repeat, online) and cached offline (HF_HUB_OFFLINE=1);
+- hfmem: cold (fresh HF_HOME: no digest, no normalisation cache), cached (repeat, online) and cached offline
+  (HF_HUB_OFFLINE=1);
 - hf-mem (PyPI): it ignores HF_ENDPOINT, so it runs through benchmarks/hf_mem_shim.py, which rewrites its
-  https://huggingface.co prefix to the local hub (nothing else changes);
-- accelerate estimate-memory (PyPI): honours HF_ENDPOINT; cold and warm (its HF cache kept).
+  https://huggingface.co prefix to the local hub (nothing else changes); fresh HF_HOME every run (it has no cache);
+- accelerate estimate-memory (PyPI, with --accelerate): honours HF_ENDPOINT; cold and warm (its HF cache kept).
 
 Per tool and repo it prints the median wall time of --runs runs, the requests the hub saw and the body bytes it
-sent, and the tool's time as a multiple of hfmem's; then start-up times (--help / --version).
+sent, and hf-mem's median as a multiple of the tool's (how many times faster than hf-mem); then start-up times.
 
-    /work/venv/bin/python benchmarks/bench_hub.py --latency 0.05 --runs 5 --markdown benchmarks/RESULTS.md
+    python benchmarks/bench_hub.py --latency 0.05 --runs 3 --markdown /tmp/bench.md
 
-Peers are looked for in --peers-python (a separate venv: `python -m venv /work/peers-venv &&
-/work/peers-venv/bin/pip install hf-mem accelerate`); --skip-peers times hfmem alone.
+Peers are looked for in --peers-python (default: this interpreter; `pip install hf-mem` is pure Python);
+--skip-peers times hfmem alone.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from hub_server import LocalHub, RepoSpec  # noqa: E402
 from stubs import load_config, load_inventory, write_stub_repo  # noqa: E402
 
-DEFAULT_REPOS = ["Qwen/Qwen2-0.5B-Instruct", "Qwen/Qwen2-7B-Instruct", "moonshotai/Kimi-K2-Instruct"]
+DEFAULT_REPOS = ["Qwen/Qwen3-32B@14", "deepseek-ai/DeepSeek-V3"]
 SHIM = Path(__file__).resolve().parent / "hf_mem_shim.py"
 
 
@@ -74,30 +77,36 @@ def run_once(hub: LocalHub, cmd: list[str], env: dict[str, str], timeout: float)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
     wall = time.perf_counter() - start
     log = hub.requests
-    return wall, len(log), sum(r.bytes_sent for r in log), proc.returncode, (proc.stderr or proc.stdout)[-400:]
+    rc = proc.returncode
+    if rc == 0 and not proc.stdout.strip():  # a command that ran nothing must not time as fast
+        rc = -1
+    return wall, len(log), sum(r.bytes_sent for r in log), rc, (proc.stderr or proc.stdout or "no output")[-400:]
 
 
-def measure(hub, tool, repo, make_cmd, make_env, runs, timeout, prime=False) -> Result:
-    """`make_env(i)` gives the environment of run i (a fresh or a kept HF_HOME); `prime`: one unmeasured run first."""
-    res = Result(tool, repo)
-    if prime:
-        _, _, _, rc, tail = run_once(hub, make_cmd(), make_env(-1), timeout)
-        if rc != 0:
-            res.error = f"exit {rc}: {tail.strip().splitlines()[-1] if tail.strip() else ''}"
-            return res
+def prime(hub, make_cmd, env, timeout) -> str | None:
+    """One unmeasured run (fills a cache); the error line if it failed."""
+    _, _, _, rc, tail = run_once(hub, make_cmd(), env, timeout)
+    return None if rc == 0 else f"exit {rc}: {tail.strip().splitlines()[-1] if tail.strip() else ''}"
+
+
+def measure_interleaved(hub, tools, runs, timeout) -> list[Result]:
+    """`tools`: (result, make_cmd, make_env) triples; run i of every tool before run i + 1 of any."""
     for i in range(runs):
-        try:
-            wall, nreq, nbytes, rc, tail = run_once(hub, make_cmd(), make_env(i), timeout)
-        except subprocess.TimeoutExpired:
-            res.error = f"timed out after {timeout:.0f} s"
-            return res
-        if rc != 0:
-            res.error = f"exit {rc}: {tail.strip().splitlines()[-1] if tail.strip() else ''}"
-            return res
-        res.walls.append(wall)
-        res.requests.append(nreq)
-        res.bytes.append(nbytes)
-    return res
+        for res, make_cmd, make_env in tools:
+            if res.error:
+                continue
+            try:
+                wall, nreq, nbytes, rc, tail = run_once(hub, make_cmd(), make_env(i), timeout)
+            except subprocess.TimeoutExpired:
+                res.error = f"timed out after {timeout:.0f} s"
+                continue
+            if rc != 0:
+                res.error = f"exit {rc}: {tail.strip().splitlines()[-1] if tail.strip() else ''}"
+                continue
+            res.walls.append(wall)
+            res.requests.append(nreq)
+            res.bytes.append(nbytes)
+    return [t[0] for t in tools]
 
 
 def startup(cmd: list[str], env: dict[str, str], runs: int) -> float:
@@ -113,14 +122,24 @@ def fmt_bytes(n: int) -> str:
     return f"{n / 1000:,.1f} kB" if n < 1_000_000 else f"{n / 1e6:,.2f} MB"
 
 
+def reshard(inventory: dict, shards: int) -> dict:
+    """The same tensors in `shards` files of about equal tensor count, in stored order (names as the HF writer)."""
+    tensors = inventory["tensors"]
+    per = -(-len(tensors) // shards)
+    out = [[name, dtype, shape, f"model-{i // per + 1:05d}-of-{shards:05d}.safetensors"]
+           for i, (name, dtype, shape, _) in enumerate(tensors)]
+    return inventory | {"tensors": out}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=float, default=0.05, help="seconds added to every request (default 0.05)")
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--repos", nargs="+", default=DEFAULT_REPOS)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--repos", nargs="+", default=DEFAULT_REPOS, help="fixture repo ids; ORG/NAME@N re-shards into N files")
     ap.add_argument("--python", default=sys.executable, help="interpreter with hfmem's dependencies")
-    ap.add_argument("--peers-python", default="/work/peers-venv/bin/python")
+    ap.add_argument("--peers-python", default=sys.executable)
     ap.add_argument("--skip-peers", action="store_true")
+    ap.add_argument("--accelerate", action="store_true", help="also time accelerate estimate-memory (~5 s a run)")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json", type=Path, help="write raw results here")
     ap.add_argument("--markdown", type=Path, help="write the result tables (and the command) here")
@@ -128,14 +147,20 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="hfmem-bench-"))
     repos = {}
-    for repo in args.repos:
-        repos[repo] = RepoSpec(root=write_stub_repo(load_inventory(repo), load_config(repo), work / "repos" / repo))
+    served = {}  # spec -> the repo id the hub serves it as
+    for spec in args.repos:
+        repo, _, n = spec.partition("@")
+        inventory = load_inventory(repo)
+        if n:
+            inventory = reshard(inventory, int(n))
+        served[spec] = f"{repo}-{n}-shards" if n else repo
+        repos[served[spec]] = RepoSpec(root=write_stub_repo(inventory, load_config(repo), work / "repos" / served[spec]))
     hub = LocalHub(repos)
     url = hub.start()
     hub.latency_s = args.latency
     env0 = base_env(url)
-    hfmem_env = env0 | {"PYTHONPATH": str(ROOT / "src")}
-    peers = not args.skip_peers and Path(args.peers_python).exists()
+    hfmem_env = env0 | {"PYTHONPATH": str(ROOT)}
+    peers = not args.skip_peers and subprocess.run([args.peers_python, "-c", "import hf_mem"], capture_output=True).returncode == 0
 
     homes = iter(range(10**9))
 
@@ -147,24 +172,31 @@ def main() -> int:
 
     results: list[Result] = []
     try:
-        for repo in args.repos:
-            hfmem_cmd = lambda: [args.python, "-m", "hfmem.cli", repo, "--format", "json"]  # noqa: E731
-            results.append(measure(hub, "hfmem (cold)", repo, hfmem_cmd, fresh(hfmem_env), args.runs, args.timeout))
-            keep = f"hfmem-{repo.replace('/', '--')}"
-            results.append(measure(hub, "hfmem (cached)", repo, hfmem_cmd, kept(hfmem_env, keep), args.runs, args.timeout, prime=True))
-            results.append(measure(hub, "hfmem (cached, HF_HUB_OFFLINE=1)", repo, hfmem_cmd,
-                                   kept(hfmem_env | {"HF_HUB_OFFLINE": "1"}, keep), args.runs, args.timeout))
+        for spec in args.repos:
+            rid = served[spec]
+            hfmem_cmd = lambda rid=rid: [args.python, "-m", "hfmem", rid, "--format", "json"]  # noqa: E731
+            keep = f"hfmem-{spec.replace('/', '--')}"
+            tools = [(Result("hfmem (cold)", spec), hfmem_cmd, fresh(hfmem_env))]
+            cached = Result("hfmem (cached)", spec)
+            cached.error = prime(hub, hfmem_cmd, kept(hfmem_env, keep)(-1), args.timeout)
+            tools.append((cached, hfmem_cmd, kept(hfmem_env, keep)))
+            offline = Result("hfmem (cached, HF_HUB_OFFLINE=1)", spec)
+            offline.error = cached.error
+            tools.append((offline, hfmem_cmd, kept(hfmem_env | {"HF_HUB_OFFLINE": "1"}, keep)))
             if peers:
-                hfm = lambda: [args.peers_python, str(SHIM), "--model-id", repo, "--json-output"]  # noqa: E731
-                results.append(measure(hub, "hf-mem (via URL shim)", repo, hfm, fresh(env0), args.runs, args.timeout))
-                acc = lambda: [args.peers_python, "-m", "accelerate.commands.accelerate_cli", "estimate-memory", repo,  # noqa: E731
-                               "--library_name", "transformers"]
-                results.append(measure(hub, "accelerate estimate-memory (cold)", repo, acc, fresh(env0), args.runs, args.timeout))
-                keep_acc = f"acc-{repo.replace('/', '--')}"
-                results.append(measure(hub, "accelerate estimate-memory (warm)", repo, acc, kept(env0, keep_acc), args.runs, args.timeout, prime=True))
-            for r in results[-6:]:
-                if r.repo == repo:
-                    print(f"  {repo:32s} {r.tool:36s} {('%.3f s' % r.median) if r.median else r.error}", file=sys.stderr, flush=True)
+                hfm = lambda rid=rid: [args.peers_python, str(SHIM), "--model-id", rid, "--json-output"]  # noqa: E731
+                tools.append((Result("hf-mem (via URL shim)", spec), hfm, fresh(env0)))
+                if args.accelerate:
+                    acc = lambda rid=rid: [args.peers_python, "-m", "accelerate.commands.accelerate_cli", "estimate-memory", rid,  # noqa: E731
+                                   "--library_name", "transformers"]
+                    tools.append((Result("accelerate estimate-memory (cold)", spec), acc, fresh(env0)))
+                    keep_acc = f"acc-{spec.replace('/', '--')}"
+                    warm = Result("accelerate estimate-memory (warm)", spec)
+                    warm.error = prime(hub, acc, kept(env0, keep_acc)(-1), args.timeout)
+                    tools.append((warm, acc, kept(env0, keep_acc)))
+            for r in measure_interleaved(hub, tools, args.runs, args.timeout):
+                results.append(r)
+                print(f"  {spec:32s} {r.tool:36s} {f'{r.median:.3f} s' if r.median else r.error}", file=sys.stderr, flush=True)
     finally:
         hub.stop()
 
@@ -172,16 +204,15 @@ def main() -> int:
     n = max(5, args.runs)
     start_rows = [
         ("python -c 'import click, tabulate' (baseline)", startup([args.python, "-c", "import click, tabulate"], hfmem_env, n)),
-        ("hfmem --help", startup([args.python, "-m", "hfmem.cli", "--help"], hfmem_env, n)),
-        ("hfmem --version", startup([args.python, "-m", "hfmem.cli", "--version"], hfmem_env, n)),
+        ("hfmem --help", startup([args.python, "-m", "hfmem", "--help"], hfmem_env, n)),
+        ("hfmem --version", startup([args.python, "-m", "hfmem", "--version"], hfmem_env, n)),
         ("python -c 'from transformers import AutoConfig' (hfmem's analysis needs it)",
          startup([args.python, "-c", "from transformers import AutoConfig"], hfmem_env, n)),
     ]
     if peers:
-        start_rows += [
-            ("hf-mem --help", startup([args.peers_python, "-c", "import sys; sys.argv=['hf-mem','--help']; from hf_mem.cli import main; main()"], env0, n)),
-            ("accelerate estimate-memory --help", startup([args.peers_python, "-m", "accelerate.commands.accelerate_cli", "estimate-memory", "--help"], env0, n)),
-        ]
+        start_rows.append(("hf-mem --help", startup([args.peers_python, "-c", "import sys; sys.argv=['hf-mem','--help']; from hf_mem.cli import main; main()"], env0, n)))
+        if args.accelerate:
+            start_rows.append(("accelerate estimate-memory --help", startup([args.peers_python, "-m", "accelerate.commands.accelerate_cli", "estimate-memory", "--help"], env0, n)))
 
     lines = render(results, start_rows, args, peers)
     print("\n".join(lines))
@@ -198,7 +229,7 @@ def render(results: list[Result], start_rows, args, peers: bool) -> list[str]:
     out = [
         "# hfmem speed benchmark",
         "",
-        f"Command: `{cmd}` (median of {args.runs} runs per row; each run a fresh process).",
+        f"Command: `{cmd}` (median of {args.runs} runs per row; each run a fresh process; tools interleaved run by run).",
         f"Local test Hub (tests/hub_server.py) with {args.latency * 1000:.0f} ms injected per request; header-only stub repos.",
         f"Machine: {platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs (shared with other jobs: "
         "absolute times are noisy, request and byte counts are exact).",
@@ -208,14 +239,17 @@ def render(results: list[Result], start_rows, args, peers: bool) -> list[str]:
         out += ["Peers skipped (--skip-peers or no --peers-python).", ""]
     for repo in args.repos:
         rows = [r for r in results if r.repo == repo]
-        ref = next((r.median for r in rows if r.tool == "hfmem (cold)" and r.median), None)
-        out += [f"## {repo}", "", "| tool | wall (median) | requests | bytes received | × hfmem cold |", "|---|---:|---:|---:|---:|"]
+        ref = next((r.median for r in rows if r.tool.startswith("hf-mem") and r.median), None)
+        out += [f"## {repo}", "", "| tool | wall (median) | walls | requests | bytes received | × faster than hf-mem |",
+                "|---|---:|---|---:|---:|---:|"]
         for r in rows:
             if r.error:
-                out.append(f"| {r.tool} | – ({r.error}) | – | – | – |")
+                out.append(f"| {r.tool} | – ({r.error}) | – | – | – | – |")
                 continue
-            ratio = f"{r.median / ref:.2f}" if ref else "–"
-            out.append(f"| {r.tool} | {r.median:.3f} s | {statistics.median(r.requests):.0f} | {fmt_bytes(int(statistics.median(r.bytes)))} | {ratio} |")
+            ratio = f"{ref / r.median:.2f}" if ref else "–"
+            walls = ", ".join(f"{w:.2f}" for w in r.walls)
+            out.append(f"| {r.tool} | {r.median:.3f} s | {walls} | {statistics.median(r.requests):.0f} | "
+                       f"{fmt_bytes(int(statistics.median(r.bytes)))} | {ratio} |")
         out.append("")
     base = start_rows[0][1]
     out += ["## Start-up", "", "| command | wall (median) | × `import click, tabulate` |", "|---|---:|---:|"]

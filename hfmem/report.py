@@ -37,9 +37,9 @@ class Report:
     download_bytes: int | None = None  # local folders: bytes on disk; Hub repos: see hfmem.check
     training: TrainingReport | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, catalog: bool = True) -> dict[str, Any]:
         """The JSON contract (docs/json.md): stable keys that scripts rely on. One context gives ``kv_cache`` as an
-        object, several as a list."""
+        object, several as a list. ``catalog=False`` leaves out ``inference.fits_on`` without computing it."""
         out: dict[str, Any] = {
             "repo": self.repo,
             "revision": self.revision,
@@ -52,7 +52,7 @@ class Report:
             out["kv_cache"] = kv[0] if len(kv) == 1 else kv
         if self.inference is not None:
             out["weights"] = self.weights.to_dict() if self.weights is not None else None
-            out["inference"] = self.inference.to_dict()
+            out["inference"] = self.inference.to_dict(catalog)
             out["download_bytes"] = self.download_bytes
         if self.training is not None:
             out["training"] = self.training.to_dict()

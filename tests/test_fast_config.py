@@ -105,8 +105,51 @@ def test_covered_types_on_fixtures():
     types = {_load(p).get("model_type") for p in CONFIGS}
     covered = {t for t in types if fast_config.covered(t)}
     assert {"llama", "qwen2", "qwen3", "qwen3_moe", "mistral", "mixtral", "gpt_oss", "deepseek_v3", "gemma2",
-            "bert", "gpt2"} <= covered  # fmt: skip
+            "bert", "gpt2", "qwen3_next", "glm4_moe_lite"} <= covered  # fmt: skip
     assert TABLE["transformers"]
+    for path in CONFIGS:  # and the fixtures of the types added with their computations really take the fast path
+        config = _load(path)
+        if config.get("model_type") in ("qwen3_next", "glm4_moe_lite"):
+            assert fast_config.fast_normalise(copy.deepcopy(config)) is not None, path
+
+
+# Inputs for the computations of the classes added after the first table, where fixtures/ holds no config (qwen2_moe)
+# or too few to reach every branch: sliding windows on/off and below/above max_window_layers, the linear-attention
+# interval, the dense-first MLP layout; values transformers rejects must fall back.
+_COMPUTED = [
+    {"model_type": "qwen2_moe"},
+    {"model_type": "qwen2_moe", "num_hidden_layers": 6, "use_sliding_window": True, "sliding_window": 128, "max_window_layers": 3},
+    {"model_type": "qwen2_moe", "num_hidden_layers": 6, "use_sliding_window": False, "sliding_window": 128, "max_window_layers": 3},
+    {"model_type": "qwen2_moe", "num_hidden_layers": 5, "use_sliding_window": True, "max_window_layers": None},
+    {"model_type": "qwen2_moe", "num_hidden_layers": 4, "mlp_only_layers": [1], "num_key_value_heads": 2},
+    {"model_type": "qwen3_next"},
+    {"model_type": "qwen3_next", "num_hidden_layers": 6, "full_attention_interval": 2},
+    {"model_type": "qwen3_next", "num_hidden_layers": 6, "full_attention_interval": 0},
+    {"model_type": "qwen3_next", "num_hidden_layers": 4, "partial_rotary_factor": 0.5},
+    {"model_type": "glm4_moe_lite"},
+    {"model_type": "glm4_moe_lite", "num_hidden_layers": 5, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32},
+    {"model_type": "glm4_moe_lite", "num_hidden_layers": 3, "mlp_layer_types": ["dense", "dense", "sparse"]},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("config", _COMPUTED, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items())[:80])
+def test_added_types_equal_transformers(config):
+    fast = fast_config.fast_normalise(copy.deepcopy(config))
+    slow = _transformers(config)
+    if fast is None:
+        return  # falls back: transformers decides, nothing can differ
+    assert slow is not None, "the table accepts a config transformers rejects"
+    assert fast_config.used_view(*fast) == fast_config.used_view(*slow)
+
+
+def test_added_types_take_the_fast_path():
+    """The accepted inputs above are really compared (a table that fell back on everything would pass the test
+    above), and the inputs transformers rejects really fall back."""
+    accepted = [c for c in _COMPUTED if fast_config.fast_normalise(copy.deepcopy(c)) is not None]
+    assert {c["model_type"] for c in accepted} == {"qwen2_moe", "qwen3_next", "glm4_moe_lite"}
+    rejected = [_COMPUTED[3], _COMPUTED[7]]  # max_window_layers None, interval 0
+    for config in rejected:
+        assert fast_config.fast_normalise(copy.deepcopy(config)) is None, config
 
 
 def test_outside_the_table_falls_back_with_a_note():

@@ -8,7 +8,9 @@ measured checks are in docs/planner.md."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 
 DEFAULT_GPU_UTIL = 0.9
 DEFAULT_MAX_BATCHED_TOKENS = 8192  # vLLM API-server default (vllm/engine/arg_utils.py: EngineArgs.get_batch_defaults)
+MAX_BATCH = 1 << 20  # transformers concurrency is searched below this many sequences
 DEFAULT_MAX_NUM_SEQS = 256  # vLLM default on GPUs < 70 GiB; the sampler's dummy run uses min(seqs, tokens) rows
 APPLE_WORKING_SET = 0.75  # Metal's default recommendedMaxWorkingSetSize is ~75% of unified memory
 # Per-GPU memory outside the tensors hfmem counts:
@@ -225,11 +228,30 @@ class InferencePlan:
     kv_blocks: int | None = None
     kv_pool_tokens: int | None = None
     replicated: list[str] = field(default_factory=list)
-    fits_on: list[FitRow] | None = None
     notes: list[str] = field(default_factory=list)
+    # The catalog (every GPU: fit, longest context, concurrency) is ~16 rows of searches, so it is computed on first
+    # read of ``fits_on`` (the text output and JSON read it; --gpu, check, compare and batch summaries do not).
+    _fits_on: list[FitRow] | None = field(default=None, repr=False)
+    _catalog: Callable[[], list[FitRow]] | None = field(default=None, repr=False, compare=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    @property
+    def fits_on(self) -> list[FitRow] | None:
+        if self._catalog is not None:
+            self._fits_on, self._catalog = self._catalog(), None
+        return self._fits_on
+
+    @fits_on.setter
+    def fits_on(self, rows: list[FitRow] | None) -> None:
+        self._fits_on, self._catalog = rows, None
+
+    @property
+    def catalog_computed(self) -> bool:
+        """Whether the catalog rows exist yet (no catalog asked for counts as computed)."""
+        return self._catalog is None
+
+    def to_dict(self, catalog: bool = True) -> dict[str, Any]:
+        """The JSON contract; ``catalog=False`` leaves ``fits_on`` out without computing it."""
+        out = {
             "precision": self.precision,
             "engine": self.engine,
             "device": self.device,
@@ -260,9 +282,12 @@ class InferencePlan:
             "kv_blocks": self.kv_blocks,
             "kv_pool_tokens": self.kv_pool_tokens,
             "replicated": list(self.replicated),
-            "fits_on": [r.to_dict() for r in self.fits_on] if self.fits_on is not None else None,
-            "notes": list(self.notes),
         }
+        if catalog:
+            rows = self.fits_on
+            out["fits_on"] = [r.to_dict() for r in rows] if rows is not None else None
+        out["notes"] = list(self.notes)
+        return out
 
 
 def _budget(gpu: GPU, device: str, engine: str, util: float) -> int:
@@ -404,30 +429,37 @@ class Planner:
     def max_context(self, budget: int, batch: int) -> tuple[int | None, bool]:
         """Longest context (tokens) that fits at ``batch``, capped at the model's limit (then flagged)."""
         cap = self.context_limit()
-        if self.need(cap, batch) <= budget:
+        at_cap = self.need(cap, batch)
+        if at_cap <= budget:
             return cap, True
         first = self.need(1, batch)
         if first > budget:
             return None, False
-        fits = lambda ctx: self.need(ctx, batch) <= budget  # noqa: E731
-        guess = self._linear_context(budget, batch, first, cap)
-        if guess is not None and fits(guess) and not fits(guess + 1):
-            return guess, False  # the boundary itself: what the search below would find, in 4 estimates, not ~25
-        return _largest_fitting(fits, 1, cap), False
+        guess = self._linear_context(budget, batch, first, cap, at_cap)
+        if guess is not None:
+            return guess, False  # the boundary the search below would find, in 5 estimates, not ~25
+        return _largest_fitting(lambda ctx: self.need(ctx, batch) <= budget, 1, cap), False
 
-    def _linear_context(self, budget: int, batch: int, first: int, cap: int) -> int | None:
+    def _linear_context(self, budget: int, batch: int, first: int, cap: int, at_cap: int) -> int | None:
         """The longest context if memory grows by a fixed step per whole block of context (vLLM: KV pages of
         block_size tokens, activations sized by max_num_batched_tokens; transformers: per token): one division.
-        Only a candidate: max_context keeps it only where need() confirms it is the boundary (sliding windows,
-        fixed-size state and the like make growth non-linear, and the search decides)."""
+        Kept only where need() lies exactly on that line at the boundary, one token past it and at the model's
+        limit; anything else (sliding windows and fixed-size state bend the growth; DeepSeek-V4's compressed
+        cache in transformers even shrinks at some lengths, so need() is not monotone there) leaves it to the
+        search, whose answer is then the reference."""
         block = self.block_size if self.engine == "vllm" else 1
         if block < 1 or 1 + block >= cap:
             return None
         step = self.need(1 + block, batch) - first
         if step <= 0:
             return None
-        guess = ((budget - first) // step + 1) * block
-        return guess if 1 <= guess < cap else None
+        line = lambda ctx: first + step * (cdiv(ctx, block) - 1)  # noqa: E731
+        guess = ((budget - first) // step + 1) * block  # line(guess) <= budget < line(guess + 1)
+        if not 1 <= guess < cap or line(cap) != at_cap:
+            return None
+        if self.need(guess, batch) != line(guess) or self.need(guess + 1, batch) != line(guess + 1):
+            return None
+        return guess
 
     def concurrency(self, budget: int, context: int) -> tuple[float | None, int | None, int | None, int]:
         """(vLLM "Maximum concurrency" at ``context``, KV blocks, pool tokens, bytes available to KV)."""
@@ -450,13 +482,30 @@ class Planner:
             conc = blocks / one.blocks_per_request
             return conc, blocks, int(conc * context), available
         if self.engine == "transformers":
-            # batch b prefills b x ctx tokens at once: find the largest b whose total fits
-            fits = lambda b: self.need(context, b) <= budget  # noqa: E731
-            lo, hi = 0, 1
-            while fits(hi) and hi < 1 << 20:
-                lo, hi = hi, hi * 2
-            return float(_largest_fitting(fits, lo, hi)), None, None, available
+            return float(self.max_batch(budget, context)), None, None, available
         return available / one.total_bytes, None, None, available
+
+    def max_batch(self, budget: int, context: int) -> int:
+        """transformers: the largest batch whose total fits at ``context`` (batch b prefills b x context tokens at
+        once), below MAX_BATCH. KV and activations grow by a fixed step per sequence where every term is linear in
+        the batch, so one division gives the candidate; it is kept only where need() lies exactly on that line there
+        and one sequence later. The activation peak is the largest of several phases, each linear in the batch with
+        its own constant, so need() is convex in the batch and agreeing with the line at 1, 2 and the candidate
+        means it is that line up to the candidate; otherwise the doubling + binary search it replaces decides."""
+        fits = lambda b: self.need(context, b) <= budget  # noqa: E731
+        first = self.need(context, 1)
+        if first > budget:
+            return 0
+        step = self.need(context, 2) - first
+        if step > 0:
+            line = lambda b: first + step * (b - 1)  # noqa: E731
+            guess = min((budget - first) // step + 1, MAX_BATCH - 1)  # line(guess) <= budget
+            if self.need(context, guess) == line(guess) and (guess == MAX_BATCH - 1 or self.need(context, guess + 1) == line(guess + 1)):
+                return guess
+        lo, hi = 0, 1
+        while fits(hi) and hi < MAX_BATCH:
+            lo, hi = hi, hi * 2
+        return _largest_fitting(fits, lo, hi)
 
     def plan(self, context: int, batch: int = 1, gpu: GPU | None = None, with_catalog: bool = True) -> InferencePlan:
         if context < 1 or batch < 1:
@@ -484,7 +533,7 @@ class Planner:
         if gpu is not None:
             self._fill_fit(plan, gpu)
         elif with_catalog:
-            plan.fits_on = [self._fit_row(g, context, batch) for g in CATALOG if (g.kind != "apple" or self.engine != "vllm")]
+            plan._catalog = partial(self.catalog, context, batch)
         return plan
 
     def _fill_fit(self, plan: InferencePlan, gpu: GPU) -> None:
@@ -501,6 +550,10 @@ class Planner:
         plan.kv_blocks, plan.kv_pool_tokens = blocks, pool
         if gpu.kind == "apple":
             plan.notes.append(f"Apple unified memory: budget is {int(APPLE_WORKING_SET * 100)}% of {gpu.name} (Metal working-set limit)")
+
+    def catalog(self, context: int, batch: int) -> list[FitRow]:
+        """Every catalog GPU (Apple's unified memory only off vLLM) at ``context`` x ``batch``."""
+        return [self._fit_row(g, context, batch) for g in CATALOG if (g.kind != "apple" or self.engine != "vllm")]
 
     def _fit_row(self, gpu: GPU, context: int, batch: int) -> FitRow:
         budget = _budget(gpu, self.device, self.engine, self.gpu_util)

@@ -355,6 +355,53 @@ def _mla_head_dims(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
     obj["head_dim"] = obj["qk_rope_head_dim"]
 
 
+def _sliding_if_used_zero(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Qwen2-MoE: the window is 0 (not None) when sliding is off."""
+    obj["sliding_window"] = obj["sliding_window"] if obj["use_sliding_window"] else 0
+
+
+def _layer_types_odd_sliding(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Qwen2-MoE: even-indexed layers below max_window_layers slide when sliding is on."""
+    if obj["layer_types"] is None:
+        try:
+            obj["layer_types"] = [
+                "sliding_attention"
+                if bool((i + 1) % 2) and i < obj["max_window_layers"] and obj["use_sliding_window"]
+                else "full_attention"
+                for i in range(obj["num_hidden_layers"])
+            ]
+        except TypeError as exc:
+            raise _Fallback("layer_types") from exc
+
+
+def _layer_types_linear_interval(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Qwen3-Next: every full_attention_interval-th layer attends fully, the others are linear attention."""
+    if obj["layer_types"] is None:
+        interval = kwargs.pop("full_attention_interval", 4)
+        try:
+            obj["layer_types"] = ["linear_attention" if bool((i + 1) % interval) else "full_attention"
+                                  for i in range(obj["num_hidden_layers"])]
+        except (TypeError, ZeroDivisionError) as exc:
+            raise _Fallback("full_attention_interval") from exc
+
+
+def _mlp_layer_types_first_dense(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """GLM-4.7-Flash (glm4_moe_lite): the first layer dense, MoE from the second on."""
+    if obj["mlp_layer_types"] is None:
+        try:
+            obj["mlp_layer_types"] = ["dense"] + ["sparse"] * (obj["num_hidden_layers"] - 1)
+        except TypeError as exc:
+            raise _Fallback("mlp_layer_types") from exc
+
+
+def _qk_head_dim_sum(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """MLA: qk_head_dim = nope + rope (head_dim left as it is)."""
+    try:
+        obj["qk_head_dim"] = obj["qk_nope_head_dim"] + obj["qk_rope_head_dim"]
+    except TypeError as exc:
+        raise _Fallback("qk_head_dim") from exc
+
+
 def _floordiv(a: Any, b: Any) -> Any:
     try:
         return a // b
@@ -383,6 +430,11 @@ _RULES = {
     "partial_rotary_quarter": _partial_rotary_quarter,
     "gemma_legacy_gelu": _gemma_legacy_gelu,
     "mla_head_dims": _mla_head_dims,
+    "sliding_if_used_zero": _sliding_if_used_zero,
+    "layer_types_odd_sliding": _layer_types_odd_sliding,
+    "layer_types_linear_interval": _layer_types_linear_interval,
+    "mlp_layer_types_first_dense": _mlp_layer_types_first_dense,
+    "qk_head_dim_sum": _qk_head_dim_sum,
 }
 _VALIDATORS = {"hidden_divisible_by_heads": _hidden_divisible_by_heads}
 RULE_NAMES = frozenset(_RULES)

@@ -8,6 +8,7 @@ from typing import Any
 
 from hfmem.errors import HfmemError
 from hfmem.render.tables import csv_text
+from hfmem.report import Report
 
 SUMMARY_FIELDS = ["repo", "ok", "revision", "model_type", "parameters", "active", "stored_bytes", "kv_bytes_per_token",
                   "inference_total_bytes", "fits", "error_type", "error"]
@@ -16,7 +17,7 @@ SUMMARY_FIELDS = ["repo", "ok", "revision", "model_type", "parameters", "active"
 def _summary(ref: str, result: Any) -> dict[str, Any]:
     if isinstance(result, HfmemError):
         return {"repo": ref, "ok": False, "error_type": type(result).__name__, "exit_code": result.exit_code, "error": result.message}
-    d = result.to_dict()
+    d = result.to_dict(catalog=False) if isinstance(result, Report) else result.to_dict()  # the summary has no catalog
     inference = d.get("inference") or {}
     kv = d.get("kv_cache")
     kv = kv[-1] if isinstance(kv, list) else kv
