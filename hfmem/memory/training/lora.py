@@ -39,9 +39,11 @@ CONV1D_TYPES = {"gpt2", "openai-gpt", "imagegpt", "decision_transformer"}
 
 # Linear leaf names by the activation they read: attention inputs, MLA's inner projections, MLP down projections.
 ATTN_IN = {"q_proj", "k_proj", "v_proj", "qkv_proj", "query_key_value", "c_attn", "q_a_proj", "kv_a_proj_with_mqa",
-           "wqkv", "Wqkv", "query", "key", "value", "in_proj"}
+           "wqkv", "Wqkv", "query", "key", "value", "in_proj", "q", "k", "v"}
 ATTN_MID = {"q_b_proj", "kv_b_proj"}
 MLP_MID = {"down_proj", "w2", "fc2", "dense_4h_to_h", "wo"}
+# Module path parts of decoder cross-attention (T5 EncDecAttention, Whisper/BART encoder_attn, BERT crossattention).
+CROSS_KEYS = ("EncDecAttention.", "encoder_attn.", "crossattention.", "cross_attn.")
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,8 @@ def _expert_tensors(report: Report) -> dict[int | None, dict[str, list[CountedTe
 def group_of(m: LinearModule) -> str:
     """The activation a Linear module reads (see ``Adapter.group``)."""
     leaf = m.leaf
+    if any(k in m.name for k in CROSS_KEYS):  # decoder cross-attention: q reads the decoder, k/v the encoder output
+        return "cross_q" if leaf in ("q", "q_proj", "query") else "cross_kv" if leaf in ATTN_IN else "cross_out"
     if m.component == "attention" or leaf in ATTN_IN | ATTN_MID or leaf in ("o_proj", "out_proj", "dense"):
         if leaf in ATTN_IN:
             return "attn_in"
