@@ -146,6 +146,8 @@ def attach_sections(
 
         if "zero" in training_options:
             training_options["zero"] = int(training_options["zero"])
+        if encoder_len is not None:
+            training_options.setdefault("encoder_seq", encoder_len)
         settings = TrainingSettings(precision=train_precision, gpus=gpus, gpu=gpu, **training_options)
         report.training = estimate_all(report, settings, METHODS if train == "all" else (train,))
     elif training_options:

@@ -127,8 +127,9 @@ def _check_ctx(ctx: click.Context, param: click.Parameter, value: str | None) ->
 
 
 def kv_options(f: Callable) -> Callable:
-    f = click.option("--encoder-len", type=click.IntRange(min=1), default=None,
-                     help="Encoder-decoder models: encoder tokens for the cross-attention cache (default: the model's max source length).")(f)
+    f = click.option("--encoder-len", "--encoder-seq", "encoder_len", type=click.IntRange(min=1), default=None,
+                     help="Encoder-decoder models: encoder tokens for the cross-attention cache (default: the model's max source length) "
+                          "and, with --train, per training sequence (default: --seq).")(f)
     f = click.option("--engine", type=click.Choice(ENGINES), default=None,
                      help="Whose KV cache: vLLM's paged blocks or transformers' DynamicCache (default vllm).")(f)
     f = click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default=None,
@@ -157,7 +158,8 @@ def planner_options(f: Callable) -> Callable:
 
 def _require_ctx(opts: dict[str, Any]) -> None:
     if opts.get("ctx") is None:
-        for name in ("batch", "kv_dtype", "engine", "encoder_len", "llamacpp_defaults"):
+        # --encoder-len also sizes the encoder of a training step, so --train is enough for it
+        for name in ("batch", "kv_dtype", "engine", *(() if opts.get("train") else ("encoder_len",)), "llamacpp_defaults"):
             if opts.get(name) is not None:
                 raise click.BadParameter("needs --ctx (the context length to size the KV cache for)", param_hint="--" + name.replace("_", "-"))
 

@@ -91,6 +91,40 @@ def build(model_type: str, config: dict[str, Any], dtype=torch.bfloat16, attn: s
     return AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attn)
 
 
+def build_seq2seq(model_type: str, config: dict[str, Any], dtype=torch.bfloat16, attn: str = "sdpa", seed: int = 0):
+    """T5-style (AutoModelForSeq2SeqLM) or Whisper-style (AutoModelForSpeechSeq2Seq) encoder-decoder, random weights."""
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq
+
+    quiet()
+    torch.manual_seed(seed)
+    cfg = AutoConfig.for_model(model_type, **config)
+    auto = AutoModelForSpeechSeq2Seq if model_type == "whisper" else AutoModelForSeq2SeqLM
+    return auto.from_config(cfg, dtype=dtype, attn_implementation=attn)
+
+
+def seq2seq_activation_peak(model, enc: int, dec: int) -> int:
+    """Peak live activation bytes of one encoder-decoder forward + backward with labels (only the loss kept).
+    ``enc``: encoder tokens (Whisper: mel frames / 2, the encoder's positions)."""
+    model.train()
+    gen = torch.Generator().manual_seed(1)
+    vocab = model.config.vocab_size
+    labels = torch.randint(3, vocab, (1, dec), generator=gen)
+    if model.config.model_type == "whisper":
+        inputs = {"input_features": torch.randn(1, model.config.num_mel_bins, 2 * enc, generator=gen).to(model.dtype)}
+    else:
+        inputs = {"input_ids": torch.randint(3, vocab, (1, enc), generator=gen)}
+    keep = list(model.parameters()) + list(model.buffers()) + [labels, *inputs.values()]
+    with LiveTensorBytes(exclude=keep) as tracker:
+        loss = model(**inputs, labels=labels).loss
+        first_backward = len(tracker.events)
+        loss.backward()
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+    skip = tracker.uids_of(grads)
+    trainable = {(tuple(p.shape), p.dtype) for p in model.parameters() if p.requires_grad}
+    skip |= {uid for uid, n in tracker.events[first_backward:] if n > 0 and tracker.kind.get(uid) in trainable}
+    return tracker.peak(skip)
+
+
 def save(model, folder: Path) -> Path:
     """save_pretrained with safetensors, so hfmem reads the real header path."""
     model.save_pretrained(str(folder), safe_serialization=True)

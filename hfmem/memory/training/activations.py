@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from hfmem.memory.training.lora import CONV1D_TYPES, MLP_MID, Adapter, LinearModule, group_of, is_text_component, linear_modules
+from hfmem.memory.training.lora import CONV1D_TYPES, CROSS_KEYS, MLP_MID, Adapter, LinearModule, group_of, is_text_component, linear_modules
 from hfmem.memory.training.settings import PrecisionBytes, TrainingSettings
 from hfmem.units import cdiv
 
@@ -20,10 +20,17 @@ if TYPE_CHECKING:
 
 # transformers 5.24 refuses SDPA for these (the model class sets ``_supports_sdpa = False``): HF training runs eager unless flash is chosen.
 _NO_SDPA = {"gemma2"}
+# Eager attention softmax in the model dtype (no fp32 upcast): models/t5/modeling_t5.py and
+# models/whisper/modeling_whisper.py: eager_attention_forward.
+_SOFTMAX_IN_DTYPE = {"t5", "mt5", "umt5", "whisper"}
+# Seq2seq heads computing CrossEntropyLoss on the model-dtype logits (no fp32 upcast): T5ForConditionalGeneration,
+# WhisperForConditionalGeneration.forward.
+_CE_IN_DTYPE = {"t5", "mt5", "umt5", "whisper"}
 # Routers computed in fp32 (``F.linear(hidden.float(), weight.float())``, DeepSeek TopkRouter): +4h saved per token.
 _FP32_ROUTER = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa"}
 # Activation functions: tensors of size I saved by the activation itself (native kernels save their input only).
-_ACT_SAVES = {"silu": 1, "swish": 1, "gelu": 1, "gelu_pytorch_tanh": 1, "relu": 1, "gelu_new": 4, "gelu_fast": 4,
+# relu saves only its output, which the next Linear saves as its input anyway.
+_ACT_SAVES = {"silu": 1, "swish": 1, "gelu": 1, "gelu_pytorch_tanh": 1, "relu": 0, "gelu_new": 4, "gelu_fast": 4,
               "quick_gelu": 2, "gelu_python": 2, "relu2": 2}
 
 
@@ -57,33 +64,53 @@ class LayerFacts:
     expert_params: dict[str, int] = field(default_factory=dict)
     linear_params: int = 0
     groups: dict[str, list[LinearModule]] = field(default_factory=dict)  # activation group -> Linear modules
+    cross: bool = False  # a decoder layer with cross-attention over the encoder output
 
 
-def layer_facts(report: Report) -> list[LayerFacts]:
-    """What each decoder layer is made of (attention kind, norms, MLP or MoE shapes, Linear modules by group)."""
+def stack_of(name: str) -> str | None:
+    """Which stack of an encoder-decoder model a tensor belongs to ("encoder", "decoder"), from its name."""
+    for stack in ("encoder", "decoder"):
+        if name.startswith(stack + ".") or f".{stack}." in name:
+            return stack
+    return None
+
+
+def is_cross_attention(name: str) -> bool:
+    """Decoder cross-attention modules (T5 EncDecAttention, Whisper/BART encoder_attn, BERT-style crossattention)."""
+    return any(k in name for k in CROSS_KEYS)
+
+
+def layer_facts(report: Report, stack: str | None = None) -> list[LayerFacts]:
+    """What each decoder layer is made of (attention kind, norms, MLP or MoE shapes, Linear modules by group).
+    ``stack`` ("encoder" / "decoder"): the layers of one stack of an encoder-decoder model (both share layer
+    indices in the checkpoint: encoder.block.0 and decoder.block.0)."""
     arch = report.architecture
     by_layer: dict[int, list[CountedTensor]] = defaultdict(list)
     for c in report.tensors:
         if c.layer is None or not is_text_component(c.component) or c.role not in ("param", "quantized"):
             continue
-        if c.layer >= arch.num_layers:
+        if stack is not None and stack_of(c.entry.name) != stack:
+            continue
+        if stack is None and c.layer >= arch.num_layers:
             continue
         by_layer[c.layer].append(c)
+    n_layers = (max(by_layer) + 1 if by_layer else 0) if stack is not None else arch.num_layers
     h = arch.hidden_size
     top_k = int((arch.moe.experts_per_token if arch.moe else 0) or 0)
     facts: list[LayerFacts] = []
     lt = arch.layer_type_list or []
     lin_by_layer: dict[int | None, list[LinearModule]] = defaultdict(list)
     for m in linear_modules(report):
-        if is_text_component(m.component):
+        if is_text_component(m.component) and (stack is None or stack_of(m.name) == stack):
             lin_by_layer[m.layer].append(m)
-    for i in range(arch.num_layers):
+    for i in range(n_layers):
         ts = by_layer.get(i, [])
         names = [c.entry.name for c in ts]
         kind = lt[i] if i < len(lt) else "full_attention"
         attn = "none"
         if kind in ("full_attention", "sliding_attention", "chunked_attention", "attention") or any(
-            n.endswith(("q_proj.weight", "c_attn.weight", "qkv_proj.weight", "q_a_proj.weight", "query_key_value.weight")) for n in names
+            n.endswith(("q_proj.weight", "c_attn.weight", "qkv_proj.weight", "q_a_proj.weight", "query_key_value.weight", "SelfAttention.q.weight"))
+            for n in names
         ):
             attn = "mla" if arch.mla else "gqa"
         if kind in ("mamba", "linear_attention", "mlp_only", "moe_only"):
@@ -91,10 +118,12 @@ def layer_facts(report: Report) -> list[LayerFacts]:
         hidden_norms = sum(
             1 for c in ts if c.component == "norms" and c.entry.name.endswith("weight") and tuple(c.entry.shape) == (h,)
             and not re.search(r"(q_a_layernorm|kv_a_layernorm|q_norm|k_norm)\.weight$", c.entry.name)
+            and not _is_cross_norm(c.entry.name, names)
         )
         qk_norm = any(n.endswith(("q_norm.weight", "k_norm.weight")) for n in names)
+        f_cross = any(is_cross_attention(n) for n in names)
         experts = _expert_tensors_layer(ts)
-        f = LayerFacts(i, attn, kind == "sliding_attention", hidden_norms or 2, qk_norm, "none", 0)
+        f = LayerFacts(i, attn, kind == "sliding_attention", hidden_norms or 2, qk_norm, "none", 0, cross=f_cross)
         f.linear_params = sum(c.logical for c in ts)
         for m in lin_by_layer.get(i, []):
             f.groups.setdefault(group_of(m), []).append(m)
@@ -112,7 +141,7 @@ def layer_facts(report: Report) -> list[LayerFacts]:
             mids = [c for c in ts if c.component == "mlp" and len(c.entry.shape) == 2 and _mid(c.entry.name)]
             if mids:
                 f.intermediate = _in_dim(mids[0], arch)
-                gated = any(re.search(r"(gate_proj|gate_up_proj|w1|w3|up_proj|fc1_gate)\.weight$", n) for n in names)
+                gated = any(re.search(r"(gate_proj|gate_up_proj|w1|w3|up_proj|fc1_gate|wi_0)\.weight$", n) for n in names)
                 f.mlp = "gated" if gated and not re.search(r"(c_fc|fc1)\.weight$", " ".join(names)) else "plain"
                 if any(n.endswith("gate_up_proj.weight") for n in names):
                     f.mlp = "gated"
@@ -120,6 +149,15 @@ def layer_facts(report: Report) -> list[LayerFacts]:
                 f.mlp, f.intermediate = "gated", int(arch.intermediate_size)
         facts.append(f)
     return facts
+
+
+def _is_cross_norm(name: str, names: list[str]) -> bool:
+    """The norm in front of a cross-attention block: Whisper/BART encoder_attn_layer_norm, T5's layer.1.layer_norm
+    of a decoder block whose layer.1 is EncDecAttention."""
+    if "encoder_attn_layer_norm" in name or "crossattention" in name:
+        return True
+    m = re.search(r"^(.*\.layer\.\d+\.)layer_norm\.weight$", name)
+    return m is not None and any(n.startswith(m.group(1) + "EncDecAttention.") for n in names)
 
 
 def _mid(name: str) -> bool:
@@ -176,6 +214,10 @@ class _ActContext:
     attn_dropout: float
     resid_dropout: float
     softcap: bool
+    softmax_in_dtype: bool = False  # eager softmax in the model dtype (T5, Whisper), not upcast to fp32
+    mlp_dropout: float = 0.0  # dropout between the MLP activation and its down projection (T5, Whisper)
+    enc_tokens: int = 0  # encoder tokens of the micro-batch (encoder-decoder models)
+    enc_seq: int = 0  # encoder tokens per sequence
 
 
 def _norm_bytes(n: int, ctx: _ActContext, trainable: bool) -> int:
@@ -186,8 +228,8 @@ def _norm_bytes(n: int, ctx: _ActContext, trainable: bool) -> int:
     return 4 * n + 4 + out  # fp32 copy of the input (or the fp32 input itself) + rstd + normalised output if w trains
 
 
-def _layer_terms(f: LayerFacts, arch: Architecture, ctx: _ActContext, first: bool) -> tuple[dict[str, int], int]:
-    """(saved bytes per token by term, token-independent saved bytes) for one decoder layer."""
+def _layer_terms(f: LayerFacts, arch: Architecture, ctx: _ActContext, first: bool) -> tuple[dict[str, int], int, int]:
+    """(saved bytes per token by term, token-independent saved bytes, bytes at the encoder tokens) for one layer."""
     dt = ctx.dt
     h = arch.hidden_size
     t: dict[str, int] = defaultdict(int)
@@ -197,6 +239,7 @@ def _layer_terms(f: LayerFacts, arch: Architecture, ctx: _ActContext, first: boo
     for a in adapters:
         adapted_groups[a.group].append(a)
     full = ctx.trainable_base
+    encoder_side = [0]  # bytes that scale with the encoder tokens (cross-attention k/v), not with this stack's
 
     def linear_input(group: str, features: int, elem: int, already_saved: bool = False) -> None:
         """The input of the Linear layers in `group`, as saved for their weight gradients (deduplicated: q/k/v share
@@ -250,11 +293,9 @@ def _layer_terms(f: LayerFacts, arch: Architecture, ctx: _ActContext, first: boo
         if ctx.attn == "eager":
             s = ctx.seq
             t["attention q, k, v"] += dt.sdpa * (nq * dqk + nq * dqk + nq * d_v)
-            t["attention scores (eager, s x s)"] += nq * s * (4 + (dt.sdpa if dt.sdpa < 4 else 0))
+            t["attention scores (eager, s x s)"] += _eager_scores(nq, s, ctx)
             if ctx.softcap:
                 t["attention scores (eager, s x s)"] += dt.sdpa * nq * s
-            if ctx.attn_dropout:
-                t["attention scores (eager, s x s)"] += nq * s * (1 + dt.sdpa)
             o_saved = False
         else:
             t["attention q, k, v"] += dt.sdpa * (q_b + k_b + v_b)
@@ -275,6 +316,9 @@ def _layer_terms(f: LayerFacts, arch: Architecture, ctx: _ActContext, first: boo
         widths = sum(m.out_features for m in f.groups["attn_in"]) + sum(m.in_features for m in f.groups.get("attn_out", []))
         t["mixer (SSM / linear attention, estimate)"] += dt.lin * 2 * widths + _norm_bytes(h, ctx, full)
         linear_input("attn_in", h, dt.res)
+    # --- cross-attention (decoder layers of encoder-decoder models) ---------------------------------------
+    if f.cross:
+        encoder_side[0] = _cross_attention(f, arch, ctx, t, linear_input, adapted_groups)
     # --- MLP -------------------------------------------------------------------------------------------
     if f.mlp != "none":
         t["norms"] += _norm_bytes(h, ctx, full)  # post_attention_layernorm / pre_feedforward_layernorm / ln_2
@@ -287,6 +331,9 @@ def _layer_terms(f: LayerFacts, arch: Architecture, ctx: _ActContext, first: boo
                 t["MLP activation + gate product"] += dt.lin * inter * (ctx.act_saves + 2)
             else:
                 t["MLP activation + gate product"] += dt.lin * inter * ctx.act_saves
+            if ctx.mlp_dropout:  # bool mask + the dropped tensor, which the down projection saves instead
+                t["dropout masks"] += inter
+                t["MLP activation + gate product"] += dt.lin * inter
             linear_input("mlp_mid", inter, dt.lin)
         else:
             k, ie, e = f.top_k, f.expert_intermediate, f.experts
@@ -319,7 +366,44 @@ def _layer_terms(f: LayerFacts, arch: Architecture, ctx: _ActContext, first: boo
             fixed += 2 * a.params  # autocast bf16 copies of the fp32 adapter weights, saved for backward
         if a.kind == "linear" and ctx.dora:
             fixed += 3 * dt.adapter * a.out_features  # weight_norm, magnitude/weight_norm, (scale - 1), fp32 vectors
-    return dict(t), fixed
+    return dict(t), fixed, encoder_side[0]
+
+
+def _eager_scores(heads: int, keys: int, ctx: _ActContext) -> int:
+    """Saved bytes per query token of eager attention over ``keys`` keys: the softmax output (fp32 + its 16-bit
+    copy where the model upcasts, the model dtype where it does not: T5, Whisper), and with attention dropout its
+    mask and output."""
+    dt = ctx.dt
+    out = heads * keys * (dt.sdpa if ctx.softmax_in_dtype else 4 + (dt.sdpa if dt.sdpa < 4 else 0))
+    if ctx.attn_dropout:
+        out += heads * keys * (1 + dt.sdpa)
+    return out
+
+
+def _cross_attention(f: LayerFacts, arch: Architecture, ctx: _ActContext, t: dict[str, int], linear_input: Any,
+                     adapted_groups: dict[str, list[Adapter]]) -> int:
+    """A decoder layer's cross-attention (transformers, models/t5/modeling_t5.py: T5LayerCrossAttention,
+    models/whisper/modeling_whisper.py: WhisperDecoderLayer encoder_attn): per decoder token the norm, q's input, q
+    and the attention output (or the eager scores over the encoder tokens), o's input; per encoder token k and v
+    (their common input, the encoder output, is saved once for all layers: ``encoder output``). Returns the bytes
+    that scale with the encoder tokens."""
+    dt = ctx.dt
+    h, n, inner = arch.hidden_size, arch.num_attention_heads, arch.num_attention_heads * arch.head_dim
+    t["norms"] += _norm_bytes(h, ctx, ctx.trainable_base)
+    linear_input("cross_q", h, dt.res)
+    t["attention q, k, v"] += dt.sdpa * inner
+    if ctx.attn == "eager":
+        t["attention scores (eager, s x s)"] += _eager_scores(n, ctx.enc_seq, ctx)
+        linear_input("cross_out", inner, dt.sdpa)
+    else:
+        t["attention output + logsumexp"] += dt.sdpa * inner + 4 * n
+        linear_input("cross_out", inner, dt.sdpa, already_saved=True)
+    if ctx.resid_dropout:
+        t["dropout masks"] += h
+    enc: dict[str, int] = defaultdict(int)
+    for a in adapted_groups.get("cross_kv", []):  # LoRA on k/v: their per-module input copies at the encoder tokens
+        _adapter_terms(a, dt.res, enc, ctx, h)
+    return (2 * dt.sdpa * inner + sum(enc.values())) * ctx.enc_tokens
 
 
 def _adapter_terms(a: Adapter, elem: int, t: dict[str, int], ctx: _ActContext, features: int) -> None:
@@ -415,11 +499,21 @@ def _context(report: Report, method: str, settings: TrainingSettings, dt: _Dtype
     norm_style = "layernorm" if mt in CONV1D_TYPES or any(
         c.component == "norms" and c.entry.name.endswith(".bias") for c in report.tensors if c.layer == 0
     ) else ("gemma" if mt.startswith("gemma") else "rms")
-    act = str(cfg.get("hidden_act") or cfg.get("activation_function") or cfg.get("hidden_activation") or "silu")
+    act = str(cfg.get("hidden_act") or cfg.get("activation_function") or cfg.get("hidden_activation") or cfg.get("dense_act_fn")
+              or str(cfg.get("feed_forward_proj") or "silu").removeprefix("gated-"))
     act_saves = _ACT_SAVES.get(act, 1)
     attn_drop = float(cfg.get("attention_dropout") or cfg.get("attn_pdrop") or 0.0)
     resid_drop = float(cfg.get("resid_pdrop") or cfg.get("hidden_dropout") or 0.0)
     embd_drop = float(cfg.get("embd_pdrop") or 0.0)
+    mlp_drop = 0.0
+    if arch.is_encoder_decoder:
+        # T5 (models/t5/modeling_t5.py): one dropout_rate for the attention probabilities, the MLP's inner
+        # activation, every residual branch and the embeddings; Whisper/BART: dropout, attention_dropout,
+        # activation_dropout.
+        drop = float(cfg.get("dropout_rate") or cfg.get("dropout") or 0.0)
+        resid_drop = embd_drop = drop
+        attn_drop = float(cfg.get("dropout_rate") or cfg.get("attention_dropout") or 0.0)
+        mlp_drop = float(cfg.get("dropout_rate") or cfg.get("activation_dropout") or 0.0)
     if attn_drop and attn != "eager":
         notes.append("attention dropout inside SDPA/flash kernels keeps no mask (Philox RNG); CPU math fallbacks differ")
     softcap = bool(cfg.get("attn_logit_softcapping"))
@@ -427,7 +521,7 @@ def _context(report: Report, method: str, settings: TrainingSettings, dt: _Dtype
     for a in adapters:
         by_layer[a.layer].append(a)
     ctx = _ActContext(method, dt, settings.seq, attn, by_layer, norm_style, act_saves, method == "full", settings.dora,
-                      attn_drop, resid_drop, softcap)
+                      attn_drop, resid_drop, softcap, softmax_in_dtype=mt in _SOFTMAX_IN_DTYPE, mlp_dropout=mlp_drop)
     return ctx, notes, bool(embd_drop)
 
 
@@ -435,6 +529,11 @@ def _loss_per_token(arch: Architecture, settings: TrainingSettings, tokens: int,
     """(peak bytes per token of the logits and cross-entropy, description), with Gemma's final soft-capping."""
     cfg = arch.text_config or {}
     logits_tok, loss_desc = _logits_bytes_per_token(arch.vocab_size, arch.hidden_size, tokens, settings.chunked_loss, dt)
+    if arch.model_type in _CE_IN_DTYPE and not settings.chunked_loss:
+        # nn.CrossEntropyLoss on the model-dtype logits: its log-softmax output and, at the start of backward, the two
+        # gradients, all in the model dtype
+        logits_tok = 3 * dt.lin * arch.vocab_size + 8
+        loss_desc = f"not chunked: CrossEntropyLoss on {dt.lin * 8}-bit logits (log-softmax + 2 gradients, {3 * dt.lin} B x vocab per token)"
     if cfg.get("final_logit_softcapping") and not settings.chunked_loss:
         logits_tok += dt.lin * arch.vocab_size  # tanh(logits / cap) output, saved until its backward
         loss_desc += " + final logit soft-capping (tanh output, 16-bit x vocab)"
@@ -475,60 +574,84 @@ def activation_memory(
     report: Report, method: str, settings: TrainingSettings, prec: PrecisionBytes, ckpt: bool, adapters: list[Adapter]
 ) -> ActivationMemory:
     """Activations at the peak of forward + backward: the larger of the loss backward and the last layer's backward
-    (with checkpointing: every layer's input plus one layer recomputed)."""
+    (with checkpointing: every layer's input plus one layer recomputed). Encoder-decoder models: the encoder layers
+    at the encoder tokens, the decoder layers (self- and cross-attention) at the decoder tokens."""
     arch = report.architecture
     dt = _dtypes(method, settings, prec)
     ctx, notes, embd_dropout = _context(report, method, settings, dt, adapters)
-    layers = layer_facts(report)
     tokens = settings.seq * settings.micro_batch
+    stacks: list[tuple[list[LayerFacts], _ActContext, int]]
+    enc_other = 0
+    if arch.is_encoder_decoder:
+        enc_seq = encoder_tokens(report, settings)
+        ctx = replace(ctx, enc_seq=enc_seq, enc_tokens=enc_seq * settings.micro_batch)
+        stacks = []
+        for stack, seq in (("encoder", enc_seq), ("decoder", settings.seq)):
+            by_layer = {k: [a for a in ads if stack_of(a.name) == stack] for k, ads in ctx.adapters_by_layer.items()}
+            stacks.append((layer_facts(report, stack), replace(ctx, seq=seq, adapters_by_layer=by_layer), seq * settings.micro_batch))
+        enc_other, enc_notes = _encoder_decoder_other(report, ctx, settings)
+        notes.extend(enc_notes)
+    else:
+        stacks = [(layer_facts(report), ctx, tokens)]
+    layers: list[LayerFacts] = []
     per_layer_terms: list[dict[str, int]] = []
     fixed: list[int] = []
-    for i, f in enumerate(layers):
-        terms, fx = _layer_terms(f, arch, ctx, first=(i == 0 and not ckpt))
-        per_layer_terms.append(terms)
-        fixed.append(fx)
+    layer_bytes: list[int] = []
+    inputs: list[int] = []
+    transients: list[int] = []
+    widest = max((a.in_features for a in adapters if a.kind == "linear"), default=0)
+    for facts, sctx, stoks in stacks:
+        for i, f in enumerate(facts):
+            terms, fx, enc_side = _layer_terms(f, arch, sctx, first=(i == 0 and not ckpt))
+            layers.append(f)
+            per_layer_terms.append(terms)
+            fixed.append(fx)
+            layer_bytes.append(sum(terms.values()) * stoks + fx + enc_side)
+            inputs.append(dt.res * arch.hidden_size * stoks)
+            transients.append(_backward_transient(f, arch, sctx, widest) * stoks)
     layer_tok = [sum(t.values()) for t in per_layer_terms]
     lm_trainable = method == "full"
-    rope = ctx.norm_style != "layernorm" and arch.attention_kind != "none" and not any(c.component == "embeddings" and "wpe" in c.entry.name for c in report.tensors)
+    rope = (ctx.norm_style != "layernorm" and arch.attention_kind != "none" and not arch.is_encoder_decoder
+            and not any(c.component == "embeddings" and "wpe" in c.entry.name for c in report.tensors))
     other = _nonlayer_terms(arch, ctx, lm_trainable, rope, embd_dropout)
+    if arch.is_encoder_decoder and ctx.resid_dropout and arch.model_type in _CE_IN_DTYPE and "whisper" not in arch.model_type:
+        other["final dropout mask"] = arch.hidden_size  # T5Stack: dropout after the final layer norm
     other_tok = sum(other.values())
     logits_tok, loss_desc = _loss_per_token(arch, settings, tokens, dt)
-    widest = max((a.in_features for a in adapters if a.kind == "linear"), default=0)
-    max_transient = max((_backward_transient(f, arch, ctx, widest) for f in layers), default=0)
+    max_transient = max(transients, default=0)
     expert_grad = _expert_weight_gradient(ctx)
     out: dict[str, int] = {}
     phase_loss = logits_tok * tokens
+    layer_weights = sum(fixed)  # token-independent: weight copies autocast / PEFT's expert adapters save per layer
     if not ckpt:
-        layers_bytes = sum(layer_tok) * tokens
-        fixed_bytes = sum(fixed)
-        phase_layers = max_transient * tokens + expert_grad
-        out["activations_layers"] = layers_bytes
-        if fixed_bytes:
-            out["activations_layer_weights"] = fixed_bytes
-        out["activations_other"] = other_tok * tokens
+        out["activations_layers"] = sum(layer_bytes) - layer_weights
+        if layer_weights:
+            out["activations_layer_weights"] = layer_weights
+        phase_layers = max_transient + expert_grad
+        out["activations_other"] = other_tok * tokens + enc_other
         if phase_loss >= phase_layers:
             out["logits_loss"] = phase_loss
         else:
             out["backward_transient"] = phase_layers
         peak_at = "loss backward" if phase_loss >= phase_layers else "layer backward"
     else:
-        inputs = dt.res * arch.hidden_size
-        out["activations_layers"] = inputs * len(layers) * tokens
-        out["activations_other"] = other_tok * tokens
+        out["activations_layers"] = sum(inputs)
+        out["activations_other"] = other_tok * tokens + enc_other
         # Peak A: loss backward with every layer input kept; peak B: the last layer recomputed + its backward.
-        j = max(range(len(layers)), key=lambda i: layer_tok[i] * tokens + fixed[i]) if layers else 0
-        recompute = (layer_tok[j] * tokens + fixed[j]) if layers else 0
+        j = max(range(len(layers)), key=lambda i: layer_bytes[i]) if layers else 0
+        recompute = layer_bytes[j] if layers else 0
         rope_tok = other.get("RoPE cos/sin", 0)
-        phase_layers = recompute + max_transient * tokens + expert_grad - (other_tok - rope_tok) * tokens
+        freed = (other_tok - rope_tok) * tokens
+        phase_layers = recompute + max_transient + expert_grad - freed
         if phase_loss >= phase_layers:
             out["logits_loss"] = phase_loss
             peak_at = "loss backward"
         else:
             out["activations_recompute"] = recompute
-            out["backward_transient"] = max(0, max_transient * tokens + expert_grad - (other_tok - rope_tok) * tokens)
+            out["backward_transient"] = max(0, max_transient + expert_grad - freed)
             peak_at = "recomputed layer backward"
         notes.append("gradient checkpointing (HF, use_reentrant=False): each decoder layer keeps only its input; one layer is recomputed during backward")
-    if ctx.attn == "eager":  # one [b, 1, s, s] additive mask per attention layer type (full / sliding), model dtype
+    if ctx.attn == "eager" and not arch.is_encoder_decoder:  # one [b, 1, s, s] additive mask per attention layer type (full / sliding), model dtype
         kinds = {f.sliding for f in layers if f.attention != "none"} or {False}
         out["activations_other"] = out.get("activations_other", 0) + len(kinds) * settings.micro_batch * settings.seq**2 * dt.sdpa
     act_terms: dict[str, Any] = {
@@ -541,11 +664,54 @@ def activation_memory(
         "tokens": tokens,
         "formula": "Korthikanti et al. 2022 (arXiv:2205.05198) section 4, adapted to HF transformers 5 blocks and PEFT adapters",
     }
+    if arch.is_encoder_decoder:
+        act_terms["encoder_tokens"] = ctx.enc_tokens
+        act_terms["encoder_other_bytes"] = enc_other
     if any(f.attention == "none" for f in layers):
         notes.append("layers without attention (SSM / linear attention) are modelled by their MLP and norms only: activation estimate is low for them")
-    if arch.is_encoder_decoder:
-        notes.append("encoder-decoder models: activations are modelled for the decoder stack only (estimate)")
     return ActivationMemory(out, act_terms, loss_desc, notes)
+
+
+def encoder_tokens(report: Report, settings: TrainingSettings) -> int:
+    """Encoder tokens per sequence: ``--encoder-len`` (default ``--seq``); Whisper's encoder always sees
+    max_source_positions frames (WhisperEncoder.forward refuses any other mel length)."""
+    arch = report.architecture
+    cfg = arch.text_config or {}
+    if arch.model_type == "whisper" and cfg.get("max_source_positions"):
+        return int(cfg["max_source_positions"])
+    return settings.encoder_seq or settings.seq
+
+
+def _encoder_decoder_other(report: Report, ctx: _ActContext, settings: TrainingSettings) -> tuple[int, list[str]]:
+    """Bytes of the encoder outside its layers and of the position biases: the input stem (Whisper's two
+    convolutions + GELU), embedding dropout, the final norm and dropout, the encoder output (saved once as the input
+    of every decoder layer's cross-attention k/v), and T5's relative attention bias (models/t5/modeling_t5.py:
+    T5Attention.compute_bias: the int64 bucket indices its nn.Embedding saves, per stack; under SDPA the bias is the
+    attention mask the kernel saves: once for the encoder, per layer for the causal decoder (torch.where with the
+    causal mask, integrations/sdpa_attention.py: create_position_bias_mask), once for the cross-attention zeros)."""
+    arch = report.architecture
+    dt = ctx.dt
+    h = arch.hidden_size
+    notes: list[str] = []
+    enc_tok, enc_seq, dec_seq = ctx.enc_tokens, ctx.enc_seq, settings.seq
+    per_tok = _norm_bytes(h, ctx, ctx.trainable_base) + dt.res * h  # final norm + the encoder output
+    if ctx.resid_dropout:
+        per_tok += 2 * h  # embedding dropout mask + final dropout mask
+    stem = [c for c in report.tensors if stack_of(c.entry.name) == "encoder" and re.search(r"conv\d\.weight$", c.entry.name)]
+    if stem:  # WhisperEncoder: gelu(conv1(x)) at 2 frames per token, gelu(conv2(.)) at stride 2: 2h + 2h + h saved
+        per_tok += dt.res * 5 * h
+    total = per_tok * enc_tok
+    if any(c.entry.name.endswith("relative_attention_bias.weight") for c in report.tensors):
+        n = arch.num_attention_heads
+        total += 8 * (enc_seq**2 + dec_seq**2)
+        if ctx.attn != "eager":
+            dec_layers = sum(1 for _ in layer_facts(report, "decoder"))
+            total += dt.sdpa * n * (enc_seq**2 + dec_layers * dec_seq**2 + dec_seq * enc_seq)
+            notes.append("T5 under SDPA: the relative position bias is an attention mask with a gradient, which the "
+                         "CUDA memory-efficient kernel saves (once for the encoder, per decoder layer, once for the "
+                         "cross-attention); CPU SDPA falls back to the math kernel")
+    notes.append(f"encoder-decoder: encoder at {enc_seq:,} tokens, decoder at {dec_seq:,} tokens per sequence")
+    return total, notes
 
 
 def _merge(per_layer: list[dict[str, int]]) -> dict[str, float]:

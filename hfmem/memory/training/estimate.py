@@ -131,7 +131,7 @@ def estimate_training(report: Report, method: str, settings: TrainingSettings | 
         total_bytes=total,
         trainable_parameters=trainable,
         components=budget.components,
-        settings=_settings_record(settings, method, ckpt, act.loss),
+        settings=_settings_record(settings, method, ckpt, act.loss, act.terms.get("encoder_tokens")),
         pageable_bytes=budget.pageable,
         host_bytes=budget.host,
         rank=settings.lora_rank if method != "full" else None,
@@ -263,9 +263,14 @@ def _transient_buffers(budget: _Budget, report: Report, method: str, settings: T
         budget.components["dora_buffer"] = widest * (2 if settings.precision == "bf16" else 4)
 
 
-def _settings_record(settings: TrainingSettings, method: str, ckpt: bool, loss: str) -> dict[str, Any]:
-    """The settings as resolved for this method (the JSON ``settings``)."""
-    st = settings.to_dict() | {
+def _settings_record(settings: TrainingSettings, method: str, ckpt: bool, loss: str, encoder_tokens: int | None) -> dict[str, Any]:
+    """The settings as resolved for this method (the JSON ``settings``); ``encoder_seq`` only for encoder-decoder
+    models, as resolved (per sequence)."""
+    st = settings.to_dict()
+    st.pop("encoder_seq")
+    if encoder_tokens is not None:
+        st["encoder_seq"] = encoder_tokens // settings.micro_batch
+    st = st | {
         "method": method,
         "grad_checkpointing": ckpt,
         "loss": loss,

@@ -34,14 +34,22 @@ _MOE_NAME_MAP = {
 }
 _MOE_FUSED_PAIR = {"mixtral": ("w1", "w3"), "qwen2_moe": ("gate_proj", "up_proj")}
 
+# PEFT refuses LoRA on these module names of Mamba-based models (peft 0.21, tuners/tuners_utils.py:
+# _check_lora_target_modules_mamba: "Module 'out_proj' is incompatible with Mamba-based models"), also when they come
+# from all-linear: there a user must list the other modules, which is what hfmem's all-linear estimate adapts.
+PEFT_MAMBA_TYPES = {"falcon_h1", "mamba", "mamba2", "falcon_mamba", "nemotron_h"}
+PEFT_MAMBA_INCOMPATIBLE = ("out_proj", "conv1d")
+
 # Models whose Linear layers are GPT-2 style Conv1D ([in, out] weights).
 CONV1D_TYPES = {"gpt2", "openai-gpt", "imagegpt", "decision_transformer"}
 
 # Linear leaf names by the activation they read: attention inputs, MLA's inner projections, MLP down projections.
 ATTN_IN = {"q_proj", "k_proj", "v_proj", "qkv_proj", "query_key_value", "c_attn", "q_a_proj", "kv_a_proj_with_mqa",
-           "wqkv", "Wqkv", "query", "key", "value", "in_proj"}
+           "wqkv", "Wqkv", "query", "key", "value", "in_proj", "q", "k", "v"}
 ATTN_MID = {"q_b_proj", "kv_b_proj"}
 MLP_MID = {"down_proj", "w2", "fc2", "dense_4h_to_h", "wo"}
+# Module path parts of decoder cross-attention (T5 EncDecAttention, Whisper/BART encoder_attn, BERT crossattention).
+CROSS_KEYS = ("EncDecAttention.", "encoder_attn.", "crossattention.", "cross_attn.")
 
 
 @dataclass(frozen=True)
@@ -161,6 +169,8 @@ def _expert_tensors(report: Report) -> dict[int | None, dict[str, list[CountedTe
 def group_of(m: LinearModule) -> str:
     """The activation a Linear module reads (see ``Adapter.group``)."""
     leaf = m.leaf
+    if any(k in m.name for k in CROSS_KEYS):  # decoder cross-attention: q reads the decoder, k/v the encoder output
+        return "cross_q" if leaf in ("q", "q_proj", "query") else "cross_kv" if leaf in ATTN_IN else "cross_out"
     if m.component == "attention" or leaf in ATTN_IN | ATTN_MID or leaf in ("o_proj", "out_proj", "dense"):
         if leaf in ATTN_IN:
             return "attn_in"
@@ -187,14 +197,30 @@ def resolve_lora_targets(report: Report, targets: str, rank: int, dora: bool = F
         pattern = None
     mapping = _MOE_NAME_MAP.get(pattern or "", {})
     all_linear = targets.strip().lower() == "all-linear"
+    mamba = arch.model_type in PEFT_MAMBA_TYPES
     if all_linear:
         wanted = {m.leaf for m in linears}
         if pattern is not None:
             wanted |= set(mapping)
+        refused = sorted(wanted & set(PEFT_MAMBA_INCOMPATIBLE)) if mamba else []
+        if refused:
+            wanted -= set(refused)
+            kept = ",".join(sorted(wanted))
+            notes.append(
+                f"PEFT refuses {', '.join(refused)} on Mamba-based models ({arch.model_type}) and so raises on all-linear "
+                f"(peft 0.21 tuners/tuners_utils.py: _check_lora_target_modules_mamba); estimated for the modules it "
+                f"allows: target_modules={kept}"
+            )
     else:
         wanted = {t.strip() for t in targets.split(",") if t.strip()}
         if not wanted:
             raise UsageError("--lora-targets is empty")
+        refused = sorted({t.rsplit(".", 1)[-1] for t in wanted} & set(PEFT_MAMBA_INCOMPATIBLE)) if mamba else []
+        if refused:
+            raise UsageError(
+                f"LoRA target {', '.join(refused)} is incompatible with Mamba-based models (model_type={arch.model_type!r}): "
+                "PEFT raises on it (tuners/tuners_utils.py: _check_lora_target_modules_mamba); leave it out of --lora-targets"
+            )
     module_targets = set(wanted)
     param_targets: set[str] = set()
     fused_rank: dict[str, int] = {}
@@ -242,7 +268,7 @@ def resolve_lora_targets(report: Report, targets: str, rank: int, dora: bool = F
         )
     if dora:
         notes.append("DoRA adds one magnitude vector (out_features) per adapted Linear")
-    names = sorted(module_targets | param_targets) if not all_linear or pattern else ["all-linear"]
+    names = sorted(module_targets | param_targets) if not all_linear or pattern or mamba else ["all-linear"]
     return adapters, names, notes
 
 

@@ -28,6 +28,7 @@ class TrainingSettings:
 
     seq: int = 2048
     micro_batch: int = 1
+    encoder_seq: int | None = None  # encoder-decoder models: encoder tokens per sequence (None: seq)
     grad_checkpointing: bool | None = None  # None: off for full/lora, on for qlora (prepare_model_for_kbit_training)
     optimizer: str = "adamw"
     precision: str = "mixed-bf16"
@@ -50,6 +51,8 @@ class TrainingSettings:
 
         if self.seq < 1 or self.micro_batch < 1:
             bad("--seq and --micro-batch must be positive")
+        if self.encoder_seq is not None and self.encoder_seq < 1:
+            bad("--encoder-len must be positive")
         if self.optimizer not in OPTIMIZERS:
             bad(f"unknown optimizer {self.optimizer!r} (one of {', '.join(OPTIMIZERS)})")
         if self.precision not in PRECISIONS:
