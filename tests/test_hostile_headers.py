@@ -77,3 +77,45 @@ def test_offsets_past_the_declared_size_on_the_hub(hub_env, tmp_path, cli):
 def test_header_only_stub_is_fine(tmp_path, cli):
     r = cli([str(_folder(tmp_path, GOOD)), "--format", "json"])  # no data at all: a stub, as fixtures are
     assert r.returncode == 0 and json.loads(r.stdout)["parameters"]["total"] == 512 * 64, r.stderr
+
+
+def test_duplicate_names_are_found_without_the_per_object_hook():
+    # Duplicates are detected by counting the "data_offsets" key against the decoded entries; names that spell the
+    # key (escaped inside their JSON string) or contain true/false must not fool it either way.
+    from hfmem.errors import MalformedHeader
+    from hfmem.hub.header import parse_header_bytes
+
+    entry = '{"dtype":"U8","shape":[4],"data_offsets":[%d,%d]}'
+    tricky = '"x\\"data_offsets\\"true"'
+    ok = "{" + tricky + ":" + entry % (0, 4) + ',"b":' + entry % (4, 8) + "}"
+    header = parse_header_bytes(ok.encode(), "m.safetensors")
+    assert [t.name for t in header.tensors] == ['x"data_offsets"true', "b"]
+    dup = "{" + '"a":' + entry % (0, 4) + ',"a":' + entry % (4, 8) + "}"
+    with pytest.raises(MalformedHeader, match="duplicate tensor name 'a'"):
+        parse_header_bytes(dup.encode(), "m.safetensors")
+    inner = '{"a":{"dtype":"U8","dtype":"U8","shape":[4],"data_offsets":[0,4]}}'
+    with pytest.raises(MalformedHeader, match="duplicate"):
+        parse_header_bytes(inner.encode(), "m.safetensors")
+
+
+def test_duplicate_tensor_in_the_one_shot_answer_is_exit_17(hub_env, tmp_path, cli):
+    # The one-shot answer is one JSON document: a tensor named twice in a shard's header is refused like a file's.
+    from hub_server import gzip_body
+
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(CONFIG))
+    shard = "model-00001-of-00001.safetensors"
+    raw = json.dumps(GOOD).encode()
+    raw += b" " * (-len(raw) % 8)
+    (folder / shard).write_bytes(struct.pack("<Q", len(raw)) + raw)
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {}, "weight_map": {"model.embed_tokens.weight": shard}})
+    )
+    hub_env.add_repo("org/dup", RepoSpec(root=folder))
+    entry = '{"dtype":"BF16","shape":[512,64],"data_offsets":[0,65536]}'
+    text = '{"index":{"metadata":{}},"headers":{"%s":{"model.embed_tokens.weight":%s,"model.embed_tokens.weight":%s}}}' % (
+        shard, entry, entry)
+    hub_env.gzip_answers["safetensors-metadata"] = gzip_body(text.encode(), 0)
+    r = cli(["org/dup"])
+    assert r.returncode == 17 and "duplicate tensor name 'model.embed_tokens.weight'" in r.stderr, r.stderr

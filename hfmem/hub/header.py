@@ -77,10 +77,11 @@ def loads_header_json(text: str, file: str, count_entries: Callable[[Any], int])
     says how many tensor entries the decoded value holds (one header, or every header of a one-shot answer).
 
     Duplicate keys are refused, as the safetensors reader does. Checking every object with an object_pairs_hook
-    costs a Python call per tensor; instead the text's count of the key "data_offsets" is compared with the entries
-    decoded: a duplicate tensor name (or a duplicate key inside an entry) leaves more occurrences than entries. The
-    pattern cannot occur inside a JSON string (a quote there is escaped), so equal counts mean no duplicate among the
-    entries; any difference re-parses with the hook, which names the duplicate or finds none.
+    costs a Python call per tensor; instead the text's counts of the keys "data_offsets", "dtype" and "shape" are
+    compared with the entries decoded: a duplicate tensor name, or a duplicate key inside an entry, leaves more
+    occurrences than entries. These quoted words cannot occur inside a JSON string (a quote there is escaped), so
+    equal counts mean no duplicate among the entries; any difference re-parses with the hook, which names the
+    duplicate or finds none. (A duplicate key inside __metadata__, strings only, is not looked for.)
     """
     floats: list[str] = []
 
@@ -92,7 +93,8 @@ def loads_header_json(text: str, file: str, count_entries: Callable[[Any], int])
         obj = json.loads(text, parse_float=note_float)
     except (ValueError, RecursionError) as exc:
         raise MalformedHeader(f"{file}: header is not JSON ({str(exc)[:80]})", path=file) from None
-    if text.count('"data_offsets"') != count_entries(obj):
+    entries = count_entries(obj)
+    if any(text.count(key) != entries for key in ('"data_offsets"', '"dtype"', '"shape"')):
         try:
             obj = json.loads(text, object_pairs_hook=_reject_duplicates)
         except _DuplicateKey as exc:
