@@ -198,3 +198,6 @@ def test_run_imports_no_transformers_numpy_torch():
     imported = {line.split("|")[-1].strip().split(".")[0] for line in timed.stderr.splitlines() if "import time:" in line}
     assert "hfmem" in imported
     assert not imported & {"numpy", "transformers", "torch"}
+    # Training estimators and their tables load only for --train (the CLI needs just the option choices).
+    modules = {line.split("|")[-1].strip() for line in timed.stderr.splitlines() if "import time:" in line}
+    assert not modules & {"hfmem.memory.training.estimate", "hfmem.memory.training.activations", "hfmem.render.training"}

@@ -76,7 +76,6 @@ def _tables(report: Report) -> list[Table]:
 def _section_tables(report: Report) -> list[Table]:
     from hfmem.render.kv import kv_tables
     from hfmem.render.plan import inference_tables, weights_tables
-    from hfmem.render.training import training_tables
 
     tables: list[Table] = []
     if report.kv_cache:
@@ -86,6 +85,8 @@ def _section_tables(report: Report) -> list[Table]:
     if report.inference is not None:
         tables += inference_tables(report.inference)
     if report.training is not None:
+        from hfmem.render.training import training_tables  # with its estimators: only for --train
+
         tables += training_tables(report.training)
     return tables
 
