@@ -172,13 +172,10 @@ class HubContext:
     """Requests about one repo at one revision: retried (retry.py), bounded, and their failures translated."""
 
     def __init__(self, repo_id: str, revision: str | None, token: str | bool | None, timeout: float):
-        from huggingface_hub import HfApi
-
         self.repo_id = repo_id
         self.revision = revision
         self.token = token
         self.timeout = timeout
-        self.api = HfApi()
         self.errors = HubErrors(repo_id, revision, token, timeout)
         self.read_total = ReadTotal(repo_id)
 
@@ -468,7 +465,9 @@ class HubContext:
         return parse_header_bytes(data, filename, file_size)
 
     def headers_without_index(self, revision: str | None, warnings: list[str]) -> list[FileHeader]:
-        names = self.call(lambda: self.api.list_repo_files(self.repo_id, revision=revision, token=self.token))
+        from huggingface_hub import HfApi  # only here: importing hf_api costs ~0.2 s of start-up
+
+        names = self.call(lambda: HfApi().list_repo_files(self.repo_id, revision=revision, token=self.token))
         shards = fallback_safetensors(names, warnings)
         if not shards:
             approx = None
