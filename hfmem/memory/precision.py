@@ -96,7 +96,8 @@ def resolve_precision(text: str) -> str:
     raise UsageError(f"unknown precision {text!r}; use one of: auto, {', '.join(PRECISIONS)}")
 
 
-@dataclass(frozen=True, slots=True)
+# One per stored tensor (500k in the largest checkpoints): not frozen, whose __init__ costs 8x (see TensorEntry).
+@dataclass(slots=True, unsafe_hash=True)
 class WeightTensor:
     """One parameter tensor in logical form: ``count`` matrices of ``[out, inn]`` (1-D: out = numel, inn = 1)."""
 
