@@ -284,6 +284,7 @@ class LocalHub:
         self._stopping = threading.Event()
         self._conns: dict[socket.socket, threading.Thread] = {}
         self._file_cache: dict[tuple[str, int, int], tuple[int, str, str | None, int | None]] = {}
+        self._metadata_cache: dict[tuple[str, str, str, tuple[Any, ...]], bytes] = {}
 
     # ----------------------------------------------------------------------------------------------- lifecycle
 
@@ -769,6 +770,10 @@ class LocalHub:
             return looked_up
         spec = looked_up
         commit_header = [("X-Repo-Commit", spec.sha)]
+        key = (repo_id, spec.sha, filename, _folder_stamp(spec.root))  # any file changed on disk: built anew
+        cached = self._metadata_cache.get(key) if spec.sharded_answer is None else None
+        if cached is not None:  # built once per commit, as a hub would serve it from a cache (timing is not ours)
+            return _Response(200, [("Content-Type", "application/json"), *commit_header], cached)
         index_path = self._safe_file(spec.root, filename)  # main only, as on the Hub
         if index_path is None:
             return _error(404, "EntryNotFound", f"{filename} does not exist on main", commit_header)
@@ -790,7 +795,10 @@ class LocalHub:
         body = {"index": {k: v for k, v in index.items() if k != "weight_map"}, "headers": headers}
         if spec.sharded_answer is not None:
             body = spec.sharded_answer(body)
-        return _json_response(200, body, commit_header)
+        response = _json_response(200, body, commit_header)
+        if spec.sharded_answer is None and response.status == 200:
+            self._metadata_cache[key] = response.body
+        return response
 
     def _resolve(
         self, repo_id: str, revision: str, filename: str, token: str | None, range_header: str | None
@@ -827,6 +835,11 @@ class LocalHub:
             f.seek(start)
             data = f.read(end - start + 1)
         return _Response(206, [*headers, ("Content-Range", f"bytes {start}-{end}/{size}")], data)
+
+
+def _folder_stamp(root: Path) -> tuple[Any, ...]:
+    """(name, size, mtime) of every file under root: what a cached answer built from them depends on."""
+    return tuple(sorted((str(p), st.st_size, st.st_mtime_ns) for p in root.rglob("*") if (st := p.stat()) and p.is_file()))
 
 
 def gzip_body(prefix: bytes, pad: int, suffix: bytes = b"", fill: bytes = b" ") -> bytes:
