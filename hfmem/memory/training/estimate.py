@@ -188,7 +188,7 @@ def _adapter_model_states(
     comps["adapter_gradients"] = cdiv(trainable * ad_elem, shard.grads)
     opt = pageable = 0
     for a in adapters:
-        for shape in ((a.rank * a.experts, a.in_features), (a.out_features, a.rank * a.experts)):
+        for shape in a.shapes:
             res, pg = optimizer_state_bytes(shape, settings.optimizer, ad_elem)
             opt += res
             pageable += pg
