@@ -29,7 +29,7 @@ CASES = {
 
 def predicted_activation_bytes(est) -> int:
     keys = ("activations_layers", "activations_layer_weights", "activations_recompute", "activations_other", "logits_loss", "backward_transient", "autocast_weight_copies")
-    return sum(est.components.get(k, 0) for k in keys)
+    return sum(est.activation_terms["components"].get(k, 0) for k in keys)
 
 
 def measure_row(arch: str, case: str, seq: int, ckpt: bool, workdir: Path) -> tuple[int, int]:

@@ -74,7 +74,8 @@ def zero_7_5b(tmp_path_factory) -> hfmem.Report:
 
 
 def _states(est) -> int:
-    return sum(est.components.get(k, 0) for k in STATE_KEYS) + est.host_bytes * 0
+    states = dict(est.components, gradients=est.gradient_bytes) if "gradients" in est.components else est.components
+    return sum(states.get(k, 0) for k in STATE_KEYS) + est.host_bytes * 0
 
 
 @pytest.mark.parametrize("zero, expected_gb", [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
@@ -101,8 +102,8 @@ def test_bytes_per_param_by_precision(zero_7_5b):
     assert per == {"mixed-bf16": 16, "bf16": 8, "fp32": 16}
     amp = estimate_training(zero_7_5b, "full", TrainingSettings(precision="amp-bf16", seq=16))
     linear = sum(c.logical for c in zero_7_5b.tensors if c.entry.name.endswith("proj.weight") or c.component == "lm_head")
-    assert amp.components["autocast_weight_copies"] == 2 * linear
-    assert 17.5 < (_states(amp) + amp.components["autocast_weight_copies"]) / psi <= 18
+    assert amp.activation_terms["components"]["autocast_weight_copies"] == 2 * linear
+    assert 17.5 < (_states(amp) + amp.activation_terms["components"]["autocast_weight_copies"]) / psi <= 18
 
 
 @pytest.fixture(scope="module")
@@ -155,10 +156,10 @@ def test_llama_3_1_8b_lora_and_qlora_from_config_arithmetic(stub_repo):
 def test_logits_term_is_12_bytes_per_vocab_per_token(stub_repo):
     report = hfmem.analyze(str(stub_repo("meta-llama/Llama-3.1-8B-Instruct")))
     est = estimate_training(report, "lora", TrainingSettings(seq=8192, grad_checkpointing=True))
-    assert est.components["logits_loss"] == (12 * 128256 + 8) * 8192
-    assert est.components["logits_loss"] > est.components["activations_layers"]  # the largest single term
+    assert est.activation_terms["components"]["logits_loss"] == (12 * 128256 + 8) * 8192
+    assert est.activation_terms["components"]["logits_loss"] > est.activation_terms["components"]["activations_layers"]  # the largest single term
     chunked = estimate_training(report, "lora", TrainingSettings(seq=8192, grad_checkpointing=True, chunked_loss=True))
-    assert chunked.activation_terms["logits_loss_per_token"] * 8192 < est.components["logits_loss"] / 10
+    assert chunked.activation_terms["logits_loss_per_token"] * 8192 < est.activation_terms["components"]["logits_loss"] / 10
     assert chunked.total_bytes < est.total_bytes
     assert "chunked" in chunked.settings["loss"] and "not chunked" in est.settings["loss"]
 
@@ -236,16 +237,16 @@ def test_invalid_settings(qwen, kwargs):
 def test_checkpointing_attention_and_seq_scaling(qwen):
     s1 = estimate_training(qwen, "full", TrainingSettings(seq=1024))
     s2 = estimate_training(qwen, "full", TrainingSettings(seq=2048))
-    assert s2.components["activations_layers"] == 2 * s1.components["activations_layers"]  # linear with SDPA
+    assert s2.activation_terms["components"]["activations_layers"] == 2 * s1.activation_terms["components"]["activations_layers"]  # linear with SDPA
     ck = estimate_training(qwen, "full", TrainingSettings(seq=2048, grad_checkpointing=True))
-    assert ck.components["activations_layers"] == 28 * 2 * 3584 * 2048  # layer inputs only
+    assert ck.activation_terms["components"]["activations_layers"] == 28 * 2 * 3584 * 2048  # layer inputs only
     e1 = estimate_training(qwen, "full", TrainingSettings(seq=1024, attn="eager"))
     e2 = estimate_training(qwen, "full", TrainingSettings(seq=2048, attn="eager"))
-    d1 = e1.components["activations_layers"] - s1.components["activations_layers"]
-    d2 = e2.components["activations_layers"] - s2.components["activations_layers"]
+    d1 = e1.activation_terms["components"]["activations_layers"] - s1.activation_terms["components"]["activations_layers"]
+    d2 = e2.activation_terms["components"]["activations_layers"] - s2.activation_terms["components"]["activations_layers"]
     assert d2 / d1 > 3.5  # eager keeps the s x s scores: quadratic (SDPA: linear)
     fl = estimate_training(qwen, "full", TrainingSettings(seq=2048, attn="flash"))
-    assert fl.components["activations_layers"] == s2.components["activations_layers"]
+    assert fl.activation_terms["components"]["activations_layers"] == s2.activation_terms["components"]["activations_layers"]
 
 
 def test_lora_targets_and_defaults(qwen):

@@ -101,7 +101,7 @@ def saved(tmp_path_factory, tm):
 def test_encoder_decoder_activation_peak_within_10_percent(saved, tm, model_type, attn, enc, dec):
     report = saved(model_type)
     est = estimate_training(report, "full", TrainingSettings(seq=dec, encoder_seq=enc, precision="bf16", attn=attn))
-    predicted = sum(est.components.get(k, 0) for k in ACTIVATION_KEYS)
+    predicted = sum(est.activation_terms["components"].get(k, 0) for k in ACTIVATION_KEYS)
     measured = tm.seq2seq_activation_peak(tm.build_seq2seq(model_type, TINY[model_type], attn=attn), enc, dec)
     print(f"{model_type} {attn} enc={enc} dec={dec} predicted={predicted:,} measured={measured:,} ratio={predicted / measured:.3f}")
     assert abs(predicted / measured - 1) <= 0.10, (predicted, measured)

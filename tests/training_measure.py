@@ -191,3 +191,31 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
                               num_key_value_heads=2, head_dim=32, vocab_size=1000, sliding_window=4096,
                               max_position_embeddings=1024)),
 }
+
+
+def step_peak(model, seq: int, steps: int = 2, foreach: bool = True) -> list[int]:
+    """Peak live bytes of whole bf16 training steps (forward, backward, torch AdamW step, zero_grad(set_to_none)),
+    everything counted: parameters, gradients, optimizer states, activations and step temporaries. One peak per step;
+    step 1 creates the AdamW states after its backward, so from step 2 on the peak is the steady state.
+    ``foreach=True`` is the torch AdamW path CUDA takes by default."""
+    model.train()
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, model.config.vocab_size, (1, seq), generator=gen)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=foreach)
+    resident = sum(p.untyped_storage().nbytes() for p in {p.untyped_storage().data_ptr(): p for p in model.parameters()}.values())
+    peaks = []
+    with LiveTensorBytes(exclude=list(model.parameters()) + list(model.buffers()) + [ids]) as tracker:
+        for _ in range(steps):
+            start = len(tracker.events)
+            before = tracker.current()
+            loss = model(input_ids=ids, labels=ids).loss
+            loss.backward()
+            del loss
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            cur = best = before
+            for _, n in tracker.events[start:]:
+                cur += n
+                best = max(best, cur)
+            peaks.append(resident + best)
+    return peaks

@@ -519,7 +519,8 @@ def _context(report: Report, method: str, settings: TrainingSettings, dt: _Dtype
     softcap = bool(cfg.get("attn_logit_softcapping"))
     by_layer: dict[int | None, list[Adapter]] = defaultdict(list)
     for a in adapters:
-        by_layer[a.layer].append(a)
+        if is_text_component(a.component) or not a.component:  # tower adapters: text-only batches never run the tower
+            by_layer[a.layer].append(a)
     ctx = _ActContext(method, dt, settings.seq, attn, by_layer, norm_style, act_saves, method == "full", settings.dora,
                       attn_drop, resid_drop, softcap, softmax_in_dtype=mt in _SOFTMAX_IN_DTYPE, mlp_dropout=mlp_drop)
     return ctx, notes, bool(embd_drop)

@@ -4,6 +4,7 @@ buffers, the GPUs it fits on, and the ZeRO comparison note."""
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ class TrainingEstimate:
     activation_terms: dict[str, Any] = field(default_factory=dict)
     fits_on: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    gradient_bytes: int = 0  # every gradient once allocated (components["gradients"]: those alive at the peak)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -44,6 +46,7 @@ class TrainingEstimate:
             "pageable_bytes": self.pageable_bytes,
             "host_bytes": self.host_bytes,
             "activation_terms": self.activation_terms,
+            "gradient_bytes": self.gradient_bytes,
             "fits_on": list(self.fits_on),
             "notes": list(self.notes),
         }
@@ -124,6 +127,10 @@ def estimate_training(report: Report, method: str, settings: TrainingSettings | 
         budget.components["autocast_weight_copies"] = _autocast_weight_copies(report, ckpt)
     _data_parallel_buffers(budget, report, method, settings, prec)
     _transient_buffers(budget, report, method, settings, adapters)
+    gradient_bytes = budget.components.get("gradients", budget.components.get("adapter_gradients", 0))
+    # the backward-phase terms, whichever phase is the peak (components show the winning one)
+    act.terms["components"] = {k: v for k, v in budget.components.items() if k in _ACTIVATION_COMPONENTS}
+    _phase_peak(budget, report, method, settings, prec, act.terms.get("peak_at", ""))
     budget.components["framework_overhead"] = settings.overhead_bytes
     total = sum(budget.components.values())
     est = TrainingEstimate(
@@ -138,12 +145,58 @@ def estimate_training(report: Report, method: str, settings: TrainingSettings | 
         target_modules=targets,
         activation_terms=act.terms,
         notes=budget.notes,
+        gradient_bytes=gradient_bytes,
     )
     est.fits_on = _fits(total, settings.gpu)
     if settings.zero or settings.fsdp:
         psi = sum(c.logical for c in trainable_tensors(report))
         est.notes.append(_zero_note(report, method, settings, prec, psi))
     return est
+
+
+_ACTIVATION_COMPONENTS = ("activations_layers", "activations_layer_weights", "activations_other", "logits_loss",
+                          "backward_transient", "activations_recompute", "autocast_weight_copies")
+
+
+def _phase_peak(budget: _Budget, report: Report, method: str, settings: TrainingSettings, prec: PrecisionBytes, peak_at: str) -> None:
+    """Full fine-tuning on one GPU with plain PyTorch (no ZeRO/FSDP/DDP, whose gradient buffers exist from the
+    start): gradients are created during backward (HF Trainer zeroes them with set_to_none, so a step starts without
+    any) and the activations are gone before the optimizer step, so the peak is the larger of
+    * the activation peak plus the gradients alive then: none at the loss backward, the output layer's, the final
+      norm's and one decoder layer's at a layer backward (torch autograd accumulates .grad as each weight's backward
+      runs), and
+    * the optimizer step: every gradient plus the step's temporaries (torch/optim/adam.py: _multi_tensor_adam, the
+      foreach path torch takes on CUDA: torch._foreach_sqrt(exp_avg_sqs) is one moment-sized list alive at once).
+    Mixed precision with fp32 master copies (DeepSpeed / Apex style) keeps its gradient buffers allocated: unchanged."""
+    comps = budget.components
+    if method != "full" or prec.master or settings.gpus > 1 or settings.zero or settings.fsdp or settings.offload != "none":
+        return
+    grads = comps.get("gradients", 0)
+    acts = sum(comps.get(k, 0) for k in _ACTIVATION_COMPONENTS)
+    if peak_at == "loss backward":
+        alive = 0
+    else:
+        per_layer: dict[int | None, int] = defaultdict(int)
+        for c in trainable_tensors(report):
+            if c.component not in ("embeddings",):
+                per_layer[c.layer] += c.logical
+        alive = (per_layer.pop(None, 0) + max(per_layer.values(), default=0)) * prec.grad
+    step_tmp = comps.get("optimizer_states", 0) // 2 if settings.optimizer == "adamw" else 0
+    if acts + alive >= grads + step_tmp:
+        comps["gradients"] = alive
+        budget.notes.append(
+            f"peak at the {peak_at or 'backward'}: {alive:,} B of the {grads:,} B of gradients exist then (created during "
+            f"backward, after the peak); the optimizer step needs {grads + step_tmp - acts - alive:,} B less"
+        )
+    else:
+        for k in _ACTIVATION_COMPONENTS:
+            comps.pop(k, None)
+        if step_tmp:
+            comps["optimizer_step_transient"] = step_tmp
+        budget.notes.append(
+            f"peak at the optimizer step: every gradient plus the AdamW foreach temporaries; the {acts:,} B of activations "
+            "are freed by then (the backward peak is lower)"
+        )
 
 
 def _full_model_states(budget: _Budget, report: Report, settings: TrainingSettings, prec: PrecisionBytes, shard: _Sharding) -> int:
@@ -188,7 +241,7 @@ def _adapter_model_states(
     comps["adapter_gradients"] = cdiv(trainable * ad_elem, shard.grads)
     opt = pageable = 0
     for a in adapters:
-        for shape in ((a.rank * a.experts, a.in_features), (a.out_features, a.rank * a.experts)):
+        for shape in a.shapes:
             res, pg = optimizer_state_bytes(shape, settings.optimizer, ad_elem)
             opt += res
             pageable += pg

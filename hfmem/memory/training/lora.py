@@ -54,19 +54,24 @@ CROSS_KEYS = ("EncDecAttention.", "encoder_attn.", "crossattention.", "cross_att
 
 @dataclass(frozen=True)
 class LinearModule:
-    """One nn.Linear / Conv1D module from a 2-D ``*.weight`` tensor."""
+    """One nn.Linear / Conv1D module from a 2-D ``*.weight`` tensor; for explicit LoRA targets also the other modules
+    PEFT wraps (kind "conv": nn.Conv1d/2d/3d from a 3-5-D weight; "embedding": nn.Embedding; "lm_head": the output
+    Linear, which all-linear leaves out)."""
 
     name: str  # module path (tensor name without ".weight")
     leaf: str
-    in_features: int
-    out_features: int
+    in_features: int  # Embedding: num_embeddings; Conv: in_channels
+    out_features: int  # Embedding: embedding_dim; Conv: out_channels
     layer: int | None
     component: str
     tensor: str = ""  # the stored weight tensor's name
+    kind: str = "linear"
+    kernel: int = 1  # Conv: product of the kernel dimensions
+    groups: int = 1  # Conv: groups (depthwise convolutions: in_channels)
 
     @property
     def params(self) -> int:
-        return self.in_features * self.out_features
+        return self.in_features * self.out_features * self.kernel // self.groups
 
 
 @dataclass(frozen=True)
@@ -82,10 +87,21 @@ class Adapter:
     layer: int | None = None
     group: str = "other"  # which activation the adapter reads (attn_in, attn_out, attn_mid:<leaf>, mlp_in, mlp_mid)
     base_params: int = 0  # parameters of the adapted tensor
+    component: str = ""  # the adapted module's component (vision/audio tower adapters save no text activations)
+    kernel: int = 1  # kind "conv": lora_A is a conv with the base kernel, lora_B a 1x1 conv with the base groups
+    groups: int = 1
+
+    @property
+    def shapes(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """(lora_A, lora_B) as 2-D element counts (peft, tuners/lora/layer.py: Linear/Embedding/_ConvNd.update_layer;
+        Embedding's lora_embedding_A is [r, num_embeddings], lora_embedding_B [embedding_dim, r])."""
+        r = self.rank * self.experts
+        return (r, self.in_features * self.kernel), (self.out_features, r // self.groups)
 
     @property
     def params(self) -> int:
-        return self.rank * self.experts * (self.in_features + self.out_features)
+        (a0, a1), (b0, b1) = self.shapes
+        return a0 * a1 + b0 * b1
 
 
 def is_text_component(component: str) -> bool:
@@ -106,7 +122,8 @@ def linear_modules(report: Report) -> list[LinearModule]:
     """nn.Linear / Conv1D modules as transformers 5 builds them: 2-D ``*.weight`` parameters outside embeddings,
     norms and the output head; per-expert checkpoint matrices are fused into 3-D parameters at load (not Linear) and
     MoE routers are custom modules (TopKRouter), so neither is listed. Packed quantized weights (GPTQ/AWQ ``qweight``,
-    compressed-tensors ``weight_packed``, bitsandbytes U8) are Linear layers of their logical [out, in] shape."""
+    compressed-tensors ``weight_packed``, bitsandbytes U8) are Linear layers of their logical [out, in] shape.
+    Embedding tables inside towers and stacks (a vision position table) are nn.Embedding, not Linear."""
     arch = report.architecture
     conv1d = arch.model_type in CONV1D_TYPES
     method = str(report.parameters.quantization.method if report.parameters.quantization else "")
@@ -120,6 +137,8 @@ def linear_modules(report: Report) -> list[LinearModule]:
             continue
         name = e.name[: -len(suffix)]
         leaf = name.rsplit(".", 1)[-1]
+        if is_embedding_leaf(leaf):
+            continue
         dims = _logical_dims(c, suffix, method, leaf, arch)
         if dims is None:
             continue
@@ -127,6 +146,48 @@ def linear_modules(report: Report) -> list[LinearModule]:
         if conv1d and suffix == ".weight" and c.role == "param":
             fin, fout = fout, fin  # Conv1D stores [in, out]
         out.append(LinearModule(name, leaf, fin, fout, c.layer, c.component, e.name))
+    return out
+
+
+# Leaf names of nn.Embedding modules (Qwen3-VL visual.pos_embed, SigLIP position_embedding, Whisper embed_positions,
+# GPT-2 wte/wpe, T5 shared and relative_attention_bias); "embedding_projection" (Gemma) is a Linear.
+_EMBEDDING_LEAVES = {"wte", "wpe", "shared", "relative_attention_bias"}
+
+
+def is_embedding_leaf(leaf: str) -> bool:
+    """Whether a module leaf name denotes an nn.Embedding table rather than a Linear."""
+    low = leaf.lower()
+    return low in _EMBEDDING_LEAVES or ("emb" in low and not any(k in low for k in ("proj", "linear", "fc", "mlp")))
+
+
+def peft_modules(report: Report) -> list[LinearModule]:
+    """Every module an explicit ``target_modules`` entry can adapt (peft, tuners/lora/layer.py: dispatch_default wraps
+    nn.Embedding, nn.Conv1d/2d/3d, nn.Linear and Conv1D): the Linear layers, the output head, embedding tables and
+    convolutions (a Conv3d patch embedding, Whisper's input convolutions, a depthwise causal conv1d). A depthwise
+    convolution (3-D weight [channels, 1, kernel]) has groups = in_channels = channels."""
+    out = list(linear_modules(report))
+    for c in report.tensors:
+        e = c.entry
+        if c.role != "param" or not e.name.endswith(".weight") or c.component in ("mtp", "moe_experts", "moe_router"):
+            continue
+        name = e.name[: -len(".weight")]
+        leaf = name.rsplit(".", 1)[-1]
+        shape = tuple(int(x) for x in e.shape)
+        if len(shape) == 2 and c.component == "lm_head":
+            out.append(LinearModule(name, leaf, shape[1], shape[0], c.layer, c.component, e.name, kind="lm_head"))
+        elif len(shape) == 2 and (c.component == "embeddings" or is_embedding_leaf(leaf)):
+            out.append(LinearModule(name, leaf, shape[0], shape[1], c.layer, c.component, e.name, kind="embedding"))
+        elif 3 <= len(shape) <= 5 and "pos" not in leaf.lower():  # a 3-D learnable position grid is a Parameter
+            kernel = 1
+            for k in shape[2:]:
+                kernel *= k
+            depthwise = len(shape) == 3 and shape[1] == 1 and shape[0] > 1
+            fin, groups = (shape[0], shape[0]) if depthwise else (shape[1], 1)
+            out.append(LinearModule(name, leaf, fin, shape[0], c.layer, c.component, e.name, kind="conv", kernel=kernel, groups=groups))
+    arch = report.architecture
+    if arch.tie_word_embeddings and arch.vocab_size and not any(m.kind == "lm_head" for m in out):
+        # a tied output layer is not stored, but transformers builds it as an nn.Linear sharing the embedding's weight
+        out.append(LinearModule("lm_head", "lm_head", arch.hidden_size, arch.vocab_size, None, "lm_head", kind="lm_head"))
     return out
 
 
@@ -189,14 +250,14 @@ def resolve_lora_targets(report: Report, targets: str, rank: int, dora: bool = F
     utils/transformers_weight_conversion.py (MoE expert names remapped to the fused 3-D expert tensors)."""
     arch = report.architecture
     notes: list[str] = []
-    linears = linear_modules(report)
+    all_linear = targets.strip().lower() == "all-linear"
+    linears = linear_modules(report) if all_linear else peft_modules(report)
     pattern = PEFT_MOE_CONVERSION.get(arch.model_type)
     experts = _expert_tensors(report)
     has_experts = any(experts.values())
     if pattern is not None and not has_experts:
         pattern = None
     mapping = _MOE_NAME_MAP.get(pattern or "", {})
-    all_linear = targets.strip().lower() == "all-linear"
     mamba = arch.model_type in PEFT_MAMBA_TYPES
     if all_linear:
         wanted = {m.leaf for m in linears}
@@ -250,7 +311,19 @@ def resolve_lora_targets(report: Report, targets: str, rank: int, dora: bool = F
     adapters: list[Adapter] = []
     for m in linears:
         if matches(m.name, m.leaf):
-            adapters.append(Adapter(m.name, "linear", m.in_features, m.out_features, rank, 1, m.layer, group_of(m), m.params))
+            kind = "linear" if m.kind in ("linear", "lm_head") else m.kind
+            group = group_of(m) if m.kind == "linear" else m.kind
+            if m.kind == "conv" and rank % m.groups:
+                raise UsageError(
+                    f"LoRA target {m.name} is a convolution with groups={m.groups} (depthwise) and rank {rank}: PEFT "
+                    "raises unless the rank is divisible by groups (peft tuners/lora/layer.py: _ConvNd.__init__); leave "
+                    "it out of --lora-targets"
+                )
+            adapters.append(Adapter(m.name, kind, m.in_features, m.out_features, rank, 1, m.layer, group, m.params,
+                                    m.component, m.kernel, m.groups))
+    if not all_linear:
+        _refuse_unsupported(report, module_targets, {m.name for m in linears})
+    _tower_notes(adapters, all_linear, notes)
     if pattern is not None and param_targets:  # parameter targets exist only for a fused-MoE pattern
         for layer, projs in sorted(experts.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
             adapters.extend(_expert_adapters(layer, projs, param_targets, rank, fused_rank, pattern))
@@ -261,7 +334,7 @@ def resolve_lora_targets(report: Report, targets: str, rank: int, dora: bool = F
                     adapters.append(Adapter(c.entry.name, "router", in_f, out_f, rank, 1, c.layer, "mlp_in", out_f * in_f))
     if not adapters:
         raise UsageError(f"--lora-targets {targets!r} matches no Linear layer of this model")
-    if dora and any(a.kind != "linear" for a in adapters):
+    if dora and any(a.kind in ("experts", "router") for a in adapters):
         raise UsageError(
             "DoRA cannot adapt fused MoE expert tensors (PEFT: 'lora.ParamWrapper does not work with use_dora=True'); "
             "choose --lora-targets without the expert/router names"
@@ -270,6 +343,39 @@ def resolve_lora_targets(report: Report, targets: str, rank: int, dora: bool = F
         notes.append("DoRA adds one magnitude vector (out_features) per adapted Linear")
     names = sorted(module_targets | param_targets) if not all_linear or pattern or mamba else ["all-linear"]
     return adapters, names, notes
+
+
+def _refuse_unsupported(report: Report, targets: set[str], supported: set[str]) -> None:
+    """PEFT raises when an explicit target names a module it cannot wrap, e.g. a norm (peft tuners/lora/model.py:
+    _create_new_module: "Target module ... is not supported")."""
+    for c in report.tensors:
+        name = c.entry.name
+        if not name.endswith(".weight") or c.role != "param" or len(c.entry.shape) != 1:
+            continue
+        module = name[: -len(".weight")]
+        if module not in supported and any(module == t or module.endswith("." + t) for t in targets):
+            raise UsageError(
+                f"LoRA target {module} is not a Linear, Embedding or Conv layer (a norm): PEFT raises 'Target module "
+                "... is not supported' (peft tuners/lora/model.py: _create_new_module); leave it out of --lora-targets"
+            )
+
+
+def _tower_notes(adapters: list[Adapter], all_linear: bool, notes: list[str]) -> None:
+    """Say what beyond the language model's Linear layers gets an adapter."""
+    tower = [a for a in adapters if not is_text_component(a.component)]
+    if tower:
+        parts = sorted({a.component for a in tower})
+        how = "all-linear matches every nn.Linear but the output layer, towers included" if all_linear else "as named"
+        notes.append(
+            f"{len(tower)} adapters on the {'/'.join(parts)} modules ({how}; peft tuners/tuners_utils.py: "
+            "_maybe_include_all_linear_layers); their activations are not counted (text-only batches)"
+        )
+    kinds = {k: sum(1 for a in adapters if a.kind == k) for k in ("conv", "embedding")}
+    if any(kinds.values()):
+        notes.append(
+            "PEFT wraps " + ", ".join(f"{n} {k} module{'s' if n > 1 else ''}" for k, n in kinds.items() if n)
+            + " named in --lora-targets (peft tuners/lora/layer.py: dispatch_default: lora.Conv1d/2d/3d, lora.Embedding)"
+        )
 
 
 def _expert_adapters(
