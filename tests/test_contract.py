@@ -33,6 +33,7 @@ CASES = {
 def _stable(text: str, path: str, repo: str) -> str:
     text = text.replace(path, repo)
     text = re.sub(r"on \d{4}-\d{2}-\d{2}", "on DATE", text)
+    text = re.sub(r'"date": "\d{4}-\d{2}-\d{2}"', '"date": "DATE"', text)
     return re.sub(r"hfmem \d+\.\d+\.\d+\S*", "hfmem VERSION", text)
 
 
