@@ -420,7 +420,14 @@ class Planner:
                            prefix_caching=self.prefix_caching)
 
     def need(self, context: int, batch: int) -> int:
-        return self.weights_bytes + self.kv(context, batch).total_bytes + self.activation(context, batch)[0] + self.overhead
+        # Memoised: the catalog asks every GPU's row the same few points (the model limit, 1 token, one block, the
+        # asked context); every input is fixed at construction, so the answer for (context, batch) cannot change.
+        memo = self.__dict__.setdefault("_need_memo", {})
+        key = (context, batch)
+        if key not in memo:
+            memo[key] = (self.weights_bytes + self.kv(context, batch).total_bytes + self.activation(context, batch)[0]
+                         + self.overhead)
+        return memo[key]
 
     # -- answers --------------------------------------------------------------------------------------------
     def context_limit(self) -> int:
@@ -463,9 +470,11 @@ class Planner:
 
     def concurrency(self, budget: int, context: int) -> tuple[float | None, int | None, int | None, int]:
         """(vLLM "Maximum concurrency" at ``context``, KV blocks, pool tokens, bytes available to KV)."""
-        act = self.activation(context, 1)[0]
+        memo = self.__dict__.setdefault("_one_seq_memo", {})
+        if context not in memo:  # the same for every GPU of the catalog
+            memo[context] = (self.activation(context, 1)[0], self.kv(context, 1))
+        act, one = memo[context]
         available = budget - self.weights_bytes - act - self.overhead
-        one = self.kv(context, 1)
         if available <= 0 or one.total_bytes <= 0:
             return (0.0 if available <= 0 else None), None, None, available
         if self.engine == "vllm" and not one.constant_bytes and one.bytes_per_token:
