@@ -332,6 +332,7 @@ class Quantizer:
         self.bnb_quant_types: Counter[str] = Counter()
         self.bnb_nested = 0
         self.scale_kinds: Counter[str] = Counter()  # granularity of FP8/int8/MX weight scales -> tensors
+        self._scale_kind_of: dict[tuple[Any, ...], str] = {}
         self.problems: Counter[str] = Counter()  # message -> occurrences
         self._ct_groups = self._prepare_ct_groups()
         self._ct_match = [(g, exact, any_match(regex)) for g, exact, regex, _ in self._ct_groups]
@@ -412,6 +413,9 @@ class Quantizer:
 
     def _build_dispatch(self) -> dict[str, tuple[Any, ...]]:
         """Last name component -> the recognisers that may claim it (each still checks its own siblings)."""
+        if self.scheme is None:
+            return {}  # role() answers PARAM before dispatching
+        tails = {name.rpartition(".")[2] for name in self.index}
         d: dict[str, tuple[Any, ...]] = {
             "qweight": (self._gptq_awq,), "qzeros": (self._gptq_awq,), "g_idx": (self._gptq_awq,),
             "scales": (self._gptq_awq, self._mlx), "biases": (self._mlx,),
@@ -419,7 +423,13 @@ class Quantizer:
             "absmax": (self._bnb4,), "quant_map": (self._bnb4,), "nested_absmax": (self._bnb4,),
             "nested_quant_map": (self._bnb4,),
             "SCB": (self._bnb8,), "weight_format": (self._bnb8,),
-            "weight": (self._bnb4, self._bnb8, self._mlx, self._scaled_weight),
+            # A ".weight" is claimed only through a companion tensor; a recogniser whose companions' last name
+            # part occurs nowhere in the checkpoint cannot claim one, so it is not tried (half the tensors of a
+            # checkpoint are ".weight"s: four look-ups each on 92k-tensor repos otherwise).
+            "weight": tuple(f for f, companions in ((self._bnb4, ("absmax",)), (self._bnb8, ("SCB",)),
+                                                    (self._mlx, ("scales",)),
+                                                    (self._scaled_weight, ("weight_scale_inv", "weight_scale", "scale")))
+                            if any(c in tails for c in companions)),
             "weight_scale_inv": (self._scaled_weight,), "scale": (self._scaled_weight,),
         }
         for suffix in _CT_SUFFIXES:
@@ -544,7 +554,11 @@ class Quantizer:
         if scale is None:
             return None
         mx_pack = self._mx_pack(t, scale)
-        self.scale_kinds[self._scale_kind(t, scale, mx_pack)] += 1
+        key = (t.shape, scale.shape, mx_pack)  # the granularity is a function of the two shapes (and the scheme)
+        kind = self._scale_kind_of.get(key)
+        if kind is None:
+            kind = self._scale_kind_of[key] = self._scale_kind(t, scale, mx_pack)
+        self.scale_kinds[kind] += 1
         if mx_pack == 2:
             return Role(QUANTIZED, t.numel * 2, "mxfp4")
         if t.dtype in _FP8:
