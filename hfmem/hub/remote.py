@@ -221,9 +221,19 @@ class HubContext:
         known = digest.read_ref(self.repo_id, self.revision)
         early: Any = None
         if known is not None and digest.has(self.repo_id, known):
-            # Seen before: one request re-resolves the revision; the digest answers if the commit is unchanged.
-            config_bytes, sha = self.get_config()
+            # Seen before: one request re-resolves the revision; the digest answers if the commit is unchanged. The
+            # entry of the commit seen last is loaded (and validated) while that request is in flight.
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                config_future = pool.submit(self.get_config)
+                try:
+                    preloaded = _from_digest(self.repo_id, known, None, "hub")
+                finally:
+                    config_future.exception()  # wait for it either way
+                config_bytes, sha = config_future.result()
             config = load_json_text(config_bytes, "config.json")
+            if preloaded is not None and sha == known:
+                preloaded.config = config
+                return preloaded
             hit = _from_digest(self.repo_id, sha, config, "hub")
             if hit is not None:
                 return hit
