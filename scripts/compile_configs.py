@@ -194,9 +194,13 @@ def globals_table() -> dict[str, Any]:
     import transformers
     from transformers import configuration_utils as cu
     from transformers.generation.configuration_utils import GenerationConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     return {
         "transformers": transformers.__version__,
+        # Every model_type this transformers knows: another is unknown to it without importing it to ask
+        # (normalise.normalise_config reads such a config raw, as AutoConfig.for_model's ValueError leads to).
+        "known_types": sorted(CONFIG_MAPPING_NAMES),
         "generation_params": sorted(GenerationConfig._get_default_generation_params()),
         "legacy_layer_types": dict(cu._LEGACY_LAYER_TYPE_REMAP),
         "allowed_attn_layer_types": list(cu.ALLOWED_ATTN_LAYER_TYPES),

@@ -201,3 +201,39 @@ def test_run_imports_no_transformers_numpy_torch():
     # Training estimators and their tables load only for --train (the CLI needs just the option choices).
     modules = {line.split("|")[-1].strip() for line in timed.stderr.splitlines() if "import time:" in line}
     assert not modules & {"hfmem.memory.training.estimate", "hfmem.memory.training.activations", "hfmem.render.training"}
+
+
+@pytest.mark.parametrize("repo", ["moonshotai/Kimi-K3", "custom-code"])
+def test_type_unknown_to_transformers_read_raw_as_transformers_would(repo, monkeypatch):
+    """A model_type transformers does not know: the compiled list of its types answers as AutoConfig.for_model's
+    "Unrecognized model" does (raw config.json, the same notes), without importing transformers to be told."""
+    if repo == "custom-code":
+        config = _load(ROOT / "fixtures" / "configs" / "Qwen" / "Qwen2-7B-Instruct" / "config.json")
+        config.update(model_type="my_custom_lm", auto_map={"AutoConfig": "configuration_my.MyConfig"})
+    else:
+        config = _load(ROOT / "fixtures" / "configs" / repo / "config.json")
+    monkeypatch.setenv("HFMEM_DISABLE_CACHE", "1")
+    assert config["model_type"] not in fast_config.TABLE["known_types"]
+    fast = normalise.normalise_config(copy.deepcopy(config))
+    imported = normalise._normalise_config(copy.deepcopy(config))  # imports transformers and asks it
+    assert fast[2] == imported[2] == "raw config.json"
+    assert fast[3] == imported[3]
+    assert fast[0] == imported[0] and fast[1] == imported[1]
+
+
+def test_known_types_are_transformers_own():
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    assert sorted(CONFIG_MAPPING_NAMES) == fast_config.TABLE["known_types"]
+
+
+def test_type_unknown_to_transformers_imports_no_transformers():
+    code = (
+        "import json, sys; from hfmem.model.normalise import normalise_config;"
+        "c = json.load(open('fixtures/configs/moonshotai/Kimi-K3/config.json'));"
+        "print(normalise_config(c)[2], 'transformers' in sys.modules)"
+    )
+    env = {**__import__("os").environ, "HFMEM_DISABLE_CACHE": "1", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["raw", "config.json", "False"]

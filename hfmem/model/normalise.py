@@ -27,6 +27,13 @@ def normalise_config(config: dict[str, Any]) -> Normalised:
     if fast is not None:
         return fast[0], fast[1], "transformers", [CUSTOM_CODE_NOTE] if config.get("auto_map") else []
     hit = load_normalised(config)
+    if hit is None and _unknown_to_transformers(config.get("model_type")):
+        # AutoConfig.for_model would raise "Unrecognized model": the same raw reading, without the seconds of
+        # importing transformers to be told so.
+        notes = [CUSTOM_CODE_NOTE] if config.get("auto_map") else []
+        notes.append(f"model_type {config['model_type']!r} is unknown to transformers; read raw config.json")
+        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+        return config, text, "raw config.json", notes
     if hit is None:
         hit = _normalise_config(config)
         store_normalised(config, hit)
@@ -34,6 +41,16 @@ def normalise_config(config: dict[str, Any]) -> Normalised:
     if how == "transformers":
         notes = [*notes, fallback_note(config.get("model_type"))]
     return full, text, how, notes
+
+
+def _unknown_to_transformers(model_type: Any) -> bool:
+    """A model_type the installed transformers does not know, by the compiled table's list of its known types (only
+    when the table was compiled from that very version)."""
+    from hfmem.model.config_table import TABLE
+    from hfmem.model.fast_config import table_applies
+
+    return (isinstance(model_type, str) and bool(model_type) and "known_types" in TABLE
+            and model_type not in TABLE["known_types"] and table_applies())
 
 
 def _normalise_config(config: dict[str, Any]) -> Normalised:
