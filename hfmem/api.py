@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hfmem.errors import HfmemError, MalformedHeader, NoConfig, NoSafetensors, UsageError
+from hfmem.gcpause import bulk
 from hfmem.hub.files import ModelFiles
 from hfmem.hub.local import looks_local, read_local
 from hfmem.hub.ref import resolve_ref
@@ -30,6 +31,7 @@ TRAINING_OPTIONS = ("seq", "micro_batch", "grad_checkpointing", "optimizer", "tr
                     "dora", "zero", "fsdp", "offload", "attn", "chunked_loss", "qlora_upcast")
 
 
+@bulk
 def read_model(ref: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None) -> ModelFiles:
     """Read config.json and safetensors headers for a Hub repo id (or its URL), a local folder or a cached snapshot."""
     ref, revision = resolve_ref(ref, revision)
@@ -40,6 +42,7 @@ def read_model(ref: str, revision: str | None = None, token: str | bool | None =
     return read_hub(ref, revision=revision, token=token, timeout=timeout)
 
 
+@bulk
 def analyze_files(files: ModelFiles) -> Report:
     """Model facts (architecture, exact parameters) from what :func:`read_model` read; no memory sections."""
     config_warnings = check_config(files.config)  # before transformers or hfmem trust any value
@@ -75,6 +78,7 @@ def read_report(ref: str, revision: str | None = None, token: str | bool | None 
         raise _with_ref(exc, ref) from None
 
 
+@bulk
 def attach_sections(
     report: Report,
     *,

@@ -402,3 +402,27 @@ def test_normalisation_cache_survives_corruption(tmp_path, monkeypatch, fixtures
     assert normalise.load_normalised(config) is None
     assert architecture.build_architecture(config)[0].to_dict() == first
     assert normalise.load_normalised(config) is not None  # rewritten
+
+
+def test_bulk_phases_pause_cyclic_gc_and_restore_it(monkeypatch):
+    """read_model / analyze_files / attach_sections run with the cyclic collector paused (one object per tensor,
+    no cycles: its re-scans of 500k survivors were half the header parse on Kimi-K3), and always restore it."""
+    import gc
+
+    from hfmem import api
+
+    seen = []
+    real = api.read_local
+    monkeypatch.setattr(api, "read_local", lambda ref: seen.append(gc.isenabled()) or real(ref))
+    assert gc.isenabled()
+    api.analyze("fixtures/models/Qwen/Qwen2-7B-Instruct", ctx=4096)
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(api.HfmemError):
+        api.analyze("fixtures/models/no/such-model")
+    assert gc.isenabled()
+    gc.disable()
+    try:  # a caller that had it off keeps it off
+        api.analyze("fixtures/models/Qwen/Qwen2-7B-Instruct")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
