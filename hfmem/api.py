@@ -24,6 +24,7 @@ from hfmem.report import Report
 
 if TYPE_CHECKING:
     from hfmem.gguf.model import GGUFReport
+    from hfmem.memory.curve import MemoryCurves
     from hfmem.memory.summary import ComparisonRow, ModelCard
 
 # Keyword options of the training section (``train=`` must be given for them to apply).
@@ -381,3 +382,44 @@ def card(
     names = precisions.split(",") if isinstance(precisions, str) else list(precisions)
     chosen = [resolve_precision(p.strip()) for p in names if p.strip()]
     return build_card(report, contexts, chosen, engine=engine, batch=batch, training=training)
+
+
+def memory_curves(
+    ref: str,
+    gpu: str | Sequence[str] | None = None,
+    precisions: str | Sequence[str] = "bf16,fp8,int4",
+    ctx: str | int | list[int] | None = None,
+    engine: str = "vllm",
+    batch: int = 1,
+    kv_dtype: str = "auto",
+    gpus: int = 1,
+    device: str = "cuda",
+    gpu_util: float | None = None,
+    revision: str | None = None,
+    token: str | bool | None = None,
+    timeout: float | None = None,
+) -> MemoryCurves:
+    """Memory against context (what ``hfmem plot`` draws): per precision, the inference plan's weights, KV cache,
+    activations and overhead per GPU at each context (default: powers of two from 1k to the model's limit), and the
+    budget of each GPU (default: RTX 4090, L40S, H100). Every point is the plan ``analyze(ref, ctx=C, dtype=P)`` makes."""
+    from hfmem.memory.curve import DEFAULT_PLOT_GPUS, build_curves, default_contexts
+    from hfmem.memory.gpus import resolve_gpu
+    from hfmem.memory.kv import parse_context
+    from hfmem.memory.precision import resolve_precision
+
+    names = precisions.split(",") if isinstance(precisions, str) else list(precisions)
+    chosen = [resolve_precision(p.strip()) for p in names if p.strip()]
+    gpu_names = (gpu.split(",") if isinstance(gpu, str) else list(gpu)) if gpu else list(DEFAULT_PLOT_GPUS)
+    resolved = [resolve_gpu(g.strip()) for g in gpu_names if g.strip()]
+    if not chosen:
+        raise UsageError("no precision to plot")
+    report = read_report(ref, revision, token, timeout)
+    arch = report.architecture
+    if ctx is None:
+        contexts = default_contexts(arch.max_position_embeddings)
+    else:
+        contexts = sorted(set(list(ctx) if isinstance(ctx, (list, tuple)) else parse_context(ctx, arch)))
+    options: dict[str, Any] = dict(device=device, tp=gpus, kv_dtype=kv_dtype)
+    if gpu_util is not None:
+        options["gpu_util"] = gpu_util
+    return build_curves(report, chosen, contexts, resolved, engine=engine, batch=batch, **options)

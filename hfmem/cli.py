@@ -265,8 +265,11 @@ def check_cmd(model: str, revision: str | None, token: str | None, timeout: floa
 @click.option("--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write the card to FILE.")
 @click.option("--update", "update_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Replace the block between <!-- hfmem:start --> and <!-- hfmem:end --> in FILE (added if absent).")
+@click.option("--svg", "svg_path", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Also write memory against context for the card's precisions to FILE (as `hfmem plot`).")
 def card_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, ctx: str,
-             precisions: str, engine: str, no_training: bool, fmt: str, output: str | None, update_path: str | None) -> None:
+             precisions: str, engine: str, no_training: bool, fmt: str, output: str | None, update_path: str | None,
+             svg_path: str | None) -> None:
     """A memory table for MODEL's model card (GitHub Markdown, ready to paste)."""
 
     def body() -> None:
@@ -285,6 +288,13 @@ def card_cmd(model: str, revision: str | None, token: str | None, timeout: float
             text = json.dumps(model_card.to_dict(), indent=2).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
         else:
             text = card_markdown(model_card)
+        if svg_path:
+            from hfmem.api import memory_curves
+            from hfmem.render.svg import curves_svg
+
+            curves = memory_curves(model, precisions=precisions, engine=engine, revision=revision, token=token, timeout=timeout)
+            Path(svg_path).write_text(curves_svg(curves))
+            click.echo(f"wrote {svg_path}", err=True)
         if update_path:
             path = Path(update_path)
             path.write_text(update_block(path.read_text(), text))
@@ -349,3 +359,48 @@ def batch_cmd(source: Any, jobs: int, fmt: str, quiet: bool, revision: str | Non
             sys.exit(3)
 
     run_guarded(debug, body)
+
+
+@main.command("plot")
+@click.argument("model")
+@common_source_options
+@click.option("--gpu", "gpu_names", multiple=True, help="GPU whose usable memory is drawn as a line (repeat or comma-separate; default: RTX 4090, L40S, H100).")
+@click.option("--dtype", "precisions", default="bf16,fp8,int4", show_default=True, help="Weight precisions, one panel each (comma-separated; auto = as stored).")
+@click.option("--ctx", default=None, help="Contexts to plot (comma-separated; default: powers of two from 1k to the model's limit).")
+@click.option("--engine", type=click.Choice(ENGINES), default="vllm", show_default=True)
+@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True, help="Concurrent sequences.")
+@click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default="auto", show_default=True)
+@click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel GPUs: every term per GPU.")
+@click.option("--device", type=click.Choice(DEVICES), default="cuda", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("svg", "json")), default="svg", show_default=True,
+              help="svg: the picture; json: the plotted numbers.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write to FILE (default: stdout).")
+def plot_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool,
+             gpu_names: tuple[str, ...], precisions: str, ctx: str | None, engine: str, batch: int, kv_dtype: str,
+             gpus: int, device: str, fmt: str, output: str | None) -> None:
+    """MODEL's memory against context as an SVG: weights, KV cache, activations and overhead stacked per precision,
+    each GPU's usable memory as a dashed line (plain SVG, readable in GitHub's light and dark modes)."""
+
+    def body() -> None:
+        import json
+
+        from hfmem.api import memory_curves
+        from hfmem.render.svg import curves_svg
+
+        names = [n for g in gpu_names for n in g.split(",") if n.strip()] or None
+        curves = memory_curves(model, gpu=names, precisions=precisions, ctx=ctx, engine=engine, batch=batch,
+                               kv_dtype=kv_dtype, gpus=gpus, device=device, revision=revision, token=token, timeout=timeout)
+        text = json.dumps(curves.to_dict(), indent=2) + "\n" if fmt == "json" else curves_svg(curves)
+        _write_or_echo(text, output)
+
+    run_guarded(debug, body)
+
+
+def _write_or_echo(text: str, output: str | None) -> None:
+    if output:
+        from pathlib import Path
+
+        Path(output).write_text(text)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
