@@ -90,6 +90,9 @@ def attach_sections(
     gpu_util: float | None = None,
     overhead: str | int | None = None,
     max_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
+    vllm_version: str | None = None,
+    cudagraph: bool = True,
     device: str = "cuda",
     prefix_caching: bool = True,
     speculative: str | None = None,
@@ -132,6 +135,7 @@ def attach_sections(
     planner_kwargs: dict[str, Any] = dict(
         engine=engine, device=device, tp=gpus, kv_dtype=kv_dtype, max_batched_tokens=max_batched_tokens,
         encoder_len=encoder_len, speculative=speculative, prefix_caching=prefix_caching,
+        max_num_seqs=max_num_seqs, vllm_version=vllm_version, cudagraph=cudagraph,
     )
     if gpu_util is not None:
         planner_kwargs["gpu_util"] = gpu_util
@@ -231,7 +235,8 @@ def analyze(
 
     ``ref`` is a Hub repo id, a local folder, a cached snapshot or a .gguf file; ``ctx`` (e.g. 32768, "32k",
     "4k,32k", "max") adds the KV cache; other keyword options are those of :func:`attach_sections` (kv_dtype,
-    engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, device, prefix_caching, speculative, train
+    engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, max_num_seqs, vllm_version, cudagraph, device,
+    prefix_caching, speculative, train
     and the training options; GGUF models also take ``llamacpp_defaults``: "llama-server" or "llama-cpp-python").
     The KV cache is per GPU at tensor parallel size ``gpus``; ``prefix_caching=False`` gives vLLM's one-state-page
     figure for hybrid linear-attention/mamba models (two pages with prefix caching on).

@@ -19,21 +19,20 @@ from hfmem.hub.disk import folder_size
 from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
 from hfmem.memory.kv import ENGINES, SPECULATIVE, estimate_kv
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
+from hfmem.memory.vllm_versions import VllmVersion, resolve_version
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, round_up
 
 if TYPE_CHECKING:
     from hfmem.report import Report
 
-DEFAULT_GPU_UTIL = 0.9
-DEFAULT_MAX_BATCHED_TOKENS = 8192  # vLLM API-server default (vllm/engine/arg_utils.py: EngineArgs.get_batch_defaults)
+DEFAULT_GPU_UTIL = 0.9  # transformers/CPU plans ignore it; vLLM's default comes from the version table
+DEFAULT_MAX_BATCHED_TOKENS = 8192  # vLLM API-server default on >= 70 GiB GPUs (arg_utils.py EngineArgs.get_batch_defaults)
 MAX_BATCH = 1 << 20  # transformers concurrency is searched below this many sequences
-DEFAULT_MAX_NUM_SEQS = 256  # vLLM default on GPUs < 70 GiB; the sampler's dummy run uses min(seqs, tokens) rows
 APPLE_WORKING_SET = 0.75  # Metal's default recommendedMaxWorkingSetSize is ~75% of unified memory
 # Per-GPU memory outside the tensors hfmem counts:
-# - vllm: non-torch allocations (cuBLAS/cuBLASLt handles and workspaces, NCCL and attention-backend buffers);
-#   a published vLLM start-up log shows 0.35 GiB on one RTX 3090; TP adds NCCL buffers. The CUDA context is
-#   outside the budget.
+# - vllm: the version table's non-torch increase (hfmem/memory/vllm_versions.py); the CUDA context is outside the
+#   budget (the profile measures from after it).
 # - transformers (CUDA): the CUDA context (0.3-0.8 GiB depending on the driver and GPU) + cuBLAS workspaces.
 # - cpu: the Python process with torch + transformers imported (resident libraries).
 DEFAULT_OVERHEAD = {"vllm": GiB // 2, "transformers": 3 * GiB // 4, "cpu": GiB // 2}
@@ -227,6 +226,10 @@ class InferencePlan:
     kv_available_bytes: int | None = None
     kv_blocks: int | None = None
     kv_pool_tokens: int | None = None
+    vllm_version: str | None = None
+    max_num_seqs: int | None = None
+    cudagraph: bool | None = None
+    cudagraph_bytes: int | None = None
     replicated: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # The catalog (every GPU: fit, longest context, concurrency) is ~16 rows of searches, so it is computed on first
@@ -248,6 +251,26 @@ class InferencePlan:
     def catalog_computed(self) -> bool:
         """Whether the catalog rows exist yet (no catalog asked for counts as computed)."""
         return self._catalog is None
+
+    def vllm_terms(self) -> dict[str, Any] | None:
+        """The plan in the words of vLLM's start-up log (gpu_worker.py determine_available_memory and
+        kv_cache_utils.py), per GPU; None off vLLM on CUDA."""
+        if self.engine != "vllm" or self.device != "cuda":
+            return None
+        return {
+            "version": self.vllm_version,
+            "max_num_batched_tokens": self.activation_tokens,
+            "max_num_seqs": self.max_num_seqs,
+            "cudagraph": self.cudagraph,
+            "requested_memory": self.budget_bytes,  # total GPU memory x gpu_memory_utilization
+            "weights": self.weights_bytes,  # "Model loading took X GiB"
+            "torch_peak_memory_increase": self.activation_bytes,
+            "non_torch_forward_increase_memory": self.overhead_bytes,
+            "cuda_graph_memory": self.cudagraph_bytes,  # deducted from the budget only where vLLM does
+            "available_kv_cache_memory": self.kv_available_bytes,  # "Available KV cache memory: X GiB"
+            "gpu_kv_cache_size_tokens": self.kv_pool_tokens,  # "GPU KV cache size: N tokens"
+            "maximum_concurrency": self.concurrency,  # "Maximum concurrency for ctx tokens per request: Nx"
+        }
 
     def to_dict(self, catalog: bool = True) -> dict[str, Any]:
         """The JSON contract; ``catalog=False`` leaves ``fits_on`` out without computing it."""
@@ -282,6 +305,7 @@ class InferencePlan:
             "kv_blocks": self.kv_blocks,
             "kv_pool_tokens": self.kv_pool_tokens,
             "replicated": list(self.replicated),
+            "vllm": self.vllm_terms(),
         }
         if catalog:
             rows = self.fits_on
@@ -316,9 +340,10 @@ class Planner:
 
     def __init__(self, report: Report, precision: str = CHECKPOINT, *, engine: str = "vllm", device: str = "cuda",
                  tp: int = 1, kv_dtype: str = "auto", max_batched_tokens: int | None = None,
-                 overhead: int | None = None, gpu_util: float = DEFAULT_GPU_UTIL, encoder_len: int | None = None,
-                 block_size: int = 16, max_num_seqs: int = DEFAULT_MAX_NUM_SEQS, speculative: str | None = None,
-                 prefix_caching: bool = True):
+                 overhead: int | None = None, gpu_util: float | None = None, encoder_len: int | None = None,
+                 block_size: int = 16, max_num_seqs: int | None = None, speculative: str | None = None,
+                 prefix_caching: bool = True, vllm_version: str | None = None, cudagraph: bool = True,
+                 gpu: GPU | None = None):
         self.arch: Architecture = report.architecture
         if speculative not in SPECULATIVE:
             raise UsageError(f"unknown --speculative {speculative!r}; use one of: {', '.join(s for s in SPECULATIVE if s)}")
@@ -337,21 +362,37 @@ class Planner:
             engine = "transformers"
             tp = 1
         self.engine, self.device, self.tp = engine, device, tp
-        self.kv_dtype = kv_dtype
+        self.vllm: VllmVersion = resolve_version(vllm_version)
+        self.cudagraph = cudagraph
         self.prefix_caching = prefix_caching  # vLLM: state layers reserve 2 pages per request with it, 1 without
         self.block_size = block_size
         self.encoder_len = encoder_len
+        if gpu_util is None:
+            gpu_util = self.vllm.gpu_util if engine == "vllm" else DEFAULT_GPU_UTIL
         self.gpu_util = gpu_util
         if not 0 < gpu_util <= 1:
             raise UsageError("--gpu-util must be in (0, 1]")
-        self.max_batched_tokens = max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS
-        self.max_num_seqs = max_num_seqs
-        self.overhead = overhead if overhead is not None else DEFAULT_OVERHEAD["cpu" if device == "cpu" else engine]
+        if max_num_seqs is not None and max_num_seqs < 1:
+            raise UsageError("--max-num-seqs must be at least 1")
+        # vLLM's API-server defaults by version and GPU size (hfmem/memory/vllm_versions.py batch_defaults); V0
+        # profiles max_model_len tokens, so its token count is resolved per context (None here)
+        tokens_default, seqs_default = self.vllm.batch_defaults(gpu.memory_bytes if gpu else None, gpu.key if gpu else None)
+        if engine != "vllm":
+            tokens_default = DEFAULT_MAX_BATCHED_TOKENS
+        self.max_batched_tokens_given = max_batched_tokens
+        self.max_batched_tokens = max_batched_tokens or tokens_default or DEFAULT_MAX_BATCHED_TOKENS
+        self.max_num_seqs = max_num_seqs or seqs_default
+        if overhead is None:
+            overhead = self.vllm.non_torch(tp) if engine == "vllm" and device == "cuda" else DEFAULT_OVERHEAD["cpu" if device == "cpu" else engine]
+        self.overhead = overhead
         self.tensors, self.weights = for_report(report, [] if self.precision == CHECKPOINT else [self.precision],
                                                 include_mtp=speculative == "mtp")
         self.act_bytes = 4 if self.precision == "fp32" else _act_bytes_of(self.arch) if self.precision == CHECKPOINT else 2
         if self.precision == CHECKPOINT and report.parameters.quantization:
             self.act_bytes = 2
+        # vLLM's auto KV dtype is the model dtype (CacheConfig cache_dtype "auto" -> model_config.dtype): an fp32
+        # model (--dtype fp32) keeps an fp32 cache
+        self.kv_dtype = "fp32" if (kv_dtype == "auto" and engine == "vllm" and self.precision == "fp32") else kv_dtype
         self.gated = _gated(self.tensors)
         self._weights_per_gpu()
 
@@ -401,9 +442,17 @@ class Planner:
             elif arch.num_kv_heads and arch.num_kv_heads < self.tp:
                 self.replicated.append(f"KV cache heads ({arch.num_kv_heads} KV heads over {self.tp} GPUs)")
 
+    def profile_tokens(self, context: int) -> int:
+        """Tokens of vLLM's profiling forward: max_num_batched_tokens (V1, chunked prefill), or V0's max_model_len
+        (SchedulerConfig without chunked prefill: max(max_model_len, 2048), up to 32k; above it V0 enables chunked
+        prefill with 2048 tokens)."""
+        if self.vllm.engine == "V0" and self.max_batched_tokens_given is None:
+            return max(context, 2048) if context <= 32_768 else 2048
+        return self.max_batched_tokens
+
     def activation(self, context: int, batch: int) -> tuple[int, dict[str, int], int]:
         if self.engine == "vllm":
-            tokens = self.max_batched_tokens
+            tokens = self.profile_tokens(context)
             rows = min(self.max_num_seqs, tokens)
         else:
             tokens = context * batch
@@ -411,6 +460,16 @@ class Planner:
         terms = activation_terms(self.arch, tokens, engine=self.engine, act_bytes=self.act_bytes,
                                  tp=self.tp if self.engine == "vllm" else 1, logits_rows=rows, gated=self.gated,
                                  positions=None if self.engine == "vllm" else context)
+        if self.engine == "vllm":
+            # The profile's torch peak is the larger of the forward and the dummy sampler run
+            # (gpu_model_runner.py profile_run -> _dummy_run, _dummy_sampler_run). The sampler sees min(max_num_seqs,
+            # tokens) rows of the full vocabulary: LogitsProcessor gathers the vocab-parallel logits onto every rank,
+            # so it is not divided by TP. Alive with it: the forward's hidden states [tokens, h] and the sampled rows
+            # plus their rand_like copy [rows, h] in the model dtype.
+            del terms["logits"]
+            h = self.arch.hidden_size
+            terms["sampler (dummy run)"] = (rows * self.arch.vocab_size * self.vllm.sampler_bytes(self.act_bytes)
+                                            + (tokens + 2 * rows) * h * self.act_bytes)
         return max(terms.values()) if terms else 0, terms, tokens
 
     def kv(self, context: int, batch: int) -> Any:
@@ -483,7 +542,10 @@ class Planner:
             return conc, blocks, int(conc * context), available
         if self.engine == "transformers":
             return float(self.max_batch(budget, context)), None, None, available
-        return available / one.total_bytes, None, None, available
+        # vLLM still prints a token count for models without one page size per token (hybrid, sliding): the pool
+        # over every layer's bytes per token
+        pool = available // one.bytes_per_token if self.engine == "vllm" and one.bytes_per_token else None
+        return available / one.total_bytes, None, pool, available
 
     def max_batch(self, budget: int, context: int) -> int:
         """transformers: the largest batch whose total fits at ``context`` (batch b prefills b x context tokens at
@@ -522,6 +584,14 @@ class Planner:
             activation_terms=terms, activation_tokens=tokens, kv_bytes_per_token=kv.bytes_per_token, kv_dtype=str(kv.dtype),
             replicated=list(self.replicated),
         )
+        if self.engine == "vllm" and self.device == "cuda":
+            plan.vllm_version, plan.max_num_seqs, plan.cudagraph = self.vllm.name, self.max_num_seqs, self.cudagraph
+            if self.cudagraph and self.vllm.cudagraph_deducted:
+                # gpu_worker.py determine_available_memory subtracts the CUDA-graph pool it estimated by capturing;
+                # its size depends on the capture sizes, the kernels and the allocator, which hfmem does not model
+                plan.notes.append(f"vLLM {self.vllm.name} deducts its estimated CUDA graph memory from the KV cache "
+                                  "budget; hfmem does not model it (0 here; one published log shows 1.34 GiB, another "
+                                  "6.24 GiB): the KV pool is high by that much (--enforce-eager: none)")
         limit = self.arch.max_position_embeddings
         if limit and context > limit:
             plan.notes.append(f"context {context:,} exceeds the model's max_position_embeddings {limit:,}")
@@ -570,7 +640,7 @@ class Planner:
 def attach(report: Report, *, precision: str = CHECKPOINT, context: int | None = None, batch: int = 1,
            gpu: GPU | None = None, **kwargs: Any) -> InferencePlan:
     """Set the report's ``weights``, ``inference`` and ``download_bytes``."""
-    planner = Planner(report, precision, **kwargs)
+    planner = Planner(report, precision, gpu=gpu, **kwargs)
     ctx = context or planner.arch.max_position_embeddings or 4096
     plan = planner.plan(ctx, batch, gpu)
     all_weights = planner.weights if planner.precision != CHECKPOINT or len(planner.weights.bytes) > 1 else None

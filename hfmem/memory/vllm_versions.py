@@ -1,0 +1,93 @@
+"""vLLM release families hfmem models: the engine defaults and memory terms that changed between releases.
+
+Each field names the upstream file and function it comes from (read at the tag, or at the nearest stored commit, as
+docs/planner.md says); where only published start-up logs say, the field says so. Nothing here is fitted to the
+logs the tests compare against (tests/test_vllm_logs.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hfmem.errors import UsageError
+
+GiB = 1 << 30
+
+
+@dataclass(frozen=True)
+class VllmVersion:
+    name: str
+    engine: str  # "V0" (vllm/worker/worker.py) or "V1" (vllm/v1/worker/gpu_worker.py)
+    # CacheConfig.gpu_memory_utilization (vllm/config/cache.py; vllm/engine/arg_utils.py before the config split)
+    gpu_util: float
+    # The dummy sampler run's fp32 temporaries per logits element, on top of the model-dtype logits
+    # (gpu_model_runner.py _dummy_sampler_run: top_k = vocab - 1 and top_p = 0.9, so top-k/top-p always run):
+    # - "sort": topk_topp_sampler.py apply_top_k_top_p (PyTorch path): the fp32 copy (Sampler.forward
+    #   logits.to(float32)) 4 + sorted values 4 + int64 sort indices 8 + top-k bool mask 1 + probs_sort 4 (cumsum in
+    #   place) + top-p bool mask 1 + the scatter's new tensor 4 = 26 B, all alive at the scatter.
+    # - "triton": topk_topp_triton.py apply_top_k_top_p_triton masks the fp32 logits in place (pivot search, no
+    #   sort), then forward_native's softmax probs 4 and random_sample's exponential noise q 4: 4 + 4 + 4 = 12 B.
+    sampler: str
+    # Non-torch memory the profile adds (MemoryProfilingResult.non_torch_increase; cuBLAS/cuBLASLt workspaces, NCCL
+    # communicators and channel buffers, custom all-reduce IPC buffers): not computable from vLLM's source alone
+    # (NCCL sizes its buffers at run time), so these two numbers come from published start-up logs, cited in
+    # docs/planner.md, and are shown as such.
+    non_torch_tp1: int
+    non_torch_tp: int
+    # CUDA graph memory deducted from the KV budget (gpu_worker.py determine_available_memory: profiled and
+    # subtracted by default since v0.21.0, "CUDA graph memory profiling is enabled (default since v0.21.0)").
+    cudagraph_deducted: bool
+
+    def sampler_bytes(self, act_bytes: int) -> int:
+        """Bytes per logits element alive at the sampler's peak: the model-dtype logits the runner keeps plus the
+        sampler's temporaries."""
+        return act_bytes + (26 if self.sampler == "sort" else 12)
+
+    def batch_defaults(self, gpu_memory_bytes: int | None, gpu_key: str | None) -> tuple[int | None, int]:
+        """(max_num_batched_tokens, max_num_seqs) of the OpenAI API server when the user sets neither.
+
+        V1: vllm/engine/arg_utils.py EngineArgs.get_batch_defaults: on GPUs with >= 70 GiB that are not an A100,
+        8192 tokens and 1024 sequences; otherwise 2048 tokens and 256 sequences. V0 (vllm/engine/arg_utils.py
+        EngineArgs.create_engine_config, 0.6): no chunked prefill up to 32k tokens, so the profile runs
+        max_model_len tokens (None here: the planner uses the context) and 256 sequences."""
+        if self.engine == "V0":
+            return None, 256
+        large = gpu_memory_bytes is not None and gpu_memory_bytes >= 70 * GiB and not (gpu_key or "").startswith("a100")
+        if gpu_memory_bytes is None:
+            large = True  # no GPU given: the data-centre default (H100 class)
+        return (8192, 1024) if large else (2048, 256)
+
+    def non_torch(self, tp: int) -> int:
+        return self.non_torch_tp1 if tp <= 1 else self.non_torch_tp
+
+
+# non_torch: TP 1 from vllm-project/vllm#10517 (0.35 GiB, RTX 3090, V0) for every family; TP >= 2: V0 0.30 GiB
+# (vllm-project/vllm#15815, 2 x L40S, 0.7); V1 2.1 GiB is the figure the project's issue reports from V1 logs at
+# TP 2-4 (no log of it is stored in this repository; docs/planner.md says so).
+VERSIONS: dict[str, VllmVersion] = {
+    "0.6": VllmVersion("0.6", "V0", 0.9, "sort", int(0.35 * GiB), int(0.30 * GiB), False),
+    "0.10": VllmVersion("0.10", "V1", 0.9, "sort", int(0.35 * GiB), int(2.1 * GiB), False),
+    "0.19": VllmVersion("0.19", "V1", 0.9, "triton", int(0.35 * GiB), int(2.1 * GiB), False),
+    "0.25": VllmVersion("0.25", "V1", 0.92, "triton", int(0.35 * GiB), int(2.1 * GiB), True),
+}
+DEFAULT_VERSION = "0.25"
+
+
+def resolve_version(name: str | None) -> VllmVersion:
+    """The family for ``X.Y`` (or ``X.Y.Z``): the newest modelled family at or below it."""
+    if name is None:
+        return VERSIONS[DEFAULT_VERSION]
+    try:
+        parts = tuple(int(p) for p in name.strip().lstrip("v").split(".")[:2])
+    except ValueError:
+        raise UsageError(f"--vllm-version must look like 0.19, got {name!r}") from None
+    if len(parts) < 2:
+        raise UsageError(f"--vllm-version must look like 0.19, got {name!r}")
+    known = sorted(VERSIONS, key=lambda v: tuple(int(p) for p in v.split(".")))
+    chosen = None
+    for v in known:
+        if tuple(int(p) for p in v.split(".")) <= parts:
+            chosen = v
+    if chosen is None:
+        raise UsageError(f"--vllm-version {name}: hfmem models vLLM {', '.join(known)} (and releases after each)")
+    return VERSIONS[chosen]
