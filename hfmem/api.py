@@ -93,6 +93,7 @@ def attach_sections(
     max_num_seqs: int | None = None,
     vllm_version: str | None = None,
     cudagraph: bool = True,
+    cudagraph_memory: str | int | None = None,
     device: str = "cuda",
     prefix_caching: bool = True,
     speculative: str | None = None,
@@ -137,6 +138,9 @@ def attach_sections(
         encoder_len=encoder_len, speculative=speculative, prefix_caching=prefix_caching,
         max_num_seqs=max_num_seqs, vllm_version=vllm_version, cudagraph=cudagraph,
     )
+    if cudagraph_memory is not None:
+        planner_kwargs["cudagraph_memory"] = (cudagraph_memory if isinstance(cudagraph_memory, int)
+                                              else parse_size(str(cudagraph_memory), allow_zero=True))
     if gpu_util is not None:
         planner_kwargs["gpu_util"] = gpu_util
     if overhead is not None:
@@ -235,7 +239,8 @@ def analyze(
 
     ``ref`` is a Hub repo id, a local folder, a cached snapshot or a .gguf file; ``ctx`` (e.g. 32768, "32k",
     "4k,32k", "max") adds the KV cache; other keyword options are those of :func:`attach_sections` (kv_dtype,
-    engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, max_num_seqs, vllm_version, cudagraph, device,
+    engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, max_num_seqs, vllm_version, cudagraph, cudagraph_memory,
+    device,
     prefix_caching, speculative, train
     and the training options; GGUF models also take ``llamacpp_defaults``: "llama-server" or "llama-cpp-python").
     The KV cache is per GPU at tensor parallel size ``gpus``; ``prefix_caching=False`` gives vLLM's one-state-page

@@ -343,7 +343,7 @@ class Planner:
                  overhead: int | None = None, gpu_util: float | None = None, encoder_len: int | None = None,
                  block_size: int = 16, max_num_seqs: int | None = None, speculative: str | None = None,
                  prefix_caching: bool = True, vllm_version: str | None = None, cudagraph: bool = True,
-                 gpu: GPU | None = None):
+                 cudagraph_memory: int | None = None, gpu: GPU | None = None):
         self.arch: Architecture = report.architecture
         if speculative not in SPECULATIVE:
             raise UsageError(f"unknown --speculative {speculative!r}; use one of: {', '.join(s for s in SPECULATIVE if s)}")
@@ -364,6 +364,13 @@ class Planner:
         self.engine, self.device, self.tp = engine, device, tp
         self.vllm: VllmVersion = resolve_version(vllm_version)
         self.cudagraph = cudagraph
+        if cudagraph_memory is not None and cudagraph_memory < 0:
+            raise UsageError("--cudagraph-memory must not be negative")
+        # vLLM >= 0.21 subtracts its estimated CUDA-graph pool from the KV budget (gpu_worker.py
+        # determine_available_memory); hfmem does not model the estimate, so it is 0 unless given (a log's
+        # "Estimated CUDA graph memory: X GiB total")
+        self.cudagraph_memory = (cudagraph_memory or 0) if (engine == "vllm" and cudagraph and self.vllm.cudagraph_deducted) else 0
+        self.cudagraph_memory_given = cudagraph_memory is not None
         self.prefix_caching = prefix_caching  # vLLM: state layers reserve 2 pages per request with it, 1 without
         self.block_size = block_size
         self.encoder_len = encoder_len
@@ -468,7 +475,7 @@ class Planner:
             # plus their rand_like copy [rows, h] in the model dtype.
             del terms["logits"]
             h = self.arch.hidden_size
-            terms["sampler (dummy run)"] = (rows * self.arch.vocab_size * self.vllm.sampler_bytes(self.act_bytes)
+            terms["sampler (dummy run)"] = (rows * self.arch.vocab_size * self.vllm.sampler_bytes(self.act_bytes, rows)
                                             + (tokens + 2 * rows) * h * self.act_bytes)
         return max(terms.values()) if terms else 0, terms, tokens
 
@@ -479,7 +486,8 @@ class Planner:
                            prefix_caching=self.prefix_caching)
 
     def need(self, context: int, batch: int) -> int:
-        return self.weights_bytes + self.kv(context, batch).total_bytes + self.activation(context, batch)[0] + self.overhead
+        return (self.weights_bytes + self.kv(context, batch).total_bytes + self.activation(context, batch)[0] + self.overhead
+                + self.cudagraph_memory)
 
     # -- answers --------------------------------------------------------------------------------------------
     def context_limit(self) -> int:
@@ -523,7 +531,7 @@ class Planner:
     def concurrency(self, budget: int, context: int) -> tuple[float | None, int | None, int | None, int]:
         """(vLLM "Maximum concurrency" at ``context``, KV blocks, pool tokens, bytes available to KV)."""
         act = self.activation(context, 1)[0]
-        available = budget - self.weights_bytes - act - self.overhead
+        available = budget - self.weights_bytes - act - self.overhead - self.cudagraph_memory
         one = self.kv(context, 1)
         if available <= 0 or one.total_bytes <= 0:
             return (0.0 if available <= 0 else None), None, None, available
@@ -536,9 +544,12 @@ class Planner:
         if self.engine == "vllm" and one.bytes_per_block and one.blocks_per_request:
             # vllm, v1/core/kv_cache_utils.py: get_num_blocks (available // one block across the layer groups) and
             # get_max_concurrency_for_kv_cache_config (whole blocks per request per group); pool tokens as its
-            # "GPU KV cache size" log: int(concurrency x max_model_len)
+            # "GPU KV cache size" log of the version: int(concurrency x max_model_len), or before that
+            # num_blocks // num_groups x block_size
             blocks = available // one.bytes_per_block
             conc = blocks / one.blocks_per_request
+            if self.vllm.pool_tokens == "groups":
+                return conc, blocks, blocks // max(1, one.kv_groups) * one.block_size, available
             return conc, blocks, int(conc * context), available
         if self.engine == "transformers":
             return float(self.max_batch(budget, context)), None, None, available
@@ -574,7 +585,7 @@ class Planner:
             raise UsageError("context and batch must be positive")
         kv = self.kv(context, batch)
         act, terms, tokens = self.activation(context, batch)
-        total = self.weights_bytes + kv.total_bytes + act + self.overhead
+        total = self.weights_bytes + kv.total_bytes + act + self.overhead + self.cudagraph_memory
         plan = InferencePlan(
             precision=self.precision if self.precision != CHECKPOINT else f"{CHECKPOINT} ({self.weights.checkpoint_label.removeprefix('as stored').strip(' ()') or 'as stored'})",
             engine=self.engine, device=self.device, context=context, batch=batch, gpus=self.tp,
@@ -587,11 +598,14 @@ class Planner:
         if self.engine == "vllm" and self.device == "cuda":
             plan.vllm_version, plan.max_num_seqs, plan.cudagraph = self.vllm.name, self.max_num_seqs, self.cudagraph
             if self.cudagraph and self.vllm.cudagraph_deducted:
+                plan.cudagraph_bytes = self.cudagraph_memory
+            if self.cudagraph and self.vllm.cudagraph_deducted and not self.cudagraph_memory_given:
                 # gpu_worker.py determine_available_memory subtracts the CUDA-graph pool it estimated by capturing;
                 # its size depends on the capture sizes, the kernels and the allocator, which hfmem does not model
                 plan.notes.append(f"vLLM {self.vllm.name} deducts its estimated CUDA graph memory from the KV cache "
                                   "budget; hfmem does not model it (0 here; one published log shows 1.34 GiB, another "
-                                  "6.24 GiB): the KV pool is high by that much (--enforce-eager: none)")
+                                  "6.24 GiB): the KV pool is high by that much (--cudagraph-memory to give it, "
+                                  "--enforce-eager: none)")
         limit = self.arch.max_position_embeddings
         if limit and context > limit:
             plan.notes.append(f"context {context:,} exceeds the model's max_position_embeddings {limit:,}")

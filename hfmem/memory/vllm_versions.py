@@ -25,9 +25,15 @@ class VllmVersion:
     # - "sort": topk_topp_sampler.py apply_top_k_top_p (PyTorch path): the fp32 copy (Sampler.forward
     #   logits.to(float32)) 4 + sorted values 4 + int64 sort indices 8 + top-k bool mask 1 + probs_sort 4 (cumsum in
     #   place) + top-p bool mask 1 + the scatter's new tensor 4 = 26 B, all alive at the scatter.
+    # - "v0": vllm/model_executor/layers/sampler.py _apply_top_k_top_p (V0): the fp32 copy 4 + sorted values 4 +
+    #   int64 indices 8 + top-k mask 1 + probs_sort 4 + probs_sum 4 (cumsum not in place) + top-p mask 1 + the
+    #   inverse permutation (int64) 8 + the gathered result 4 = 38 B, all alive at the final gather.
     # - "triton": topk_topp_triton.py apply_top_k_top_p_triton masks the fp32 logits in place (pivot search, no
     #   sort), then forward_native's softmax probs 4 and random_sample's exponential noise q 4: 4 + 4 + 4 = 12 B.
     sampler: str
+    # "GPU KV cache size: N tokens" (kv_cache_utils.py): "groups" = num_blocks // num_groups x block_size (the 2025
+    # code), "concurrency" = int(max concurrency x max_model_len) (2026 code, group-aware; vLLM PRs 40694/48317)
+    pool_tokens: str
     # Non-torch memory the profile adds (MemoryProfilingResult.non_torch_increase; cuBLAS/cuBLASLt workspaces, NCCL
     # communicators and channel buffers, custom all-reduce IPC buffers): not computable from vLLM's source alone
     # (NCCL sizes its buffers at run time), so these two numbers come from published start-up logs, cited in
@@ -38,10 +44,12 @@ class VllmVersion:
     # subtracted by default since v0.21.0, "CUDA graph memory profiling is enabled (default since v0.21.0)").
     cudagraph_deducted: bool
 
-    def sampler_bytes(self, act_bytes: int) -> int:
+    def sampler_bytes(self, act_bytes: int, rows: int) -> int:
         """Bytes per logits element alive at the sampler's peak: the model-dtype logits the runner keeps plus the
-        sampler's temporaries."""
-        return act_bytes + (26 if self.sampler == "sort" else 12)
+        sampler's temporaries. Newer vLLM takes the Triton path only from 8 rows up (topk_topp_sampler.py
+        apply_top_k_top_p: ``HAS_TRITON and logits.shape[0] >= 8``), else the PyTorch sort."""
+        kind = "sort" if self.sampler == "triton" and rows < 8 else self.sampler
+        return act_bytes + {"v0": 38, "sort": 26, "triton": 12}[kind]
 
     def batch_defaults(self, gpu_memory_bytes: int | None, gpu_key: str | None) -> tuple[int | None, int]:
         """(max_num_batched_tokens, max_num_seqs) of the OpenAI API server when the user sets neither.
@@ -64,11 +72,16 @@ class VllmVersion:
 # non_torch: TP 1 from vllm-project/vllm#10517 (0.35 GiB, RTX 3090, V0) for every family; TP >= 2: V0 0.30 GiB
 # (vllm-project/vllm#15815, 2 x L40S, 0.7); V1 2.1 GiB is the figure the project's issue reports from V1 logs at
 # TP 2-4 (no log of it is stored in this repository; docs/planner.md says so).
+# Family boundaries: 0.10 = V1 with the PyTorch sort sampler (in place cumsum, scatter into a new tensor; seen in
+# 0.10-0.15 code); 0.17 = the Triton top-k/top-p kernel (vLLM PR 33538, opened 2026-02-02 after 0.15.1; the first
+# release carrying it is not pinned down here); 0.21 = CUDA-graph memory deducted by default and the group-aware
+# token log; 0.25 = gpu_memory_utilization 0.92 (CacheConfig at v0.25.0).
 VERSIONS: dict[str, VllmVersion] = {
-    "0.6": VllmVersion("0.6", "V0", 0.9, "sort", int(0.35 * GiB), int(0.30 * GiB), False),
-    "0.10": VllmVersion("0.10", "V1", 0.9, "sort", int(0.35 * GiB), int(2.1 * GiB), False),
-    "0.19": VllmVersion("0.19", "V1", 0.9, "triton", int(0.35 * GiB), int(2.1 * GiB), False),
-    "0.25": VllmVersion("0.25", "V1", 0.92, "triton", int(0.35 * GiB), int(2.1 * GiB), True),
+    "0.6": VllmVersion("0.6", "V0", 0.9, "v0", "groups", int(0.35 * GiB), int(0.30 * GiB), False),
+    "0.10": VllmVersion("0.10", "V1", 0.9, "sort", "groups", int(0.35 * GiB), int(2.1 * GiB), False),
+    "0.17": VllmVersion("0.17", "V1", 0.9, "triton", "groups", int(0.35 * GiB), int(2.1 * GiB), False),
+    "0.21": VllmVersion("0.21", "V1", 0.9, "triton", "concurrency", int(0.35 * GiB), int(2.1 * GiB), True),
+    "0.25": VllmVersion("0.25", "V1", 0.92, "triton", "concurrency", int(0.35 * GiB), int(2.1 * GiB), True),
 }
 DEFAULT_VERSION = "0.25"
 

@@ -74,10 +74,13 @@ def inference_tables(plan: InferencePlan) -> list[Table]:
     if vllm:
         rows.append(_row(f"non-torch forward increase memory{per}", plan.overhead_bytes,
                          f"cuBLAS/NCCL/all-reduce buffers, vLLM {plan.vllm_version} at TP {plan.gpus} (--overhead)"))
-        graphs = ("--enforce-eager: none" if not plan.cudagraph
-                  else "deducted by vLLM, not modelled (see notes)" if any("CUDA graph" in n for n in plan.notes)
-                  else f"captured after the KV budget in vLLM {plan.vllm_version}, not deducted")
-        rows.append(["CUDA graph memory", "-", "-", graphs])
+        if plan.cudagraph_bytes:
+            rows.append(_row(f"CUDA graph memory{per}", plan.cudagraph_bytes, "deducted by vLLM (--cudagraph-memory)"))
+        else:
+            graphs = ("--enforce-eager: none" if not plan.cudagraph
+                      else "deducted by vLLM, not modelled (see notes)" if plan.cudagraph_bytes is not None
+                      else f"captured after the KV budget in vLLM {plan.vllm_version}, not deducted")
+            rows.append(["CUDA graph memory", "-", "-", graphs])
     else:
         overhead = "CUDA/library workspaces (--overhead)" if plan.device != "cpu" else "process + libraries (--overhead)"
         rows.append(_row(f"runtime overhead{per}", plan.overhead_bytes, overhead))
