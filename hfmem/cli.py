@@ -16,10 +16,10 @@ from hfmem.memory.gpus import DEVICES
 from hfmem.memory.kv import ENGINES, KV_DTYPES, SPECULATIVE
 from hfmem.memory.kv.llamacpp import DEFAULTS as LLAMACPP_DEFAULTS
 from hfmem.memory.training import ATTENTION, FSDP, OFFLOAD, OPTIMIZERS
-from hfmem.memory.vllm_versions import DEFAULT_VERSION as DEFAULT_VLLM_VERSION
-from hfmem.memory.vllm_versions import VERSIONS as VLLM_VERSIONS
 from hfmem.memory.training import METHODS as TRAINING_METHODS
 from hfmem.memory.training import PRECISIONS as TRAINING_PRECISIONS
+from hfmem.memory.vllm_versions import DEFAULT_VERSION as DEFAULT_VLLM_VERSION
+from hfmem.memory.vllm_versions import VERSIONS as VLLM_VERSIONS
 from hfmem.safe_text import one_line
 
 FORMATS = ("table", "json", "markdown")
