@@ -131,16 +131,28 @@ ROWS = [
          "max_num_batched_tokens 2048, max_num_seqs 256 (get_batch_defaults)", "Model loading took 15.27 GiB",
          "second start: C_total=95,936 at runtime"),
         None, 95_936, 15.27,
-        notes=("passes because this start's CUDA-graph estimate was small: the first start of the same command "
-               "logged 89,040 tokens (next row); hfmem does not model the estimate",)),
+        xfail="vLLM 0.24 deducts a CUDA-graph estimate that hfmem does not model (its size varies between starts "
+              "of the same command: this row and the next)"),
     LogRow(
         "qwen3-8b-5090-v0.24-start1", "(same notes, first start)",
         "Qwen/Qwen3-8B", "0.24", resolve_gpu("5090"),
         1, 0.92, 32_768, {"max_batched_tokens": 2048, "max_num_seqs": 256},
         ("GPU KV cache size: 89,040 tokens (kv_cache_utils.py:2146)", "Model loading took 15.27 GiB"),
         None, 89_040, 15.27,
-        xfail="vLLM 0.24 deducted a CUDA-graph estimate (~0.9 GiB here, 0 on the next start of the same command) "
-              "that hfmem does not model"),
+        xfail="vLLM 0.24 deducted a CUDA-graph estimate hfmem does not model: the tokens imply ~1.25 GiB here and "
+              "~0.30 GiB on the next start of the same command"),
+    LogRow(
+        "qwen3-8b-fp8-24gb-v0.10-fp16", "(LMCache notes, VLLM_LOGGING_LEVEL=DEBUG; found with find_string)",
+        "Qwen/Qwen3-8B-FP8", "0.10", _gpu("23.53GiB", 23.53, "24 GB GPU (log: Free memory on device (23.08/23.53 GiB))"),
+        1, 0.8, 1024, {"max_batched_tokens": 2048, "max_num_seqs": 256},
+        ("vllm serve Qwen3-8B-FP8 --dtype float16 --tensor-parallel-size 1 --max-model-len 1024 "
+         "--gpu_memory_utilization 0.8 (2025-09-28, v1/worker/gpu_worker.py:298: the 0.10.2 line numbers)",
+         "Memory profiling takes 14.40 seconds. Total non KV cache memory: 10.22GiB; torch peak memory increase: "
+         "1.40GiB; non-torch forward increase memory: 0.02GiB; weights memory: 8.80GiB.",
+         "Available KV cache memory: 8.60 GiB", "GPU KV cache size: 62,608 tokens"),
+        8.60, 62_608, 8.80, held_in="V1 non-torch at TP 1 (0.02 GiB)",
+        notes=("its torch peak (1.40 GiB) is the sort-path sampler hfmem derives from the source (256 rows x 152k "
+               "vocab x 38 B) without anything taken from this log; only the non-torch figure is",)),
     LogRow(
         "gpt-oss-20b-a100-80-v0.19", "https://myoceane.fr/index.php/ai-vllm-a100-gemma-4/",
         "openai/gpt-oss-20b", "0.19", resolve_gpu("a100-80gb"),
@@ -262,7 +274,7 @@ def test_tokens_from_the_logged_pool(name, url, repo, tp, ctx, kv_gib, tokens):
 def test_held_out_rows_are_most_of_the_table():
     """The table's point is held-out agreement: rows that chose a constant are named, and are the minority."""
     held_in = [r for r in ROWS if r.held_in]
-    assert 0 < len(held_in) <= 3 and len(ROWS) - len(held_in) >= 8
+    assert 0 < len(held_in) <= 4 and len(ROWS) - len(held_in) >= 8
 
 
 def ratio_table() -> list[tuple[str, str, str, str]]:

@@ -22,12 +22,15 @@ class VllmVersion:
     gpu_util: float
     # The dummy sampler run's fp32 temporaries per logits element, on top of the model-dtype logits
     # (gpu_model_runner.py _dummy_sampler_run: top_k = vocab - 1 and top_p = 0.9, so top-k/top-p always run):
-    # - "sort": topk_topp_sampler.py apply_top_k_top_p (PyTorch path): the fp32 copy (Sampler.forward
-    #   logits.to(float32)) 4 + sorted values 4 + int64 sort indices 8 + top-k bool mask 1 + probs_sort 4 (cumsum in
-    #   place) + top-p bool mask 1 + the scatter's new tensor 4 = 26 B, all alive at the scatter.
+    # - "sort": topk_topp_sampler.py apply_top_k_top_p (PyTorch path). Its peak is inside logits.sort(): PyTorch's
+    #   SortStable.cu segmented_sort_pairs allocates the int64 reverse indices (8) and cub's SortPairs its alternate
+    #   key/value buffers (4 + 8), next to the fp32 copy (Sampler.forward logits.to(float32), 4) and the outputs
+    #   (values 4, int64 indices 8): 36 B. Later, at the scatter (masks 2, probs_sort 4 with cumsum in place, the
+    #   scatter's new tensor 4, without the sort's temporaries) only 26 B are alive.
     # - "v0": vllm/model_executor/layers/sampler.py _apply_top_k_top_p (V0): the fp32 copy 4 + sorted values 4 +
     #   int64 indices 8 + top-k mask 1 + probs_sort 4 + probs_sum 4 (cumsum not in place) + top-p mask 1 + the
-    #   inverse permutation (int64) 8 + the gathered result 4 = 38 B, all alive at the final gather.
+    #   inverse permutation (int64) 8 + the gathered result 4 = 38 B, all alive at the final gather (the sort's own
+    #   temporaries, 36 B as below, are freed by then).
     # - "triton": topk_topp_triton.py apply_top_k_top_p_triton masks the fp32 logits in place (pivot search, no
     #   sort), then forward_native's softmax probs 4 and random_sample's exponential noise q 4: 4 + 4 + 4 = 12 B.
     sampler: str
@@ -49,7 +52,7 @@ class VllmVersion:
         sampler's temporaries. Newer vLLM takes the Triton path only from 8 rows up (topk_topp_sampler.py
         apply_top_k_top_p: ``HAS_TRITON and logits.shape[0] >= 8``), else the PyTorch sort."""
         kind = "sort" if self.sampler == "triton" and rows < 8 else self.sampler
-        return act_bytes + {"v0": 38, "sort": 26, "triton": 12}[kind]
+        return act_bytes + {"v0": 38, "sort": 36, "triton": 12}[kind]
 
     def batch_defaults(self, gpu_memory_bytes: int | None, gpu_key: str | None) -> tuple[int | None, int]:
         """(max_num_batched_tokens, max_num_seqs) of the OpenAI API server when the user sets neither.
@@ -69,19 +72,21 @@ class VllmVersion:
         return self.non_torch_tp1 if tp <= 1 else self.non_torch_tp
 
 
-# non_torch: TP 1 from vllm-project/vllm#10517 (0.35 GiB, RTX 3090, V0) for every family; TP >= 2: V0 0.30 GiB
-# (vllm-project/vllm#15815, 2 x L40S, 0.7); V1 2.1 GiB is the figure the project's issue reports from V1 logs at
-# TP 2-4 (no log of it is stored in this repository; docs/planner.md says so).
+# non_torch at TP 1: V0 0.35 GiB (vllm-project/vllm#10517, RTX 3090, 0.6.4); V1 0.02 GiB (a 0.10.2 DEBUG log of
+# Qwen3-8B-FP8 on a 24 GB GPU: "non-torch forward increase memory: 0.02GiB"; cuBLAS workspaces come from torch's
+# allocator in V1's PyTorch, so little is left outside it at TP 1). TP >= 2: V0 0.30 GiB (vllm-project/vllm#15815,
+# 2 x L40S, 0.7); V1 2.1 GiB, the figure the project's issue reports from V1 logs at TP 2-4 (no log of it is stored in
+# this repository; docs/planner.md says so).
 # Family boundaries: 0.10 = V1 with the PyTorch sort sampler (in place cumsum, scatter into a new tensor; seen in
 # 0.10-0.15 code); 0.17 = the Triton top-k/top-p kernel (vLLM PR 33538, opened 2026-02-02 after 0.15.1; the first
 # release carrying it is not pinned down here); 0.21 = CUDA-graph memory deducted by default and the group-aware
 # token log; 0.25 = gpu_memory_utilization 0.92 (CacheConfig at v0.25.0).
 VERSIONS: dict[str, VllmVersion] = {
     "0.6": VllmVersion("0.6", "V0", 0.9, "v0", "groups", int(0.35 * GiB), int(0.30 * GiB), False),
-    "0.10": VllmVersion("0.10", "V1", 0.9, "sort", "groups", int(0.35 * GiB), int(2.1 * GiB), False),
-    "0.17": VllmVersion("0.17", "V1", 0.9, "triton", "groups", int(0.35 * GiB), int(2.1 * GiB), False),
-    "0.21": VllmVersion("0.21", "V1", 0.9, "triton", "concurrency", int(0.35 * GiB), int(2.1 * GiB), True),
-    "0.25": VllmVersion("0.25", "V1", 0.92, "triton", "concurrency", int(0.35 * GiB), int(2.1 * GiB), True),
+    "0.10": VllmVersion("0.10", "V1", 0.9, "sort", "groups", int(0.02 * GiB), int(2.1 * GiB), False),
+    "0.17": VllmVersion("0.17", "V1", 0.9, "triton", "groups", int(0.02 * GiB), int(2.1 * GiB), False),
+    "0.21": VllmVersion("0.21", "V1", 0.9, "triton", "concurrency", int(0.02 * GiB), int(2.1 * GiB), True),
+    "0.25": VllmVersion("0.25", "V1", 0.92, "triton", "concurrency", int(0.02 * GiB), int(2.1 * GiB), True),
 }
 DEFAULT_VERSION = "0.25"
 
