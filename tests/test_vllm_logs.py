@@ -142,8 +142,28 @@ ROWS = [
         xfail="vLLM 0.24 deducted a CUDA-graph estimate hfmem does not model: the tokens imply ~1.25 GiB here and "
               "~0.30 GiB on the next start of the same command"),
     LogRow(
+        "llama31-8b-a100-40-v0.10.1-fp16", "(vLLM request-flow notes, Vertex workbench; found with find_string)",
+        "meta-llama/Llama-3.1-8B-Instruct", "0.10.1", resolve_gpu("a100-40gb"),
+        1, 0.9, 131_072, {"max_batched_tokens": 2048, "max_num_seqs": 256},
+        ("vllm serve Meta-Llama-3.1-8B-Instruct --dtype float16 --tensor-parallel-size 1 (API server version 0.10.1.1)",
+         "Chunked prefill is enabled with max_num_batched_tokens=2048", "Model loading took 14.9889 GiB",
+         "Available KV cache memory: 19.25 GiB", "GPU KV cache size: 157,648 tokens",
+         "num_gpu_blocks is: 9853"),
+        19.25, 157_648, 14.9889,
+        notes=("GPU inferred: 2048 batched tokens means < 70 GiB or an A100, and 19.25 GiB at util 0.9 beside 15 GiB "
+               "of weights is a 40 GB card; catalog A100 40GB (39.49 GiB)",)),
+    LogRow(
+        "qwen3-8b-a100-40-v0.9.2", "(tokenkaki deploy notes, 4 x A100-SXM4-40GB, one used; found with find_string)",
+        "Qwen/Qwen3-8B", "0.9.2", resolve_gpu("a100-40gb"),
+        1, 0.9, 40_960, {"max_batched_tokens": 2048, "max_num_seqs": 256},
+        ("vLLM API server version 0.9.2; non-default args: host, port, model, served_model_name",
+         "nvidia-smi: NVIDIA A100-SXM4-40GB", "Chunked prefill is enabled with max_num_batched_tokens=2048",
+         "Model loading took 15.2683 GiB", "Available KV cache memory: 18.69 GiB",
+         "GPU KV cache size: 136,080 tokens", "Maximum concurrency for 40,960 tokens per request: 3.32x"),
+        18.69, 136_080, 15.2683, notes=("GPU total: catalog A100 40GB (39.49 GiB); the log prints none",)),
+    LogRow(
         "qwen3-8b-fp8-24gb-v0.10-fp16", "(LMCache notes, VLLM_LOGGING_LEVEL=DEBUG; found with find_string)",
-        "Qwen/Qwen3-8B-FP8", "0.10", _gpu("23.53GiB", 23.53, "24 GB GPU (log: Free memory on device (23.08/23.53 GiB))"),
+        "Qwen/Qwen3-8B-FP8", "0.10.2", _gpu("23.53GiB", 23.53, "24 GB GPU (log: Free memory on device (23.08/23.53 GiB))"),
         1, 0.8, 1024, {"max_batched_tokens": 2048, "max_num_seqs": 256},
         ("vllm serve Qwen3-8B-FP8 --dtype float16 --tensor-parallel-size 1 --max-model-len 1024 "
          "--gpu_memory_utilization 0.8 (2025-09-28, v1/worker/gpu_worker.py:298: the 0.10.2 line numbers)",

@@ -25,7 +25,7 @@ def _report(repo: str = QWEN):
     return analyze_files(model_files(repo))
 
 
-@pytest.mark.parametrize("given, family", [("0.6.3", "0.6"), ("v0.7", "0.6"), ("0.10.2", "0.10"), ("0.15.1", "0.10"),
+@pytest.mark.parametrize("given, family", [("0.6.3", "0.6"), ("v0.7", "0.6"), ("0.9.2", "0.8"), ("0.10.2", "0.8"), ("0.15.1", "0.8"),
                                            ("0.19.0", "0.17"), ("0.24", "0.21"), ("0.30.0", "0.25"), (None, "0.25")])
 def test_versions_resolve_to_the_newest_family_at_or_below(given, family):
     assert resolve_version(given).name == family
@@ -75,7 +75,7 @@ def test_sampler_sees_the_full_vocabulary_on_every_tp_rank():
     assert one["sampler (dummy run)"] == 1024 * 152_064 * 14 + (8192 + 2048) * 3584 * 2
 
 
-@pytest.mark.parametrize("family, seqs, per_element", [("0.25", 1024, 14), ("0.25", 4, 38), ("0.10", 1024, 38),
+@pytest.mark.parametrize("family, seqs, per_element", [("0.25", 1024, 14), ("0.25", 4, 38), ("0.8", 1024, 38),
                                                         ("0.6", 256, 40)])
 def test_sampler_bytes_per_element_by_family(family, seqs, per_element):
     """Triton top-k/top-p only from 8 rows (apply_top_k_top_p), the PyTorch sort below; V0's sampler keeps more."""
@@ -108,10 +108,10 @@ def test_cuda_graphs_deducted_only_where_vllm_does():
 
 
 def test_hybrid_pool_tokens_by_the_versions_log_rule():
-    """Qwen3-Next (hybrid): 0.10's log prints num_blocks // groups x block_size, 0.25's int(concurrency x len)."""
+    """Qwen3-Next (hybrid): 0.8-0.20 logs print num_blocks // groups x block_size, 0.25's int(concurrency x len)."""
     report = _report("Qwen/Qwen3-Next-80B-A3B-Instruct")
     gpu = resolve_gpu("h200")
-    old = Planner(report, tp=2, vllm_version="0.10", prefix_caching=False).plan(262_144, 1, gpu)
+    old = Planner(report, tp=2, vllm_version="0.10.2", prefix_caching=False).plan(262_144, 1, gpu)
     new = Planner(report, tp=2, vllm_version="0.25", prefix_caching=False, gpu_util=0.9).plan(262_144, 1, gpu)
     groups = 4  # 12 full-attention layers, 36 linear-attention layers in groups of 12
     assert old.kv_pool_tokens == old.kv_blocks // groups * 544
@@ -143,4 +143,4 @@ def test_cli_flags_reach_the_plan(stub_repo):
     args = [str(stub_repo(QWEN)), "--ctx", "32k", "--gpu", "h100", "--format", "json", "--vllm-version", "0.10",
             "--max-num-seqs", "64", "--enforce-eager"]
     v = json.loads(CliRunner().invoke(main, args).output)["inference"]["vllm"]
-    assert (v["version"], v["max_num_seqs"], v["cudagraph"], v["cuda_graph_memory"]) == ("0.10", 64, False, None)
+    assert (v["version"], v["max_num_seqs"], v["cudagraph"], v["cuda_graph_memory"]) == ("0.8", 64, False, None)

@@ -77,13 +77,13 @@ class VllmVersion:
 # allocator in V1's PyTorch, so little is left outside it at TP 1). TP >= 2: V0 0.30 GiB (vllm-project/vllm#15815,
 # 2 x L40S, 0.7); V1 2.1 GiB, the figure the project's issue reports from V1 logs at TP 2-4 (no log of it is stored in
 # this repository; docs/planner.md says so).
-# Family boundaries: 0.10 = V1 with the PyTorch sort sampler (in place cumsum, scatter into a new tensor; seen in
-# 0.10-0.15 code); 0.17 = the Triton top-k/top-p kernel (vLLM PR 33538, opened 2026-02-02 after 0.15.1; the first
+# Family boundaries: 0.8 = V1 (the default engine from 0.8.0) with the PyTorch sort sampler (seen in 0.8-0.15 code
+# and logs); 0.17 = the Triton top-k/top-p kernel (vLLM PR 33538, opened 2026-02-02 after 0.15.1; the first
 # release carrying it is not pinned down here); 0.21 = CUDA-graph memory deducted by default and the group-aware
 # token log; 0.25 = gpu_memory_utilization 0.92 (CacheConfig at v0.25.0).
 VERSIONS: dict[str, VllmVersion] = {
     "0.6": VllmVersion("0.6", "V0", 0.9, "v0", "groups", int(0.35 * GiB), int(0.30 * GiB), False),
-    "0.10": VllmVersion("0.10", "V1", 0.9, "sort", "groups", int(0.02 * GiB), int(2.1 * GiB), False),
+    "0.8": VllmVersion("0.8", "V1", 0.9, "sort", "groups", int(0.02 * GiB), int(2.1 * GiB), False),
     "0.17": VllmVersion("0.17", "V1", 0.9, "triton", "groups", int(0.02 * GiB), int(2.1 * GiB), False),
     "0.21": VllmVersion("0.21", "V1", 0.9, "triton", "concurrency", int(0.02 * GiB), int(2.1 * GiB), True),
     "0.25": VllmVersion("0.25", "V1", 0.92, "triton", "concurrency", int(0.02 * GiB), int(2.1 * GiB), True),
