@@ -108,7 +108,8 @@ def attach_sections(
     ``dtype`` is the CLI's name (``--dtype``) for the weight ``precision``; give one of the two."""
     from hfmem.memory.gpus import parse_size, resolve_gpu
     from hfmem.memory.kv import estimate_kv, parse_context, stored_float_dtype
-    from hfmem.memory.planner import DEFAULT_MAX_BATCHED_TOKENS, attach, mtp_layer_count
+    from hfmem.memory.planner import DEFAULT_MAX_BATCHED_TOKENS, attach, mtp_layer_count, profile_tokens
+    from hfmem.memory.vllm_versions import resolve_version
 
     unknown = sorted(set(training_options) - set(TRAINING_OPTIONS))
     if unknown:
@@ -120,6 +121,15 @@ def attach_sections(
         if precision not in ("auto", dtype):
             raise TypeError(f"dtype={dtype!r} and precision={precision!r}: they are the same option (--dtype); give one")
         precision = dtype
+    gpu_obj = resolve_gpu(gpu) if gpu else None
+    version = resolve_version(vllm_version)
+
+    def mbt(context: int) -> int:
+        # the planner's rule (vLLM's max_num_batched_tokens by version and GPU), so both KV figures agree
+        if engine != "vllm" or device == "cpu":
+            return max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS
+        return profile_tokens(version, gpu_obj, context, max_batched_tokens)
+
     contexts = None
     if ctx is not None:
         contexts = list(ctx) if isinstance(ctx, (list, tuple)) else parse_context(ctx, report.architecture)
@@ -130,7 +140,7 @@ def attach_sections(
         report.kv_cache = [
             estimate_kv(report.architecture, c, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len,
                         weights_dtype=weights_dtype, mtp_layers=mtp_layers, tp=kv_tp, prefix_caching=prefix_caching,
-                        max_batched_tokens=max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS)
+                        max_batched_tokens=mbt(c))
             for c in contexts
         ]
     planner_kwargs: dict[str, Any] = dict(
@@ -147,7 +157,7 @@ def attach_sections(
         planner_kwargs["overhead"] = overhead if isinstance(overhead, int) else parse_size(str(overhead), allow_zero=True)
     attach(
         report, precision=precision, context=max(contexts) if contexts else None, batch=batch,
-        gpu=resolve_gpu(gpu) if gpu else None, **planner_kwargs,
+        gpu=gpu_obj, **planner_kwargs,
     )
     if train:
         from hfmem.memory.training import METHODS, TrainingSettings, estimate_all

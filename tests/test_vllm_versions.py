@@ -144,3 +144,15 @@ def test_cli_flags_reach_the_plan(stub_repo):
             "--max-num-seqs", "64", "--enforce-eager"]
     v = json.loads(CliRunner().invoke(main, args).output)["inference"]["vllm"]
     assert (v["version"], v["max_num_seqs"], v["cudagraph"], v["cuda_graph_memory"]) == ("0.8", 64, False, None)
+
+
+def test_kv_section_and_plan_use_the_same_batched_tokens():
+    """Sliding windows admit W - 1 + max_num_batched_tokens tokens: on a 24 GB GPU vLLM's default is 2048, and the
+    KV section and the plan both use it (gemma-2-9b, W = 4096, 8k context: 385 blocks per sliding layer, not 513)."""
+    from hfmem.api import attach_sections
+
+    report = attach_sections(_report("google/gemma-2-9b-it"), ctx="8k", gpu="4090")
+    kv, plan = report.kv_cache[0], report.inference
+    assert kv.total_bytes == plan.kv_bytes
+    assert plan.max_batched_tokens == 2048
+    assert kv.by_layer_type["sliding_attention"]["tokens"] == (-(-(4095 + 2048) // 16) + 1) * 16

@@ -314,6 +314,18 @@ class InferencePlan:
         return out
 
 
+def profile_tokens(version: VllmVersion, gpu: GPU | None, context: int, given: int | None = None) -> int:
+    """max_num_batched_tokens as vLLM resolves it: the given value, else the version's API-server default for the GPU
+    (V1, chunked prefill), or V0's max_model_len (SchedulerConfig without chunked prefill: max(max_model_len, 2048),
+    up to 32k; above it V0 enables chunked prefill with 2048 tokens)."""
+    if given:
+        return given
+    tokens, _ = version.batch_defaults(gpu.memory_bytes if gpu else None, gpu.key if gpu else None)
+    if tokens is None:
+        return max(context, 2048) if context <= 32_768 else 2048
+    return tokens
+
+
 def _budget(gpu: GPU, device: str, engine: str, util: float) -> int:
     if device == "cpu":
         return gpu.memory_bytes
@@ -362,6 +374,7 @@ class Planner:
             engine = "transformers"
             tp = 1
         self.engine, self.device, self.tp = engine, device, tp
+        self.gpu = gpu
         self.vllm: VllmVersion = resolve_version(vllm_version)
         self.cudagraph = cudagraph
         if cudagraph_memory is not None and cudagraph_memory < 0:
@@ -450,12 +463,10 @@ class Planner:
                 self.replicated.append(f"KV cache heads ({arch.num_kv_heads} KV heads over {self.tp} GPUs)")
 
     def profile_tokens(self, context: int) -> int:
-        """Tokens of vLLM's profiling forward: max_num_batched_tokens (V1, chunked prefill), or V0's max_model_len
-        (SchedulerConfig without chunked prefill: max(max_model_len, 2048), up to 32k; above it V0 enables chunked
-        prefill with 2048 tokens)."""
-        if self.vllm.engine == "V0" and self.max_batched_tokens_given is None:
-            return max(context, 2048) if context <= 32_768 else 2048
-        return self.max_batched_tokens
+        """Tokens of vLLM's profiling forward (also the sliding-window admission allowance): see profile_tokens."""
+        if self.engine != "vllm":
+            return self.max_batched_tokens
+        return profile_tokens(self.vllm, self.gpu, context, self.max_batched_tokens_given)
 
     def activation(self, context: int, batch: int) -> tuple[int, dict[str, int], int]:
         if self.engine == "vllm":
@@ -482,7 +493,7 @@ class Planner:
     def kv(self, context: int, batch: int) -> Any:
         return estimate_kv(self.arch, context, batch=batch, kv_dtype=self.kv_dtype, engine=self.engine,
                            encoder_len=self.encoder_len, tp=self.tp, block_size=self.block_size,
-                           max_batched_tokens=self.max_batched_tokens, mtp_layers=self.mtp_layers,
+                           max_batched_tokens=self.profile_tokens(context), mtp_layers=self.mtp_layers,
                            prefix_caching=self.prefix_caching)
 
     def need(self, context: int, batch: int) -> int:
@@ -590,7 +601,7 @@ class Planner:
             precision=self.precision if self.precision != CHECKPOINT else f"{CHECKPOINT} ({self.weights.checkpoint_label.removeprefix('as stored').strip(' ()') or 'as stored'})",
             engine=self.engine, device=self.device, context=context, batch=batch, gpus=self.tp,
             gpu_util=self.gpu_util if (self.engine == "vllm" and self.device == "cuda") else None,
-            max_batched_tokens=self.max_batched_tokens, weights_bytes=self.weights_bytes, kv_bytes=kv.total_bytes,
+            max_batched_tokens=self.profile_tokens(context), weights_bytes=self.weights_bytes, kv_bytes=kv.total_bytes,
             activation_bytes=act, overhead_bytes=self.overhead, total_bytes=total, weight_terms=dict(self.weight_terms),
             activation_terms=terms, activation_tokens=tokens, kv_bytes_per_token=kv.bytes_per_token, kv_dtype=str(kv.dtype),
             replicated=list(self.replicated),
