@@ -156,3 +156,11 @@ def test_kv_section_and_plan_use_the_same_batched_tokens():
     assert kv.total_bytes == plan.kv_bytes
     assert plan.max_batched_tokens == 2048
     assert kv.by_layer_type["sliding_attention"]["tokens"] == (-(-(4095 + 2048) // 16) + 1) * 16
+
+
+@pytest.mark.parametrize("gpu, tp, gib", [("h100", 1, 0.02), ("h100", 2, 2.1), ("a100-80gb", 4, 2.1), ("h200", 8, 2.1),
+                                          ("4090", 2, 0.09), ("l40s", 4, 0.09)])
+def test_v1_non_torch_by_tp_and_gpu_class(gpu, tp, gib):
+    """NCCL's channel buffers dominate at TP >= 2 and NVLink-class parts get many more channels than PCIe cards."""
+    assert Planner(_report(), tp=tp, gpu=resolve_gpu(gpu)).overhead == int(gib * GiB)
+    assert Planner(_report(), tp=tp, gpu=resolve_gpu(gpu), vllm_version="0.6").overhead == int((0.35 if tp == 1 else 0.30) * GiB)

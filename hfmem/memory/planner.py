@@ -403,7 +403,8 @@ class Planner:
         self.max_batched_tokens = max_batched_tokens or tokens_default or DEFAULT_MAX_BATCHED_TOKENS
         self.max_num_seqs = max_num_seqs or seqs_default
         if overhead is None:
-            overhead = self.vllm.non_torch(tp) if engine == "vllm" and device == "cuda" else DEFAULT_OVERHEAD["cpu" if device == "cpu" else engine]
+            overhead = (self.vllm.non_torch(tp, gpu.key if gpu else None) if engine == "vllm" and device == "cuda"
+                        else DEFAULT_OVERHEAD["cpu" if device == "cpu" else engine])
         self.overhead = overhead
         self.tensors, self.weights = for_report(report, [] if self.precision == CHECKPOINT else [self.precision],
                                                 include_mtp=speculative == "mtp")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from hfmem.errors import UsageError
 
 GiB = 1 << 30
+NVLINK_CLASS = ("a100", "h100", "h200", "b200", "gb200", "gh200", "mi300")  # catalog keys of NVLink/xGMI-class parts
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,8 @@ class VllmVersion:
     # (NCCL sizes its buffers at run time), so these two numbers come from published start-up logs, cited in
     # docs/planner.md, and are shown as such.
     non_torch_tp1: int
-    non_torch_tp: int
+    non_torch_tp: int  # TP >= 2 on NVLink data-centre GPUs (A100/H100/H200/B200 SXM class, or no GPU given)
+    non_torch_tp_pcie: int  # TP >= 2 on other GPUs (PCIe workstation/consumer cards)
     # CUDA graph memory deducted from the KV budget (gpu_worker.py determine_available_memory: profiled and
     # subtracted by default since v0.21.0, "CUDA graph memory profiling is enabled (default since v0.21.0)").
     cudagraph_deducted: bool
@@ -68,25 +70,33 @@ class VllmVersion:
             large = True  # no GPU given: the data-centre default (H100 class)
         return (8192, 1024) if large else (2048, 256)
 
-    def non_torch(self, tp: int) -> int:
-        return self.non_torch_tp1 if tp <= 1 else self.non_torch_tp
+    def non_torch(self, tp: int, gpu_key: str | None = None) -> int:
+        """Non-torch memory per GPU. At TP >= 2 it is mostly NCCL's per-channel buffers, and NCCL opens many more
+        channels over NVLink/NVSwitch than over PCIe, so the figure follows the GPU class."""
+        if tp <= 1:
+            return self.non_torch_tp1
+        if gpu_key is None or gpu_key.startswith(NVLINK_CLASS):
+            return self.non_torch_tp
+        return self.non_torch_tp_pcie
 
 
 # non_torch at TP 1: V0 0.35 GiB (vllm-project/vllm#10517, RTX 3090, 0.6.4); V1 0.02 GiB (a 0.10.2 DEBUG log of
 # Qwen3-8B-FP8 on a 24 GB GPU: "non-torch forward increase memory: 0.02GiB"; cuBLAS workspaces come from torch's
 # allocator in V1's PyTorch, so little is left outside it at TP 1). TP >= 2: V0 0.30 GiB (vllm-project/vllm#15815,
-# 2 x L40S, 0.7); V1 2.1 GiB, the figure the project's issue reports from V1 logs at TP 2-4 (no log of it is stored in
-# this repository; docs/planner.md says so).
+# 2 x L40S, 0.7); V1 on 24 GB cards 0.09 GiB (vllm-project/vllm#29070, TP 4, 0.11.1: "non-torch forward increase
+# memory: 0.09GiB"); V1 on NVLink data-centre GPUs 2.1 GiB, the figure the project's issue reports from V1 logs on
+# H100/A100 at TP 2-4 (no log of it is stored in this repository; docs/planner.md says so). None of these is in
+# vLLM's source: NCCL sizes its buffers at run time (channels x NCCL_BUFFSIZE x protocols).
 # Family boundaries: 0.8 = V1 (the default engine from 0.8.0) with the PyTorch sort sampler (seen in 0.8-0.15 code
 # and logs); 0.17 = the Triton top-k/top-p kernel (vLLM PR 33538, opened 2026-02-02 after 0.15.1; the first
 # release carrying it is not pinned down here); 0.21 = CUDA-graph memory deducted by default and the group-aware
 # token log; 0.25 = gpu_memory_utilization 0.92 (CacheConfig at v0.25.0).
 VERSIONS: dict[str, VllmVersion] = {
-    "0.6": VllmVersion("0.6", "V0", 0.9, "v0", "groups", int(0.35 * GiB), int(0.30 * GiB), False),
-    "0.8": VllmVersion("0.8", "V1", 0.9, "sort", "groups", int(0.02 * GiB), int(2.1 * GiB), False),
-    "0.17": VllmVersion("0.17", "V1", 0.9, "triton", "groups", int(0.02 * GiB), int(2.1 * GiB), False),
-    "0.21": VllmVersion("0.21", "V1", 0.9, "triton", "concurrency", int(0.02 * GiB), int(2.1 * GiB), True),
-    "0.25": VllmVersion("0.25", "V1", 0.92, "triton", "concurrency", int(0.02 * GiB), int(2.1 * GiB), True),
+    "0.6": VllmVersion("0.6", "V0", 0.9, "v0", "groups", int(0.35 * GiB), int(0.30 * GiB), int(0.30 * GiB), False),
+    "0.8": VllmVersion("0.8", "V1", 0.9, "sort", "groups", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), False),
+    "0.17": VllmVersion("0.17", "V1", 0.9, "triton", "groups", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), False),
+    "0.21": VllmVersion("0.21", "V1", 0.9, "triton", "concurrency", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), True),
+    "0.25": VllmVersion("0.25", "V1", 0.92, "triton", "concurrency", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), True),
 }
 DEFAULT_VERSION = "0.25"
 
