@@ -164,3 +164,19 @@ def test_v1_non_torch_by_tp_and_gpu_class(gpu, tp, gib):
     """NCCL's channel buffers dominate at TP >= 2 and NVLink-class parts get many more channels than PCIe cards."""
     assert Planner(_report(), tp=tp, gpu=resolve_gpu(gpu)).overhead == int(gib * GiB)
     assert Planner(_report(), tp=tp, gpu=resolve_gpu(gpu), vllm_version="0.6").overhead == int((0.35 if tp == 1 else 0.30) * GiB)
+
+
+def test_catalog_rows_use_each_gpus_defaults():
+    """A 'fits on' row is the plan vLLM would make on that GPU: its batch defaults and non-torch memory, not those of
+    the GPU the planner was built for (or of an H100 when none was given)."""
+    planner = Planner(_report())
+    rows = {r.gpu.key: r for r in planner.catalog(32_768, 1)}
+    for key in ("rtx4090", "a100-40gb", "h100-80gb"):
+        gpu = resolve_gpu(key)
+        alone = Planner(_report(), gpu=gpu).plan(32_768, 1, gpu)
+        assert (rows[key].fits, rows[key].margin_bytes, rows[key].max_concurrency) == (
+            alone.fits, alone.margin_bytes, alone.max_concurrency)
+    late = Planner(_report()).plan(32_768, 1, resolve_gpu("4090"))
+    assert (late.max_batched_tokens, late.max_num_seqs) == (2048, 256)
+    kept = Planner(_report(), max_num_seqs=64, overhead=0).plan(32_768, 1, resolve_gpu("h100"))
+    assert (kept.max_num_seqs, kept.overhead_bytes, kept.max_batched_tokens) == (64, 0, 8192)

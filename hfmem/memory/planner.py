@@ -7,6 +7,7 @@ measured checks are in docs/planner.md."""
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -402,6 +403,8 @@ class Planner:
         self.max_batched_tokens_given = max_batched_tokens
         self.max_batched_tokens = max_batched_tokens or tokens_default or DEFAULT_MAX_BATCHED_TOKENS
         self.max_num_seqs = max_num_seqs or seqs_default
+        self.max_num_seqs_given = max_num_seqs
+        self.overhead_given = overhead
         if overhead is None:
             overhead = (self.vllm.non_torch(tp, gpu.key if gpu else None) if engine == "vllm" and device == "cuda"
                         else DEFAULT_OVERHEAD["cpu" if device == "cpu" else engine])
@@ -592,9 +595,27 @@ class Planner:
             lo, hi = hi, hi * 2
         return _largest_fitting(fits, lo, hi)
 
+    def for_gpu(self, gpu: GPU) -> Planner:
+        """This planner with vLLM's GPU-dependent defaults (batch sizes, non-torch memory) resolved for ``gpu``; what
+        the user gave is kept. The weights, KV layout and everything else are shared, not recomputed."""
+        if self.engine != "vllm" or self.device != "cuda" or gpu is self.gpu:
+            return self
+        other = copy.copy(self)
+        other.gpu = gpu
+        tokens, seqs = self.vllm.batch_defaults(gpu.memory_bytes, gpu.key)
+        if self.max_batched_tokens_given is None:
+            other.max_batched_tokens = tokens or DEFAULT_MAX_BATCHED_TOKENS
+        if self.max_num_seqs_given is None:
+            other.max_num_seqs = seqs
+        if self.overhead_given is None:
+            other.overhead = self.vllm.non_torch(self.tp, gpu.key)
+        return other
+
     def plan(self, context: int, batch: int = 1, gpu: GPU | None = None, with_catalog: bool = True) -> InferencePlan:
         if context < 1 or batch < 1:
             raise UsageError("context and batch must be positive")
+        if gpu is not None and self.for_gpu(gpu) is not self:
+            return self.for_gpu(gpu).plan(context, batch, gpu, with_catalog)
         kv = self.kv(context, batch)
         act, terms, tokens = self.activation(context, batch)
         total = self.weights_bytes + kv.total_bytes + act + self.overhead + self.cudagraph_memory
@@ -649,7 +670,7 @@ class Planner:
 
     def catalog(self, context: int, batch: int) -> list[FitRow]:
         """Every catalog GPU (Apple's unified memory only off vLLM) at ``context`` x ``batch``."""
-        return [self._fit_row(g, context, batch) for g in CATALOG if (g.kind != "apple" or self.engine != "vllm")]
+        return [self.for_gpu(g)._fit_row(g, context, batch) for g in CATALOG if (g.kind != "apple" or self.engine != "vllm")]
 
     def _fit_row(self, gpu: GPU, context: int, batch: int) -> FitRow:
         budget = _budget(gpu, self.device, self.engine, self.gpu_util)
