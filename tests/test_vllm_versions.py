@@ -180,3 +180,9 @@ def test_catalog_rows_use_each_gpus_defaults():
     assert (late.max_batched_tokens, late.max_num_seqs) == (2048, 256)
     kept = Planner(_report(), max_num_seqs=64, overhead=0).plan(32_768, 1, resolve_gpu("h100"))
     assert (kept.max_num_seqs, kept.overhead_bytes, kept.max_batched_tokens) == (64, 0, 8192)
+
+
+def test_check_line_names_every_term_of_the_total(stub_repo):
+    out = CliRunner().invoke(main, ["check", str(stub_repo(QWEN)), "--gpu", "h100", "--ctx", "32k",
+                                    "--cudagraph-memory", "1GiB"]).output
+    assert "torch peak" in out and "non-torch" in out and "CUDA graphs 1.00 GiB" in out

@@ -29,7 +29,8 @@ def fit_line(plan: InferencePlan) -> str:
     where = f"{plan.gpu.name}" + (f" x{plan.gpus}" if plan.gpus > 1 else "") if plan.gpu else plan.device
     if _vllm(plan):
         terms = (f"weights {fmt_bytes(plan.weights_bytes)} + KV {fmt_bytes(plan.kv_bytes)} + torch peak "
-                 f"{fmt_bytes(plan.activation_bytes)} + non-torch {fmt_bytes(plan.overhead_bytes)}")
+                 f"{fmt_bytes(plan.activation_bytes)} + non-torch {fmt_bytes(plan.overhead_bytes)}"
+                 + (f" + CUDA graphs {fmt_bytes(plan.cudagraph_bytes)}" if plan.cudagraph_bytes else ""))
     else:
         terms = (f"weights {fmt_bytes(plan.weights_bytes)} + KV {fmt_bytes(plan.kv_bytes)} + activations "
                  f"{fmt_bytes(plan.activation_bytes)} + overhead {fmt_bytes(plan.overhead_bytes)}")
