@@ -36,7 +36,7 @@ APPLE_WORKING_SET = 0.75  # Metal's default recommendedMaxWorkingSetSize is ~75%
 #   budget (the profile measures from after it).
 # - transformers (CUDA): the CUDA context (0.3-0.8 GiB depending on the driver and GPU) + cuBLAS workspaces.
 # - cpu: the Python process with torch + transformers imported (resident libraries).
-DEFAULT_OVERHEAD = {"vllm": GiB // 2, "transformers": 3 * GiB // 4, "cpu": GiB // 2}
+DEFAULT_OVERHEAD = {"transformers": 3 * GiB // 4, "cpu": GiB // 2}
 _MTP_CONFIG_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
 
 
