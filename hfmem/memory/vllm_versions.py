@@ -1,8 +1,8 @@
 """vLLM release families hfmem models: the engine defaults and memory terms that changed between releases.
 
 Each field names the upstream file and function it comes from (read at the tag, or at the nearest stored commit, as
-docs/planner.md says); where only published start-up logs say, the field says so. Nothing here is fitted to the
-logs the tests compare against (tests/test_vllm_logs.py).
+docs/planner.md says); where only published start-up logs say (the non-torch memory), the field says so and the log
+is a held-in row of tests/test_vllm_logs.py. Nothing here is fitted to the held-out rows.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class VllmVersion:
     #   sort), then forward_native's softmax probs 4 and random_sample's exponential noise q 4: 4 + 4 + 4 = 12 B.
     sampler: str
     # "GPU KV cache size: N tokens" (kv_cache_utils.py): "groups" = num_blocks // num_groups x block_size (the 2025
-    # code), "concurrency" = int(max concurrency x max_model_len) (2026 code, group-aware; vLLM PRs 40694/48317)
+    # code), "concurrency" = int(max concurrency x max_model_len) (2026 code, group-aware)
     pool_tokens: str
     # Non-torch memory the profile adds (MemoryProfilingResult.non_torch_increase; cuBLAS/cuBLASLt workspaces, NCCL
     # communicators and channel buffers, custom all-reduce IPC buffers): not computable from vLLM's source alone
@@ -80,17 +80,16 @@ class VllmVersion:
         return self.non_torch_tp_pcie
 
 
-# non_torch at TP 1: V0 0.35 GiB (vllm-project/vllm#10517, RTX 3090, 0.6.4); V1 0.02 GiB (a 0.10.2 DEBUG log of
-# Qwen3-8B-FP8 on a 24 GB GPU: "non-torch forward increase memory: 0.02GiB"; cuBLAS workspaces come from torch's
-# allocator in V1's PyTorch, so little is left outside it at TP 1). TP >= 2: V0 0.30 GiB (vllm-project/vllm#15815,
-# 2 x L40S, 0.7); V1 on 24 GB cards 0.09 GiB (vllm-project/vllm#29070, TP 4, 0.11.1: "non-torch forward increase
-# memory: 0.09GiB"); V1 on NVLink data-centre GPUs 2.1 GiB, the figure the project's issue reports from V1 logs on
-# H100/A100 at TP 2-4 (no log of it is stored in this repository; docs/planner.md says so). None of these is in
-# vLLM's source: NCCL sizes its buffers at run time (channels x NCCL_BUFFSIZE x protocols).
+# non_torch: published start-up logs, one per constant (which log, and its numbers: docs/planner.md and the held-in
+# rows of tests/test_vllm_logs.py). TP 1: V0 0.35 GiB (RTX 3090, 0.6.4); V1 0.02 GiB (0.10.2; cuBLAS workspaces come
+# from torch's allocator in V1's PyTorch, so little is left outside it). TP >= 2: V0 0.30 GiB (2 x L40S, 0.7); V1
+# 0.09 GiB on 24 GB cards (TP 4, 0.11.1) and 2.1 GiB on NVLink data-centre GPUs (the project's issue, V1 logs at
+# TP 2-4). None of these is in vLLM's source: NCCL sizes its buffers at run time (channels x NCCL_BUFFSIZE x protocols).
+#
 # Family boundaries: 0.8 = V1 (the default engine from 0.8.0) with the PyTorch sort sampler (seen in 0.8-0.15 code
-# and logs); 0.17 = the Triton top-k/top-p kernel (vLLM PR 33538, opened 2026-02-02 after 0.15.1; the first
-# release carrying it is not pinned down here); 0.21 = CUDA-graph memory deducted by default and the group-aware
-# token log; 0.25 = gpu_memory_utilization 0.92 (CacheConfig at v0.25.0).
+# and logs); 0.17 = the Triton top-k/top-p kernel (it landed after 0.15.1; the first release carrying it is not
+# pinned down here); 0.21 = CUDA-graph memory deducted by default and the group-aware token log; 0.25 =
+# gpu_memory_utilization 0.92 (CacheConfig at v0.25.0).
 VERSIONS: dict[str, VllmVersion] = {
     "0.6": VllmVersion("0.6", "V0", 0.9, "v0", "groups", int(0.35 * GiB), int(0.30 * GiB), int(0.30 * GiB), False),
     "0.8": VllmVersion("0.8", "V1", 0.9, "sort", "groups", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), False),
