@@ -95,6 +95,10 @@ def attach_sections(
     gpu_util: float | None = None,
     overhead: str | int | None = None,
     max_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
+    vllm_version: str | None = None,
+    cudagraph: bool = True,
+    cudagraph_memory: str | int | None = None,
     device: str = "cuda",
     prefix_caching: bool = True,
     speculative: str | None = None,
@@ -109,7 +113,8 @@ def attach_sections(
     ``dtype`` is the CLI's name (``--dtype``) for the weight ``precision``; give one of the two."""
     from hfmem.memory.gpus import parse_size, resolve_gpu
     from hfmem.memory.kv import estimate_kv, parse_context, stored_float_dtype
-    from hfmem.memory.planner import DEFAULT_MAX_BATCHED_TOKENS, attach, mtp_layer_count
+    from hfmem.memory.planner import DEFAULT_MAX_BATCHED_TOKENS, attach, mtp_layer_count, profile_tokens
+    from hfmem.memory.vllm_versions import resolve_version
 
     unknown = sorted(set(training_options) - set(TRAINING_OPTIONS))
     if unknown:
@@ -121,6 +126,15 @@ def attach_sections(
         if precision not in ("auto", dtype):
             raise TypeError(f"dtype={dtype!r} and precision={precision!r}: they are the same option (--dtype); give one")
         precision = dtype
+    gpu_obj = resolve_gpu(gpu) if gpu else None
+    version = resolve_version(vllm_version)
+
+    def mbt(context: int) -> int:
+        # the planner's rule (vLLM's max_num_batched_tokens by version and GPU), so both KV figures agree
+        if engine != "vllm" or device == "cpu":
+            return max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS
+        return profile_tokens(version, gpu_obj, context, max_batched_tokens)
+
     contexts = None
     if ctx is not None:
         contexts = list(ctx) if isinstance(ctx, (list, tuple)) else parse_context(ctx, report.architecture)
@@ -131,20 +145,24 @@ def attach_sections(
         report.kv_cache = [
             estimate_kv(report.architecture, c, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len,
                         weights_dtype=weights_dtype, mtp_layers=mtp_layers, tp=kv_tp, prefix_caching=prefix_caching,
-                        max_batched_tokens=max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS)
+                        max_batched_tokens=mbt(c))
             for c in contexts
         ]
     planner_kwargs: dict[str, Any] = dict(
         engine=engine, device=device, tp=gpus, kv_dtype=kv_dtype, max_batched_tokens=max_batched_tokens,
         encoder_len=encoder_len, speculative=speculative, prefix_caching=prefix_caching,
+        max_num_seqs=max_num_seqs, vllm_version=vllm_version, cudagraph=cudagraph,
     )
+    if cudagraph_memory is not None:
+        planner_kwargs["cudagraph_memory"] = (cudagraph_memory if isinstance(cudagraph_memory, int)
+                                              else parse_size(str(cudagraph_memory), allow_zero=True))
     if gpu_util is not None:
         planner_kwargs["gpu_util"] = gpu_util
     if overhead is not None:
         planner_kwargs["overhead"] = overhead if isinstance(overhead, int) else parse_size(str(overhead), allow_zero=True)
     attach(
         report, precision=precision, context=max(contexts) if contexts else None, batch=batch,
-        gpu=resolve_gpu(gpu) if gpu else None, **planner_kwargs,
+        gpu=gpu_obj, **planner_kwargs,
     )
     if train:
         from hfmem.memory.training import METHODS, TrainingSettings, estimate_all
@@ -236,7 +254,9 @@ def analyze(
 
     ``ref`` is a Hub repo id, a local folder, a cached snapshot or a .gguf file; ``ctx`` (e.g. 32768, "32k",
     "4k,32k", "max") adds the KV cache; other keyword options are those of :func:`attach_sections` (kv_dtype,
-    engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, device, prefix_caching, speculative, train
+    engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, max_num_seqs, vllm_version, cudagraph, cudagraph_memory,
+    device,
+    prefix_caching, speculative, train
     and the training options; GGUF models also take ``llamacpp_defaults``: "llama-server" or "llama-cpp-python").
     The KV cache is per GPU at tensor parallel size ``gpus``; ``prefix_caching=False`` gives vLLM's one-state-page
     figure for hybrid linear-attention/mamba models (two pages with prefix caching on).

@@ -18,6 +18,8 @@ from hfmem.memory.kv.llamacpp import DEFAULTS as LLAMACPP_DEFAULTS
 from hfmem.memory.training import ATTENTION, FSDP, OFFLOAD, OPTIMIZERS
 from hfmem.memory.training import METHODS as TRAINING_METHODS
 from hfmem.memory.training import PRECISIONS as TRAINING_PRECISIONS
+from hfmem.memory.vllm_versions import DEFAULT_VERSION as DEFAULT_VLLM_VERSION
+from hfmem.memory.vllm_versions import VERSIONS as VLLM_VERSIONS
 from hfmem.safe_text import one_line
 
 FORMATS = ("table", "json", "markdown")
@@ -145,9 +147,24 @@ def planner_options(f: Callable) -> Callable:
                      help="Weight precision: auto (as stored), fp32, bf16, fp8, fp8-block, int8, int4 (AWQ), gptq, nf4, nf4-nodq, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m.")(f)
     f = click.option("--gpu", default=None, help="A catalog GPU (4090, a100-80gb, h100...) or a size (24GB = 10^9 bytes, 80GiB = 2^30); with --device cpu, the RAM size.")(f)
     f = click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel GPUs (weights and KV heads split N ways).")(f)
-    f = click.option("--gpu-util", type=click.FloatRange(min=0.01, max=1.0), default=None, help="vLLM gpu_memory_utilization (default 0.9; newer vLLM uses 0.92).")(f)
-    f = click.option("--overhead", default=None, help="Per-GPU runtime overhead, e.g. 0.35GiB (default: 0.5 GiB vllm, 0.75 GiB transformers, 0.5 GiB cpu).")(f)
-    f = click.option("--max-batched-tokens", type=click.IntRange(min=1), default=None, help="Tokens in vLLM's profiling forward pass (default 8192).")(f)
+    f = click.option("--gpu-util", type=click.FloatRange(min=0.01, max=1.0), default=None,
+                     help="vLLM gpu_memory_utilization (default: the --vllm-version's, 0.9 up to 0.19, 0.92 from 0.25).")(f)
+    f = click.option("--overhead", default=None,
+                     help="Per-GPU memory outside torch tensors, e.g. 0.35GiB (default: vLLM's non-torch increase by version and TP, "
+                          "0.75 GiB transformers, 0.5 GiB cpu).")(f)
+    f = click.option("--max-batched-tokens", type=click.IntRange(min=1), default=None,
+                     help="vLLM max_num_batched_tokens: tokens of the profiling forward (default by version and GPU: 8192 on >= 70 GiB "
+                          "GPUs but A100, else 2048; V0 (0.6): max_model_len).")(f)
+    f = click.option("--max-num-seqs", type=click.IntRange(min=1), default=None,
+                     help="vLLM max_num_seqs: rows of the profiling sampler run (default 1024 on >= 70 GiB GPUs but A100, else 256).")(f)
+    f = click.option("--vllm-version", default=None,
+                     help=f"vLLM release whose defaults and memory terms to follow: {', '.join(VLLM_VERSIONS)} (default {DEFAULT_VLLM_VERSION}; "
+                          "a later X.Y uses the newest family at or below it).")(f)
+    f = click.option("--cudagraph-memory", default=None,
+                     help="vLLM >= 0.21: the CUDA-graph estimate it deducts from the KV budget, e.g. 0.58GiB (its log: "
+                          "'Estimated CUDA graph memory'); default 0, not modelled (a note says so).")(f)
+    f = click.option("--cudagraph/--enforce-eager", "cudagraph", default=None,
+                     help="vLLM CUDA graphs (default on); --enforce-eager: none captured, nothing deducted for them.")(f)
     f = click.option("--speculative", type=click.Choice([s for s in SPECULATIVE if s]), default=None,
                      help="Speculative decoding: mtp loads the checkpoint's multi-token-prediction layers (weights + KV), as vLLM does.")(f)
     f = click.option("--device", type=click.Choice(DEVICES), default="cuda", show_default=True, help="cpu: RAM = weights + KV + activations + overhead.")(f)

@@ -7,6 +7,7 @@ measured checks are in docs/planner.md."""
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,24 +20,23 @@ from hfmem.hub.disk import folder_size
 from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
 from hfmem.memory.kv import ENGINES, SPECULATIVE, estimate_kv
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
+from hfmem.memory.vllm_versions import VllmVersion, resolve_version
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, round_up
 
 if TYPE_CHECKING:
     from hfmem.report import Report
 
-DEFAULT_GPU_UTIL = 0.9
-DEFAULT_MAX_BATCHED_TOKENS = 8192  # vLLM API-server default (vllm/engine/arg_utils.py: EngineArgs.get_batch_defaults)
+DEFAULT_GPU_UTIL = 0.9  # transformers/CPU plans ignore it; vLLM's default comes from the version table
+DEFAULT_MAX_BATCHED_TOKENS = 8192  # vLLM API-server default on >= 70 GiB GPUs (arg_utils.py EngineArgs.get_batch_defaults)
 MAX_BATCH = 1 << 20  # transformers concurrency is searched below this many sequences
-DEFAULT_MAX_NUM_SEQS = 256  # vLLM default on GPUs < 70 GiB; the sampler's dummy run uses min(seqs, tokens) rows
 APPLE_WORKING_SET = 0.75  # Metal's default recommendedMaxWorkingSetSize is ~75% of unified memory
 # Per-GPU memory outside the tensors hfmem counts:
-# - vllm: non-torch allocations (cuBLAS/cuBLASLt handles and workspaces, NCCL and attention-backend buffers);
-#   a published vLLM start-up log shows 0.35 GiB on one RTX 3090; TP adds NCCL buffers. The CUDA context is
-#   outside the budget.
+# - vllm: the version table's non-torch increase (hfmem/memory/vllm_versions.py); the CUDA context is outside the
+#   budget (the profile measures from after it).
 # - transformers (CUDA): the CUDA context (0.3-0.8 GiB depending on the driver and GPU) + cuBLAS workspaces.
 # - cpu: the Python process with torch + transformers imported (resident libraries).
-DEFAULT_OVERHEAD = {"vllm": GiB // 2, "transformers": 3 * GiB // 4, "cpu": GiB // 2}
+DEFAULT_OVERHEAD = {"transformers": 3 * GiB // 4, "cpu": GiB // 2}
 _MTP_CONFIG_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
 
 
@@ -227,6 +227,10 @@ class InferencePlan:
     kv_available_bytes: int | None = None
     kv_blocks: int | None = None
     kv_pool_tokens: int | None = None
+    vllm_version: str | None = None
+    max_num_seqs: int | None = None
+    cudagraph: bool | None = None
+    cudagraph_bytes: int | None = None
     replicated: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # The catalog (every GPU: fit, longest context, concurrency) is ~16 rows of searches, so it is computed on first
@@ -248,6 +252,26 @@ class InferencePlan:
     def catalog_computed(self) -> bool:
         """Whether the catalog rows exist yet (no catalog asked for counts as computed)."""
         return self._catalog is None
+
+    def vllm_terms(self) -> dict[str, Any] | None:
+        """The plan in the words of vLLM's start-up log (gpu_worker.py determine_available_memory and
+        kv_cache_utils.py), per GPU; None off vLLM on CUDA."""
+        if self.engine != "vllm" or self.device != "cuda":
+            return None
+        return {
+            "version": self.vllm_version,
+            "max_num_batched_tokens": self.activation_tokens,
+            "max_num_seqs": self.max_num_seqs,
+            "cudagraph": self.cudagraph,
+            "requested_memory": self.budget_bytes,  # total GPU memory x gpu_memory_utilization
+            "weights": self.weights_bytes,  # "Model loading took X GiB"
+            "torch_peak_memory_increase": self.activation_bytes,
+            "non_torch_forward_increase_memory": self.overhead_bytes,
+            "cuda_graph_memory": self.cudagraph_bytes,  # deducted from the budget only where vLLM does
+            "available_kv_cache_memory": self.kv_available_bytes,  # "Available KV cache memory: X GiB"
+            "gpu_kv_cache_size_tokens": self.kv_pool_tokens,  # "GPU KV cache size: N tokens"
+            "maximum_concurrency": self.concurrency,  # "Maximum concurrency for ctx tokens per request: Nx"
+        }
 
     def to_dict(self, catalog: bool = True) -> dict[str, Any]:
         """The JSON contract; ``catalog=False`` leaves ``fits_on`` out without computing it."""
@@ -282,12 +306,25 @@ class InferencePlan:
             "kv_blocks": self.kv_blocks,
             "kv_pool_tokens": self.kv_pool_tokens,
             "replicated": list(self.replicated),
+            "vllm": self.vllm_terms(),
         }
         if catalog:
             rows = self.fits_on
             out["fits_on"] = [r.to_dict() for r in rows] if rows is not None else None
         out["notes"] = list(self.notes)
         return out
+
+
+def profile_tokens(version: VllmVersion, gpu: GPU | None, context: int, given: int | None = None) -> int:
+    """max_num_batched_tokens as vLLM resolves it: the given value, else the version's API-server default for the GPU
+    (V1, chunked prefill), or V0's max_model_len (SchedulerConfig without chunked prefill: max(max_model_len, 2048),
+    up to 32k; above it V0 enables chunked prefill with 2048 tokens)."""
+    if given:
+        return given
+    tokens, _ = version.batch_defaults(gpu.memory_bytes if gpu else None, gpu.key if gpu else None)
+    if tokens is None:
+        return max(context, 2048) if context <= 32_768 else 2048
+    return tokens
 
 
 def _budget(gpu: GPU, device: str, engine: str, util: float) -> int:
@@ -316,9 +353,10 @@ class Planner:
 
     def __init__(self, report: Report, precision: str = CHECKPOINT, *, engine: str = "vllm", device: str = "cuda",
                  tp: int = 1, kv_dtype: str = "auto", max_batched_tokens: int | None = None,
-                 overhead: int | None = None, gpu_util: float = DEFAULT_GPU_UTIL, encoder_len: int | None = None,
-                 block_size: int = 16, max_num_seqs: int = DEFAULT_MAX_NUM_SEQS, speculative: str | None = None,
-                 prefix_caching: bool = True):
+                 overhead: int | None = None, gpu_util: float | None = None, encoder_len: int | None = None,
+                 block_size: int = 16, max_num_seqs: int | None = None, speculative: str | None = None,
+                 prefix_caching: bool = True, vllm_version: str | None = None, cudagraph: bool = True,
+                 cudagraph_memory: int | None = None, gpu: GPU | None = None):
         self.arch: Architecture = report.architecture
         if speculative not in SPECULATIVE:
             raise UsageError(f"unknown --speculative {speculative!r}; use one of: {', '.join(s for s in SPECULATIVE if s)}")
@@ -337,21 +375,48 @@ class Planner:
             engine = "transformers"
             tp = 1
         self.engine, self.device, self.tp = engine, device, tp
-        self.kv_dtype = kv_dtype
+        self.gpu = gpu
+        self.vllm: VllmVersion = resolve_version(vllm_version)
+        self.cudagraph = cudagraph
+        if cudagraph_memory is not None and cudagraph_memory < 0:
+            raise UsageError("--cudagraph-memory must not be negative")
+        # vLLM >= 0.21 subtracts its estimated CUDA-graph pool from the KV budget (gpu_worker.py
+        # determine_available_memory); hfmem does not model the estimate, so it is 0 unless given (a log's
+        # "Estimated CUDA graph memory: X GiB total")
+        self.cudagraph_memory = (cudagraph_memory or 0) if (engine == "vllm" and cudagraph and self.vllm.cudagraph_deducted) else 0
+        self.cudagraph_memory_given = cudagraph_memory is not None
         self.prefix_caching = prefix_caching  # vLLM: state layers reserve 2 pages per request with it, 1 without
         self.block_size = block_size
         self.encoder_len = encoder_len
+        if gpu_util is None:
+            gpu_util = self.vllm.gpu_util if engine == "vllm" else DEFAULT_GPU_UTIL
         self.gpu_util = gpu_util
         if not 0 < gpu_util <= 1:
             raise UsageError("--gpu-util must be in (0, 1]")
-        self.max_batched_tokens = max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS
-        self.max_num_seqs = max_num_seqs
-        self.overhead = overhead if overhead is not None else DEFAULT_OVERHEAD["cpu" if device == "cpu" else engine]
+        if max_num_seqs is not None and max_num_seqs < 1:
+            raise UsageError("--max-num-seqs must be at least 1")
+        # vLLM's API-server defaults by version and GPU size (hfmem/memory/vllm_versions.py batch_defaults); V0
+        # profiles max_model_len tokens, so its token count is resolved per context (None here)
+        tokens_default, seqs_default = self.vllm.batch_defaults(gpu.memory_bytes if gpu else None, gpu.key if gpu else None)
+        if engine != "vllm":
+            tokens_default = DEFAULT_MAX_BATCHED_TOKENS
+        self.max_batched_tokens_given = max_batched_tokens
+        self.max_batched_tokens = max_batched_tokens or tokens_default or DEFAULT_MAX_BATCHED_TOKENS
+        self.max_num_seqs = max_num_seqs or seqs_default
+        self.max_num_seqs_given = max_num_seqs
+        self.overhead_given = overhead
+        if overhead is None:
+            overhead = (self.vllm.non_torch(tp, gpu.key if gpu else None) if engine == "vllm" and device == "cuda"
+                        else DEFAULT_OVERHEAD["cpu" if device == "cpu" else engine])
+        self.overhead = overhead
         self.tensors, self.weights = for_report(report, [] if self.precision == CHECKPOINT else [self.precision],
                                                 include_mtp=speculative == "mtp")
         self.act_bytes = 4 if self.precision == "fp32" else _act_bytes_of(self.arch) if self.precision == CHECKPOINT else 2
         if self.precision == CHECKPOINT and report.parameters.quantization:
             self.act_bytes = 2
+        # vLLM's auto KV dtype is the model dtype (CacheConfig cache_dtype "auto" -> model_config.dtype): an fp32
+        # model (--dtype fp32) keeps an fp32 cache
+        self.kv_dtype = "fp32" if (kv_dtype == "auto" and engine == "vllm" and self.precision == "fp32") else kv_dtype
         self.gated = _gated(self.tensors)
         self._weights_per_gpu()
 
@@ -401,9 +466,15 @@ class Planner:
             elif arch.num_kv_heads and arch.num_kv_heads < self.tp:
                 self.replicated.append(f"KV cache heads ({arch.num_kv_heads} KV heads over {self.tp} GPUs)")
 
+    def profile_tokens(self, context: int) -> int:
+        """Tokens of vLLM's profiling forward (also the sliding-window admission allowance): see profile_tokens."""
+        if self.engine != "vllm":
+            return self.max_batched_tokens
+        return profile_tokens(self.vllm, self.gpu, context, self.max_batched_tokens_given)
+
     def activation(self, context: int, batch: int) -> tuple[int, dict[str, int], int]:
         if self.engine == "vllm":
-            tokens = self.max_batched_tokens
+            tokens = self.profile_tokens(context)
             rows = min(self.max_num_seqs, tokens)
         else:
             tokens = context * batch
@@ -411,22 +482,32 @@ class Planner:
         terms = activation_terms(self.arch, tokens, engine=self.engine, act_bytes=self.act_bytes,
                                  tp=self.tp if self.engine == "vllm" else 1, logits_rows=rows, gated=self.gated,
                                  positions=None if self.engine == "vllm" else context)
+        if self.engine == "vllm":
+            # The profile's torch peak is the larger of the forward and the dummy sampler run
+            # (gpu_model_runner.py profile_run -> _dummy_run, _dummy_sampler_run). The sampler sees min(max_num_seqs,
+            # tokens) rows of the full vocabulary: LogitsProcessor gathers the vocab-parallel logits onto every rank,
+            # so it is not divided by TP. Alive with it: the forward's hidden states [tokens, h] and the sampled rows
+            # plus their rand_like copy [rows, h] in the model dtype.
+            del terms["logits"]
+            h = self.arch.hidden_size
+            terms["sampler (dummy run)"] = (rows * self.arch.vocab_size * self.vllm.sampler_bytes(self.act_bytes, rows)
+                                            + (tokens + 2 * rows) * h * self.act_bytes)
         return max(terms.values()) if terms else 0, terms, tokens
 
     def kv(self, context: int, batch: int) -> Any:
         return estimate_kv(self.arch, context, batch=batch, kv_dtype=self.kv_dtype, engine=self.engine,
                            encoder_len=self.encoder_len, tp=self.tp, block_size=self.block_size,
-                           max_batched_tokens=self.max_batched_tokens, mtp_layers=self.mtp_layers,
+                           max_batched_tokens=self.profile_tokens(context), mtp_layers=self.mtp_layers,
                            prefix_caching=self.prefix_caching)
 
     def need(self, context: int, batch: int) -> int:
         # Memoised: the catalog asks every GPU's row the same few points (the model limit, 1 token, one block, the
-        # asked context); every input is fixed at construction, so the answer for (context, batch) cannot change.
+        # asked context). Every input is fixed once the planner is built; for_gpu's copies get fresh memos.
         memo = self.__dict__.setdefault("_need_memo", {})
         key = (context, batch)
         if key not in memo:
             memo[key] = (self.weights_bytes + self.kv(context, batch).total_bytes + self.activation(context, batch)[0]
-                         + self.overhead)
+                         + self.overhead + self.cudagraph_memory)
         return memo[key]
 
     # -- answers --------------------------------------------------------------------------------------------
@@ -471,10 +552,10 @@ class Planner:
     def concurrency(self, budget: int, context: int) -> tuple[float | None, int | None, int | None, int]:
         """(vLLM "Maximum concurrency" at ``context``, KV blocks, pool tokens, bytes available to KV)."""
         memo = self.__dict__.setdefault("_one_seq_memo", {})
-        if context not in memo:  # the same for every GPU of the catalog
+        if context not in memo:  # the same for every budget this planner is asked about
             memo[context] = (self.activation(context, 1)[0], self.kv(context, 1))
         act, one = memo[context]
-        available = budget - self.weights_bytes - act - self.overhead
+        available = budget - self.weights_bytes - act - self.overhead - self.cudagraph_memory
         if available <= 0 or one.total_bytes <= 0:
             return (0.0 if available <= 0 else None), None, None, available
         if self.engine == "vllm" and not one.constant_bytes and one.bytes_per_token:
@@ -486,13 +567,19 @@ class Planner:
         if self.engine == "vllm" and one.bytes_per_block and one.blocks_per_request:
             # vllm, v1/core/kv_cache_utils.py: get_num_blocks (available // one block across the layer groups) and
             # get_max_concurrency_for_kv_cache_config (whole blocks per request per group); pool tokens as its
-            # "GPU KV cache size" log: int(concurrency x max_model_len)
+            # "GPU KV cache size" log of the version: int(concurrency x max_model_len), or before that
+            # num_blocks // num_groups x block_size
             blocks = available // one.bytes_per_block
             conc = blocks / one.blocks_per_request
+            if self.vllm.pool_tokens == "groups":
+                return conc, blocks, blocks // max(1, one.kv_groups) * one.block_size, available
             return conc, blocks, int(conc * context), available
         if self.engine == "transformers":
             return float(self.max_batch(budget, context)), None, None, available
-        return available / one.total_bytes, None, None, available
+        # vLLM still prints a token count for models without one page size per token (hybrid, sliding): the pool
+        # over every layer's bytes per token
+        pool = available // one.bytes_per_token if self.engine == "vllm" and one.bytes_per_token else None
+        return available / one.total_bytes, None, pool, available
 
     def max_batch(self, budget: int, context: int) -> int:
         """transformers: the largest batch whose total fits at ``context`` (batch b prefills b x context tokens at
@@ -516,21 +603,51 @@ class Planner:
             lo, hi = hi, hi * 2
         return _largest_fitting(fits, lo, hi)
 
+    def for_gpu(self, gpu: GPU) -> Planner:
+        """This planner with vLLM's GPU-dependent defaults (batch sizes, non-torch memory) resolved for ``gpu``; what
+        the user gave is kept. The weights, KV layout and everything else are shared, not recomputed."""
+        if self.engine != "vllm" or self.device != "cuda" or gpu is self.gpu:
+            return self
+        other = copy.copy(self)
+        other.__dict__.update(_need_memo={}, _one_seq_memo={})  # a shallow copy would share them: batch sizes differ
+        other.gpu = gpu
+        tokens, seqs = self.vllm.batch_defaults(gpu.memory_bytes, gpu.key)
+        if self.max_batched_tokens_given is None:
+            other.max_batched_tokens = tokens or DEFAULT_MAX_BATCHED_TOKENS
+        if self.max_num_seqs_given is None:
+            other.max_num_seqs = seqs
+        if self.overhead_given is None:
+            other.overhead = self.vllm.non_torch(self.tp, gpu.key)
+        return other
+
     def plan(self, context: int, batch: int = 1, gpu: GPU | None = None, with_catalog: bool = True) -> InferencePlan:
         if context < 1 or batch < 1:
             raise UsageError("context and batch must be positive")
+        if gpu is not None and self.for_gpu(gpu) is not self:
+            return self.for_gpu(gpu).plan(context, batch, gpu, with_catalog)
         kv = self.kv(context, batch)
         act, terms, tokens = self.activation(context, batch)
-        total = self.weights_bytes + kv.total_bytes + act + self.overhead
+        total = self.weights_bytes + kv.total_bytes + act + self.overhead + self.cudagraph_memory
         plan = InferencePlan(
             precision=self.precision if self.precision != CHECKPOINT else f"{CHECKPOINT} ({self.weights.checkpoint_label.removeprefix('as stored').strip(' ()') or 'as stored'})",
             engine=self.engine, device=self.device, context=context, batch=batch, gpus=self.tp,
             gpu_util=self.gpu_util if (self.engine == "vllm" and self.device == "cuda") else None,
-            max_batched_tokens=self.max_batched_tokens, weights_bytes=self.weights_bytes, kv_bytes=kv.total_bytes,
+            max_batched_tokens=self.profile_tokens(context), weights_bytes=self.weights_bytes, kv_bytes=kv.total_bytes,
             activation_bytes=act, overhead_bytes=self.overhead, total_bytes=total, weight_terms=dict(self.weight_terms),
             activation_terms=terms, activation_tokens=tokens, kv_bytes_per_token=kv.bytes_per_token, kv_dtype=str(kv.dtype),
             replicated=list(self.replicated),
         )
+        if self.engine == "vllm" and self.device == "cuda":
+            plan.vllm_version, plan.max_num_seqs, plan.cudagraph = self.vllm.name, self.max_num_seqs, self.cudagraph
+            if self.cudagraph and self.vllm.cudagraph_deducted:
+                plan.cudagraph_bytes = self.cudagraph_memory
+            if self.cudagraph and self.vllm.cudagraph_deducted and not self.cudagraph_memory_given:
+                # gpu_worker.py determine_available_memory subtracts the CUDA-graph pool it estimated by capturing;
+                # its size depends on the capture sizes, the kernels and the allocator, which hfmem does not model
+                plan.notes.append(f"vLLM {self.vllm.name} deducts its estimated CUDA graph memory from the KV cache "
+                                  "budget; hfmem does not model it (0 here; one published log shows 1.34 GiB, another "
+                                  "6.24 GiB): the KV pool is high by that much (--cudagraph-memory to give it, "
+                                  "--enforce-eager: none)")
         limit = self.arch.max_position_embeddings
         if limit and context > limit:
             plan.notes.append(f"context {context:,} exceeds the model's max_position_embeddings {limit:,}")
@@ -562,7 +679,7 @@ class Planner:
 
     def catalog(self, context: int, batch: int) -> list[FitRow]:
         """Every catalog GPU (Apple's unified memory only off vLLM) at ``context`` x ``batch``."""
-        return [self._fit_row(g, context, batch) for g in CATALOG if (g.kind != "apple" or self.engine != "vllm")]
+        return [self.for_gpu(g)._fit_row(g, context, batch) for g in CATALOG if (g.kind != "apple" or self.engine != "vllm")]
 
     def _fit_row(self, gpu: GPU, context: int, batch: int) -> FitRow:
         budget = _budget(gpu, self.device, self.engine, self.gpu_util)
@@ -579,7 +696,7 @@ class Planner:
 def attach(report: Report, *, precision: str = CHECKPOINT, context: int | None = None, batch: int = 1,
            gpu: GPU | None = None, **kwargs: Any) -> InferencePlan:
     """Set the report's ``weights``, ``inference`` and ``download_bytes``."""
-    planner = Planner(report, precision, **kwargs)
+    planner = Planner(report, precision, gpu=gpu, **kwargs)
     ctx = context or planner.arch.max_position_embeddings or 4096
     plan = planner.plan(ctx, batch, gpu)
     all_weights = planner.weights if planner.precision != CHECKPOINT or len(planner.weights.bytes) > 1 else None

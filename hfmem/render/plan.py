@@ -27,8 +27,13 @@ def weights_tables(weights: WeightsByPrecision) -> list[Table]:
 def fit_line(plan: InferencePlan) -> str:
     """One line: fits or not, where, needs how much of what, and the margin or the longest context that fits."""
     where = f"{plan.gpu.name}" + (f" x{plan.gpus}" if plan.gpus > 1 else "") if plan.gpu else plan.device
-    terms = (f"weights {fmt_bytes(plan.weights_bytes)} + KV {fmt_bytes(plan.kv_bytes)} + activations "
-             f"{fmt_bytes(plan.activation_bytes)} + overhead {fmt_bytes(plan.overhead_bytes)}")
+    if _vllm(plan):
+        terms = (f"weights {fmt_bytes(plan.weights_bytes)} + KV {fmt_bytes(plan.kv_bytes)} + torch peak "
+                 f"{fmt_bytes(plan.activation_bytes)} + non-torch {fmt_bytes(plan.overhead_bytes)}"
+                 + (f" + CUDA graphs {fmt_bytes(plan.cudagraph_bytes)}" if plan.cudagraph_bytes else ""))
+    else:
+        terms = (f"weights {fmt_bytes(plan.weights_bytes)} + KV {fmt_bytes(plan.kv_bytes)} + activations "
+                 f"{fmt_bytes(plan.activation_bytes)} + overhead {fmt_bytes(plan.overhead_bytes)}")
     ctx = f"{plan.context:,} tokens x {plan.batch}"
     unit = " of RAM" if plan.device == "cpu" else " per GPU"
     if plan.fits:
@@ -44,6 +49,10 @@ def fit_line(plan: InferencePlan) -> str:
             f"{fmt_bytes(plan.budget_bytes)}{unit} by {fmt_bytes(-(plan.margin_bytes or 0))} ({terms}){longest}")
 
 
+def _vllm(plan: InferencePlan) -> bool:
+    return plan.engine == "vllm" and plan.device == "cuda"
+
+
 def _row(name: str, n: int | None, note: str = "") -> list[object]:
     return [name, fmt_bytes(n), f"{n:,}" if n is not None else "-", note]
 
@@ -54,11 +63,28 @@ def inference_tables(plan: InferencePlan) -> list[Table]:
     rows = [_row(f"weights ({plan.precision}){per}", plan.weights_bytes, ", ".join(f"{k} {fmt_bytes(v)}" for k, v in plan.weight_terms.items()))]
     rows.append(_row(f"KV cache ({plan.kv_dtype}){per}", plan.kv_bytes, f"{plan.context:,} tokens x {plan.batch} seq, {plan.kv_bytes_per_token:,} B/token"))
     peak = max(plan.activation_terms, key=lambda k: plan.activation_terms[k]) if plan.activation_terms else "-"
-    rows.append(_row(f"activations{per}", plan.activation_bytes, f"one forward of {plan.activation_tokens:,} tokens, peak in {peak}"))
+    vllm = _vllm(plan)
+    if vllm:
+        rows.append(_row(f"torch peak memory increase{per}", plan.activation_bytes,
+                         f"vLLM {plan.vllm_version} profile: forward of {plan.activation_tokens:,} tokens, sampler of "
+                         f"{min(plan.max_num_seqs or 0, plan.activation_tokens):,} seqs; peak in {peak}"))
+    else:
+        rows.append(_row(f"activations{per}", plan.activation_bytes, f"one forward of {plan.activation_tokens:,} tokens, peak in {peak}"))
     for k, v in plan.activation_terms.items():
         rows.append(_row(f"- phase: {k}", v, "peak" if k == peak else ""))
-    overhead = "CUDA/library workspaces (--overhead)" if plan.device != "cpu" else "process + libraries (--overhead)"
-    rows.append(_row(f"runtime overhead{per}", plan.overhead_bytes, overhead))
+    if vllm:
+        rows.append(_row(f"non-torch forward increase memory{per}", plan.overhead_bytes,
+                         f"cuBLAS/NCCL/all-reduce buffers, vLLM {plan.vllm_version} at TP {plan.gpus} (--overhead)"))
+        if plan.cudagraph_bytes:
+            rows.append(_row(f"CUDA graph memory{per}", plan.cudagraph_bytes, "deducted by vLLM (--cudagraph-memory)"))
+        else:
+            graphs = ("--enforce-eager: none" if not plan.cudagraph
+                      else "deducted by vLLM, not modelled (see notes)" if plan.cudagraph_bytes is not None
+                      else f"captured after the KV budget in vLLM {plan.vllm_version}, not deducted")
+            rows.append(["CUDA graph memory", "-", "-", graphs])
+    else:
+        overhead = "CUDA/library workspaces (--overhead)" if plan.device != "cpu" else "process + libraries (--overhead)"
+        rows.append(_row(f"runtime overhead{per}", plan.overhead_bytes, overhead))
     rows.append(_row(f"total{per}", plan.total_bytes, ""))
     tables: list[Table] = [(f"Inference ({plan.engine}, {plan.device}{tp})", ["term", "GiB", "bytes", "detail"], rows)]
     if plan.gpu is not None:
@@ -68,10 +94,16 @@ def inference_tables(plan: InferencePlan) -> list[Table]:
             ["budget per GPU", f"{fmt_bytes(plan.budget_bytes)}" + (f" (gpu-util {plan.gpu_util})" if plan.gpu_util else "")],
             ["fits", ("yes" if plan.fits else "NO") + f" (margin {fmt_bytes(plan.margin_bytes)})"],
             ["longest context at batch " + str(plan.batch), longest],
-            [f"max concurrency at {plan.context:,} tokens", f"{plan.concurrency:.2f}x" if plan.concurrency is not None else "-"],
         ]
-        if plan.kv_blocks is not None:
-            fit.append(["KV pool", f"{fmt_bytes(plan.kv_available_bytes)} = {plan.kv_blocks:,} blocks = {plan.kv_pool_tokens:,} tokens"])
+        conc = f"{plan.concurrency:.2f}x" if plan.concurrency is not None else "-"
+        if vllm:
+            fit.append(["Available KV cache memory", fmt_bytes(plan.kv_available_bytes)])
+            if plan.kv_pool_tokens is not None:
+                blocks = f" ({plan.kv_blocks:,} blocks)" if plan.kv_blocks is not None else ""
+                fit.append(["GPU KV cache size", f"{plan.kv_pool_tokens:,} tokens{blocks}"])
+            fit.append([f"Maximum concurrency for {plan.context:,} tokens per request", conc])
+        else:
+            fit.append([f"max concurrency at {plan.context:,} tokens", conc])
         if plan.replicated:
             fit.append(["replicated per GPU", ", ".join(plan.replicated)])
         tables.append(("Fit", ["", ""], fit))

@@ -55,6 +55,7 @@ class KVCacheEstimate:
     page_reserved_total_bytes: int | None = None
     bytes_per_block: int | None = None  # vLLM: one pool block across all layers (num_blocks = available // this)
     blocks_per_request: int | None = None  # vLLM: blocks one request of `context` tokens needs (concurrency divisor)
+    kv_groups: int = 1  # vLLM: KV cache groups (kv_cache_utils.py get_kv_cache_groups); the older token log divides by it
     total_is: str = ""
     bookkeeping_bytes: int = 0
     storage_bytes: dict[str, int] | None = None

@@ -260,5 +260,12 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         constant_bytes=max(0, per_request - growing), total_bytes=batch * per_request, by_layer_type=by, block_size=bs,
         page_reserved_total_bytes=batch * reserved, bytes_per_block=bytes_per_block,
         blocks_per_request=blocks_per_request, total_is=total_is, assumptions=assumptions_v + local,
+        kv_groups=_group_count(specs),
     )
+
+
+def _group_count(specs: dict[int, _Spec]) -> int:
+    """KV cache groups vLLM forms (kv_cache_utils.py get_kv_cache_groups): one for a single layer type."""
+    groups, _, general = _vllm_groups(specs, [])
+    return len(groups) if general else 1
 

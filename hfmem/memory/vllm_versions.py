@@ -1,0 +1,120 @@
+"""vLLM release families hfmem models: the engine defaults and memory terms that changed between releases.
+
+Each field names the upstream file and function it comes from (read at the tag, or at the nearest stored commit, as
+docs/planner.md says); where only published start-up logs say (the non-torch memory), the field says so and the log
+is a held-in row of tests/test_vllm_logs.py. Nothing here is fitted to the held-out rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hfmem.errors import UsageError
+
+GiB = 1 << 30
+NVLINK_CLASS = ("a100", "h100", "h200", "b200", "gb200", "gh200", "mi300")  # catalog keys of NVLink/xGMI-class parts
+
+
+@dataclass(frozen=True)
+class VllmVersion:
+    name: str
+    engine: str  # "V0" (vllm/worker/worker.py) or "V1" (vllm/v1/worker/gpu_worker.py)
+    # CacheConfig.gpu_memory_utilization (vllm/config/cache.py; vllm/engine/arg_utils.py before the config split)
+    gpu_util: float
+    # The dummy sampler run's fp32 temporaries per logits element, on top of the model-dtype logits
+    # (gpu_model_runner.py _dummy_sampler_run: top_k = vocab - 1 and top_p = 0.9, so top-k/top-p always run):
+    # - "sort": topk_topp_sampler.py apply_top_k_top_p (PyTorch path). Its peak is inside logits.sort(): PyTorch's
+    #   SortStable.cu segmented_sort_pairs allocates the int64 reverse indices (8) and cub's SortPairs its alternate
+    #   key/value buffers (4 + 8), next to the fp32 copy (Sampler.forward logits.to(float32), 4) and the outputs
+    #   (values 4, int64 indices 8): 36 B. Later, at the scatter (masks 2, probs_sort 4 with cumsum in place, the
+    #   scatter's new tensor 4, without the sort's temporaries) only 26 B are alive.
+    # - "v0": vllm/model_executor/layers/sampler.py _apply_top_k_top_p (V0): the fp32 copy 4 + sorted values 4 +
+    #   int64 indices 8 + top-k mask 1 + probs_sort 4 + probs_sum 4 (cumsum not in place) + top-p mask 1 + the
+    #   inverse permutation (int64) 8 + the gathered result 4 = 38 B, all alive at the final gather (the sort's own
+    #   temporaries, 36 B as below, are freed by then).
+    # - "triton": topk_topp_triton.py apply_top_k_top_p_triton masks the fp32 logits in place (pivot search, no
+    #   sort), then forward_native's softmax probs 4 and random_sample's exponential noise q 4: 4 + 4 + 4 = 12 B.
+    sampler: str
+    # "GPU KV cache size: N tokens" (kv_cache_utils.py): "groups" = num_blocks // num_groups x block_size (the 2025
+    # code), "concurrency" = int(max concurrency x max_model_len) (2026 code, group-aware)
+    pool_tokens: str
+    # Non-torch memory the profile adds (MemoryProfilingResult.non_torch_increase; cuBLAS/cuBLASLt workspaces, NCCL
+    # communicators and channel buffers, custom all-reduce IPC buffers): not computable from vLLM's source alone
+    # (NCCL sizes its buffers at run time), so these two numbers come from published start-up logs, cited in
+    # docs/planner.md, and are shown as such.
+    non_torch_tp1: int
+    non_torch_tp: int  # TP >= 2 on NVLink data-centre GPUs (A100/H100/H200/B200 SXM class, or no GPU given)
+    non_torch_tp_pcie: int  # TP >= 2 on other GPUs (PCIe workstation/consumer cards)
+    # CUDA graph memory deducted from the KV budget (gpu_worker.py determine_available_memory: profiled and
+    # subtracted by default since v0.21.0, "CUDA graph memory profiling is enabled (default since v0.21.0)").
+    cudagraph_deducted: bool
+
+    def sampler_bytes(self, act_bytes: int, rows: int) -> int:
+        """Bytes per logits element alive at the sampler's peak: the model-dtype logits the runner keeps plus the
+        sampler's temporaries. Newer vLLM takes the Triton path only from 8 rows up (topk_topp_sampler.py
+        apply_top_k_top_p: ``HAS_TRITON and logits.shape[0] >= 8``), else the PyTorch sort."""
+        kind = "sort" if self.sampler == "triton" and rows < 8 else self.sampler
+        return act_bytes + {"v0": 38, "sort": 36, "triton": 12}[kind]
+
+    def batch_defaults(self, gpu_memory_bytes: int | None, gpu_key: str | None) -> tuple[int | None, int]:
+        """(max_num_batched_tokens, max_num_seqs) of the OpenAI API server when the user sets neither.
+
+        V1: vllm/engine/arg_utils.py EngineArgs.get_batch_defaults: on GPUs with >= 70 GiB that are not an A100,
+        8192 tokens and 1024 sequences; otherwise 2048 tokens and 256 sequences. V0 (vllm/engine/arg_utils.py
+        EngineArgs.create_engine_config, 0.6): no chunked prefill up to 32k tokens, so the profile runs
+        max_model_len tokens (None here: the planner uses the context) and 256 sequences."""
+        if self.engine == "V0":
+            return None, 256
+        large = gpu_memory_bytes is not None and gpu_memory_bytes >= 70 * GiB and not (gpu_key or "").startswith("a100")
+        if gpu_memory_bytes is None:
+            large = True  # no GPU given: the data-centre default (H100 class)
+        return (8192, 1024) if large else (2048, 256)
+
+    def non_torch(self, tp: int, gpu_key: str | None = None) -> int:
+        """Non-torch memory per GPU. At TP >= 2 it is mostly NCCL's per-channel buffers, and NCCL opens many more
+        channels over NVLink/NVSwitch than over PCIe, so the figure follows the GPU class."""
+        if tp <= 1:
+            return self.non_torch_tp1
+        if gpu_key is None or gpu_key.startswith(NVLINK_CLASS):
+            return self.non_torch_tp
+        return self.non_torch_tp_pcie
+
+
+# non_torch: published start-up logs, one per constant (which log, and its numbers: docs/planner.md and the held-in
+# rows of tests/test_vllm_logs.py). TP 1: V0 0.35 GiB (RTX 3090, 0.6.4); V1 0.02 GiB (0.10.2; cuBLAS workspaces come
+# from torch's allocator in V1's PyTorch, so little is left outside it). TP >= 2: V0 0.30 GiB (2 x L40S, 0.7); V1
+# 0.09 GiB on 24 GB cards (TP 4, 0.11.1) and 2.1 GiB on NVLink data-centre GPUs (the project's issue, V1 logs at
+# TP 2-4). None of these is in vLLM's source: NCCL sizes its buffers at run time (channels x NCCL_BUFFSIZE x protocols).
+#
+# Family boundaries: 0.8 = V1 (the default engine from 0.8.0) with the PyTorch sort sampler (seen in 0.8-0.15 code
+# and logs); 0.17 = the Triton top-k/top-p kernel (it landed after 0.15.1; the first release carrying it is not
+# pinned down here); 0.21 = CUDA-graph memory deducted by default and the group-aware token log; 0.25 =
+# gpu_memory_utilization 0.92 (CacheConfig at v0.25.0).
+VERSIONS: dict[str, VllmVersion] = {
+    "0.6": VllmVersion("0.6", "V0", 0.9, "v0", "groups", int(0.35 * GiB), int(0.30 * GiB), int(0.30 * GiB), False),
+    "0.8": VllmVersion("0.8", "V1", 0.9, "sort", "groups", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), False),
+    "0.17": VllmVersion("0.17", "V1", 0.9, "triton", "groups", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), False),
+    "0.21": VllmVersion("0.21", "V1", 0.9, "triton", "concurrency", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), True),
+    "0.25": VllmVersion("0.25", "V1", 0.92, "triton", "concurrency", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), True),
+}
+DEFAULT_VERSION = "0.25"
+
+
+def resolve_version(name: str | None) -> VllmVersion:
+    """The family for ``X.Y`` (or ``X.Y.Z``): the newest modelled family at or below it."""
+    if name is None:
+        return VERSIONS[DEFAULT_VERSION]
+    try:
+        parts = tuple(int(p) for p in name.strip().lstrip("v").split(".")[:2])
+    except ValueError:
+        raise UsageError(f"--vllm-version must look like 0.19, got {name!r}") from None
+    if len(parts) < 2:
+        raise UsageError(f"--vllm-version must look like 0.19, got {name!r}")
+    known = sorted(VERSIONS, key=lambda v: tuple(int(p) for p in v.split(".")))
+    chosen = None
+    for v in known:
+        if tuple(int(p) for p in v.split(".")) <= parts:
+            chosen = v
+    if chosen is None:
+        raise UsageError(f"--vllm-version {name}: hfmem models vLLM {', '.join(known)} (and releases after each)")
+    return VERSIONS[chosen]

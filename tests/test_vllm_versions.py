@@ -1,0 +1,188 @@
+"""The vLLM version table and the mechanics of the vLLM plan: which family a version resolves to, the defaults it
+brings, the sampler term (full vocabulary on every TP rank, the Triton path only from 8 rows), the fp32 KV cache,
+CUDA graphs, the pool token count of hybrid models, and the `vllm` JSON object. The numbers themselves are checked
+against real start-up logs in tests/test_vllm_logs.py; these tests pin the rules that make them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from stubs import model_files
+
+from hfmem.api import analyze_files
+from hfmem.cli import main
+from hfmem.errors import UsageError
+from hfmem.memory.gpus import GiB, resolve_gpu
+from hfmem.memory.planner import Planner
+from hfmem.memory.vllm_versions import DEFAULT_VERSION, VERSIONS, resolve_version
+
+QWEN = "Qwen/Qwen2-7B-Instruct"
+
+
+def _report(repo: str = QWEN):
+    return analyze_files(model_files(repo))
+
+
+@pytest.mark.parametrize("given, family", [("0.6.3", "0.6"), ("v0.7", "0.6"), ("0.9.2", "0.8"), ("0.10.2", "0.8"), ("0.15.1", "0.8"),
+                                           ("0.19.0", "0.17"), ("0.24", "0.21"), ("0.30.0", "0.25"), (None, "0.25")])
+def test_versions_resolve_to_the_newest_family_at_or_below(given, family):
+    assert resolve_version(given).name == family
+    assert DEFAULT_VERSION == max(VERSIONS, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+@pytest.mark.parametrize("bad", ["0.5", "latest", "1", ""])
+def test_unknown_versions_are_a_usage_error(bad):
+    with pytest.raises(UsageError):
+        resolve_version(bad)
+
+
+def test_cli_bad_version_one_line_exit_2(stub_repo):
+    result = CliRunner().invoke(main, [str(stub_repo(QWEN)), "--vllm-version", "0.3"])
+    assert result.exit_code == 2
+    assert "--vllm-version 0.3" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("gpu, tokens, seqs", [("h100", 8192, 1024), ("h200", 8192, 1024), ("a100-80gb", 2048, 256),
+                                               ("4090", 2048, 256)])
+def test_api_server_batch_defaults_by_gpu(gpu, tokens, seqs):
+    """EngineArgs.get_batch_defaults: >= 70 GiB and not an A100 -> 8192 tokens / 1024 sequences."""
+    p = Planner(_report(), gpu=resolve_gpu(gpu))
+    assert (p.max_batched_tokens, p.max_num_seqs) == (tokens, seqs)
+
+
+def test_v0_profiles_max_model_len_up_to_32k():
+    p = Planner(_report(), vllm_version="0.6")
+    assert [p.profile_tokens(c) for c in (1000, 20_000, 32_768, 40_000)] == [2048, 20_000, 32_768, 2048]
+    assert Planner(_report(), vllm_version="0.6", max_batched_tokens=4096).profile_tokens(20_000) == 4096
+
+
+def test_gpu_util_by_version_unless_given():
+    assert Planner(_report(), vllm_version="0.19").gpu_util == 0.9
+    assert Planner(_report(), vllm_version="0.25").gpu_util == 0.92
+    assert Planner(_report(), vllm_version="0.25", gpu_util=0.8).gpu_util == 0.8
+    assert Planner(_report(), engine="transformers").gpu_util == 0.9
+
+
+def test_sampler_sees_the_full_vocabulary_on_every_tp_rank():
+    """LogitsProcessor gathers the vocab-parallel logits: the sampler term does not shrink with TP, the MLP does."""
+    one = Planner(_report(), tp=1, max_batched_tokens=8192, max_num_seqs=1024).activation(4096, 1)[1]
+    two = Planner(_report(), tp=2, max_batched_tokens=8192, max_num_seqs=1024).activation(4096, 1)[1]
+    assert one["sampler (dummy run)"] == two["sampler (dummy run)"]
+    assert two["mlp"] < one["mlp"]
+    # 1024 rows x 152,064 vocab x (2 model-dtype + 12 Triton-path fp32) + hidden states [8192 + 2 x 1024, 3584] x 2
+    assert one["sampler (dummy run)"] == 1024 * 152_064 * 14 + (8192 + 2048) * 3584 * 2
+
+
+@pytest.mark.parametrize("family, seqs, per_element", [("0.25", 1024, 14), ("0.25", 4, 38), ("0.8", 1024, 38),
+                                                        ("0.6", 256, 40)])
+def test_sampler_bytes_per_element_by_family(family, seqs, per_element):
+    """Triton top-k/top-p only from 8 rows (apply_top_k_top_p), the PyTorch sort below; V0's sampler keeps more."""
+    p = Planner(_report(), vllm_version=family, max_batched_tokens=8192, max_num_seqs=seqs)
+    terms = p.activation(4096, 1)[1]
+    rows = min(seqs, 8192)
+    assert terms["sampler (dummy run)"] == rows * 152_064 * per_element + (8192 + 2 * rows) * 3584 * 2
+
+
+def test_fp32_model_keeps_an_fp32_kv_cache():
+    """vLLM's cache dtype 'auto' is the model dtype: --dtype fp32 doubles the KV bytes per token."""
+    bf16 = Planner(_report(), "bf16").plan(4096)
+    fp32 = Planner(_report(), "fp32").plan(4096)
+    assert fp32.kv_dtype == "fp32" and fp32.kv_bytes_per_token == 2 * bf16.kv_bytes_per_token == 2 * 57_344
+    assert Planner(_report(), "fp32", kv_dtype="fp8").plan(4096).kv_bytes_per_token == 57_344 // 2
+
+
+def test_cuda_graphs_deducted_only_where_vllm_does():
+    gpu = resolve_gpu("h100")
+    eager = Planner(_report(), vllm_version="0.25", cudagraph=False).plan(32_768, 1, gpu)
+    graphs = Planner(_report(), vllm_version="0.25").plan(32_768, 1, gpu)
+    given = Planner(_report(), vllm_version="0.25", cudagraph_memory=GiB).plan(32_768, 1, gpu)
+    older = Planner(_report(), vllm_version="0.19", gpu_util=0.92, cudagraph_memory=GiB).plan(32_768, 1, gpu)
+    assert eager.cudagraph_bytes is None and not any("CUDA graph" in n for n in eager.notes)
+    assert graphs.cudagraph_bytes == 0 and any("CUDA graph" in n for n in graphs.notes)
+    assert given.kv_available_bytes == graphs.kv_available_bytes - GiB and not any("CUDA graph" in n for n in given.notes)
+    assert older.cudagraph_bytes is None and older.kv_available_bytes == graphs.kv_available_bytes  # not deducted < 0.21
+    with pytest.raises(UsageError):
+        Planner(_report(), cudagraph_memory=-1)
+
+
+def test_hybrid_pool_tokens_by_the_versions_log_rule():
+    """Qwen3-Next (hybrid): 0.8-0.20 logs print num_blocks // groups x block_size, 0.25's int(concurrency x len)."""
+    report = _report("Qwen/Qwen3-Next-80B-A3B-Instruct")
+    gpu = resolve_gpu("h200")
+    old = Planner(report, tp=2, vllm_version="0.10.2", prefix_caching=False).plan(262_144, 1, gpu)
+    new = Planner(report, tp=2, vllm_version="0.25", prefix_caching=False, gpu_util=0.9).plan(262_144, 1, gpu)
+    groups = 4  # 12 full-attention layers, 36 linear-attention layers in groups of 12
+    assert old.kv_pool_tokens == old.kv_blocks // groups * 544
+    assert new.kv_pool_tokens is not None and abs(new.kv_pool_tokens / (new.concurrency * 262_144) - 1) < 1e-4
+
+
+def test_sliding_model_gets_a_pool_token_count():
+    """Where no block count applies, the pool over every layer's bytes per token (vLLM prints one)."""
+    report = _report("google/gemma-3-27b-it")
+    plan = Planner(report).plan(131_072, 1, resolve_gpu("h200"))
+    assert plan.kv_pool_tokens is not None and plan.kv_pool_tokens > 0
+
+
+def test_json_names_the_terms_as_vllm_logs_them(stub_repo):
+    out = CliRunner().invoke(main, [str(stub_repo(QWEN)), "--ctx", "32k", "--gpu", "h100", "--format", "json"]).output
+    v = json.loads(out)["inference"]["vllm"]
+    assert set(v) == {"version", "max_num_batched_tokens", "max_num_seqs", "cudagraph", "requested_memory", "weights",
+                      "torch_peak_memory_increase", "non_torch_forward_increase_memory", "cuda_graph_memory",
+                      "available_kv_cache_memory", "gpu_kv_cache_size_tokens", "maximum_concurrency"}
+    inf = json.loads(out)["inference"]
+    assert v["available_kv_cache_memory"] == inf["kv_available_bytes"] == (
+        v["requested_memory"] - v["weights"] - v["torch_peak_memory_increase"] - v["non_torch_forward_increase_memory"]
+        - v["cuda_graph_memory"])
+    cpu = CliRunner().invoke(main, [str(stub_repo(QWEN)), "--ctx", "4k", "--engine", "transformers", "--format", "json"])
+    assert json.loads(cpu.output)["inference"]["vllm"] is None
+
+
+def test_cli_flags_reach_the_plan(stub_repo):
+    args = [str(stub_repo(QWEN)), "--ctx", "32k", "--gpu", "h100", "--format", "json", "--vllm-version", "0.10",
+            "--max-num-seqs", "64", "--enforce-eager"]
+    v = json.loads(CliRunner().invoke(main, args).output)["inference"]["vllm"]
+    assert (v["version"], v["max_num_seqs"], v["cudagraph"], v["cuda_graph_memory"]) == ("0.8", 64, False, None)
+
+
+def test_kv_section_and_plan_use_the_same_batched_tokens():
+    """Sliding windows admit W - 1 + max_num_batched_tokens tokens: on a 24 GB GPU vLLM's default is 2048, and the
+    KV section and the plan both use it (gemma-2-9b, W = 4096, 8k context: 385 blocks per sliding layer, not 513)."""
+    from hfmem.api import attach_sections
+
+    report = attach_sections(_report("google/gemma-2-9b-it"), ctx="8k", gpu="4090")
+    kv, plan = report.kv_cache[0], report.inference
+    assert kv.total_bytes == plan.kv_bytes
+    assert plan.max_batched_tokens == 2048
+    assert kv.by_layer_type["sliding_attention"]["tokens"] == (-(-(4095 + 2048) // 16) + 1) * 16
+
+
+@pytest.mark.parametrize("gpu, tp, gib", [("h100", 1, 0.02), ("h100", 2, 2.1), ("a100-80gb", 4, 2.1), ("h200", 8, 2.1),
+                                          ("4090", 2, 0.09), ("l40s", 4, 0.09)])
+def test_v1_non_torch_by_tp_and_gpu_class(gpu, tp, gib):
+    """NCCL's channel buffers dominate at TP >= 2 and NVLink-class parts get many more channels than PCIe cards."""
+    assert Planner(_report(), tp=tp, gpu=resolve_gpu(gpu)).overhead == int(gib * GiB)
+    assert Planner(_report(), tp=tp, gpu=resolve_gpu(gpu), vllm_version="0.6").overhead == int((0.35 if tp == 1 else 0.30) * GiB)
+
+
+def test_catalog_rows_use_each_gpus_defaults():
+    """A 'fits on' row is the plan vLLM would make on that GPU: its batch defaults and non-torch memory, not those of
+    the GPU the planner was built for (or of an H100 when none was given)."""
+    planner = Planner(_report())
+    rows = {r.gpu.key: r for r in planner.catalog(32_768, 1)}
+    for key in ("rtx4090", "a100-40gb", "h100-80gb"):
+        gpu = resolve_gpu(key)
+        alone = Planner(_report(), gpu=gpu).plan(32_768, 1, gpu)
+        assert (rows[key].fits, rows[key].margin_bytes, rows[key].max_concurrency) == (
+            alone.fits, alone.margin_bytes, alone.max_concurrency)
+    late = Planner(_report()).plan(32_768, 1, resolve_gpu("4090"))
+    assert (late.max_batched_tokens, late.max_num_seqs) == (2048, 256)
+    kept = Planner(_report(), max_num_seqs=64, overhead=0).plan(32_768, 1, resolve_gpu("h100"))
+    assert (kept.max_num_seqs, kept.overhead_bytes, kept.max_batched_tokens) == (64, 0, 8192)
+
+
+def test_check_line_names_every_term_of_the_total(stub_repo):
+    out = CliRunner().invoke(main, ["check", str(stub_repo(QWEN)), "--gpu", "h100", "--ctx", "32k",
+                                    "--cudagraph-memory", "1GiB"]).output
+    assert "torch peak" in out and "non-torch" in out and "CUDA graphs 1.00 GiB" in out
