@@ -143,7 +143,7 @@ def kv_options(f: Callable) -> Callable:
 def planner_options(f: Callable) -> Callable:
     f = click.option("--dtype", "precision", default="auto", show_default=True,
                      help="Weight precision: auto (as stored), fp32, bf16, fp8, fp8-block, int8, int4 (AWQ), gptq, nf4, nf4-nodq, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m.")(f)
-    f = click.option("--gpu", default=None, help="A catalog GPU (4090, a100-80gb, h100...) or a size (24GB = 10^9 bytes, 80GiB = 2^30); with --device cpu, the RAM size.")(f)
+    f = click.option("--gpu", default=None, help="A catalog GPU (4090, a100-80gb, h100...) or a size, binary as VRAM is sold (24GB = 24GiB = 24 x 2^30 bytes; 24e9B for decimal); with --device cpu, the RAM size.")(f)
     f = click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel GPUs (weights and KV heads split N ways).")(f)
     f = click.option("--gpu-util", type=click.FloatRange(min=0.01, max=1.0), default=None, help="vLLM gpu_memory_utilization (default 0.9; newer vLLM uses 0.92).")(f)
     f = click.option("--overhead", default=None, help="Per-GPU runtime overhead, e.g. 0.35GiB (default: 0.5 GiB vllm, 0.75 GiB transformers, 0.5 GiB cpu).")(f)
@@ -169,6 +169,11 @@ def _options(opts: dict[str, Any]) -> dict[str, Any]:
     only travel with --train."""
     from hfmem.api import TRAINING_OPTIONS
 
+    alias = opts.pop("train_precision_alias", None)
+    if alias is not None:
+        if opts.get("train_precision") not in (None, alias):
+            raise click.BadParameter("--precision is the former name of --train-precision; give one", param_hint="--precision")
+        opts["train_precision"] = alias
     return {k: v for k, v in opts.items() if v is not None and (opts.get("train") or k not in TRAINING_OPTIONS)}
 
 
@@ -182,8 +187,11 @@ def training_options(f: Callable) -> Callable:
         click.option("--micro-batch", type=click.IntRange(min=1), default=1, show_default=True, help="Sequences per GPU per step."),
         click.option("--grad-checkpointing/--no-grad-checkpointing", default=None, help="Default: off for full/lora, on for qlora."),
         click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True),
-        click.option("--precision", "train_precision", type=click.Choice(TRAINING_PRECISIONS), default="mixed-bf16", show_default=True,
-                     help="mixed = fp32 master + 16-bit compute (ZeRO); bf16 = everything bf16; amp-bf16 = fp32 model under autocast."),
+        click.option("--train-precision", "train_precision", type=click.Choice(TRAINING_PRECISIONS), default=None,
+                     help="Training precision (default mixed-bf16): mixed = fp32 master + 16-bit compute (ZeRO); bf16 = "
+                          "everything bf16; amp-bf16 = fp32 model under autocast."),
+        # The former name; hidden because the API's precision= is the weight precision (--dtype).
+        click.option("--precision", "train_precision_alias", type=click.Choice(TRAINING_PRECISIONS), default=None, hidden=True),
         click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True),
         click.option("--lora-targets", default="all-linear", show_default=True, help="all-linear or module names, e.g. q_proj,v_proj (PEFT semantics)."),
         click.option("--dora", is_flag=True, help="DoRA: adds a magnitude vector per adapted Linear."),

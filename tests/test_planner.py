@@ -16,7 +16,7 @@ import hfmem
 from hfmem.hub import disk as disk_mod
 from hfmem.memory import planner as planner_mod
 from hfmem.cli import main
-from hfmem.memory.gpus import CATALOG, GB, GiB, parse_size, resolve_gpu
+from hfmem.memory.gpus import CATALOG, GiB, parse_size, resolve_gpu
 from hfmem.hub.disk import folder_size
 from hfmem.memory.planner import Planner, shard
 from hfmem.render.plan import fit_line
@@ -122,7 +122,7 @@ def test_cpu_ram(stub_repo):
     plan = p.plan(4096, 1, resolve_gpu("32GB"))
     assert plan.engine == "transformers" and plan.gpu_util is None
     assert plan.overhead_bytes == planner_mod.DEFAULT_OVERHEAD["cpu"]
-    assert plan.budget_bytes == 32 * GB and "rotary cos/sin cache" not in plan.weight_terms
+    assert plan.budget_bytes == 32 * GiB and "rotary cos/sin cache" not in plan.weight_terms
     assert plan.total_bytes == 2 * 7_615_616_512 + 57_344 * 4096 + plan.activation_bytes + plan.overhead_bytes
     assert plan.fits
 
@@ -186,7 +186,8 @@ def test_vocab_padding_under_tp():
 def test_catalog_and_sizes():
     assert resolve_gpu("4090").key == "rtx4090" and resolve_gpu("RTX 4090").key == "rtx4090"
     assert resolve_gpu("h100").memory_bytes == int(79.65 * GiB)
-    assert parse_size("24GB") == 24 * 10**9 and parse_size("80GiB") == 80 * 2**30
+    assert parse_size("24GB") == parse_size("24GiB") == parse_size("24") == 24 * 2**30 and parse_size("80GiB") == 80 * 2**30
+    assert parse_size("24e9B") == 24 * 10**9 and parse_size("85520809984B") == 85_520_809_984
     custom = resolve_gpu("80GiB")
     assert custom.memory_bytes == 80 * GiB and custom.kind == "custom"
     with pytest.raises(hfmem.errors.UsageError):
