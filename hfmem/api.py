@@ -86,7 +86,8 @@ def attach_sections(
     precision: str = "auto",
     dtype: str | None = None,
     gpu: str | None = None,
-    gpus: int = 1,
+    gpus: int | str = 1,
+    gpus_per_node: int | None = None,
     gpu_util: float | None = None,
     overhead: str | int | None = None,
     max_batched_tokens: int | None = None,
@@ -119,6 +120,18 @@ def attach_sections(
     contexts = None
     if ctx is not None:
         contexts = list(ctx) if isinstance(ctx, (list, tuple)) else parse_context(ctx, report.architecture)
+    planner_kwargs: dict[str, Any] = dict(
+        engine=engine, device=device, kv_dtype=kv_dtype, max_batched_tokens=max_batched_tokens,
+        encoder_len=encoder_len, speculative=speculative, prefix_caching=prefix_caching,
+    )
+    if gpu_util is not None:
+        planner_kwargs["gpu_util"] = gpu_util
+    if overhead is not None:
+        planner_kwargs["overhead"] = overhead if isinstance(overhead, int) else parse_size(str(overhead), allow_zero=True)
+    gpu_spec = resolve_gpu(gpu) if gpu else None
+    plan_context = max(contexts) if contexts else None
+    gpus = _resolve_gpus(report, gpus, gpus_per_node, gpu_spec, precision, plan_context, batch, train, planner_kwargs)
+    if contexts is not None:
         weights_dtype = stored_float_dtype(report.parameters.by_dtype)
         mtp_layers = mtp_layer_count(report) if speculative == "mtp" else 0
         # per GPU, split like the planner's: tensor parallel over ``gpus`` (one process on the CPU device)
@@ -129,18 +142,15 @@ def attach_sections(
                         max_batched_tokens=max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS)
             for c in contexts
         ]
-    planner_kwargs: dict[str, Any] = dict(
-        engine=engine, device=device, tp=gpus, kv_dtype=kv_dtype, max_batched_tokens=max_batched_tokens,
-        encoder_len=encoder_len, speculative=speculative, prefix_caching=prefix_caching,
-    )
-    if gpu_util is not None:
-        planner_kwargs["gpu_util"] = gpu_util
-    if overhead is not None:
-        planner_kwargs["overhead"] = overhead if isinstance(overhead, int) else parse_size(str(overhead), allow_zero=True)
-    attach(
-        report, precision=precision, context=max(contexts) if contexts else None, batch=batch,
-        gpu=resolve_gpu(gpu) if gpu else None, **planner_kwargs,
-    )
+    plan = attach(report, precision=precision, context=plan_context, batch=batch, gpu=gpu_spec, tp=gpus, **planner_kwargs)
+    if gpu_spec is not None and device == "cuda" and report.setups is None and not train:
+        from hfmem.memory.parallel import from_plan
+
+        if plan.fits and plan.gpus == 1:  # the asked setup is the smallest
+            report.setup = from_plan(plan)
+            report.setups = [report.setup]
+        else:  # fewer GPUs may do, or more are needed
+            _find_setup(report, gpus_per_node, gpu_spec, precision, plan.context, batch, planner_kwargs)
     if train:
         from hfmem.memory.training import METHODS, TrainingSettings, estimate_all
 
@@ -153,6 +163,52 @@ def attach_sections(
     elif training_options:
         raise TypeError(f"training options {sorted(training_options)} need train=...")
     return report
+
+
+def _find_setup(report: Report, gpus_per_node: int | None, gpu: Any, precision: str, context: int, batch: int,
+                planner_kwargs: dict[str, Any]) -> None:
+    """``report.setup``: the fewest GPUs of type ``gpu`` that fit at ``context`` x ``batch`` (valid TP sizes, then
+    pipeline stages over nodes); ``report.setups``: every layout tried."""
+    from hfmem.memory.parallel import DEFAULT_GPUS_PER_NODE, smallest_setup
+    from hfmem.memory.planner import Planner
+
+    def make(tp: int) -> Planner:
+        return Planner(report, precision, tp=tp, **planner_kwargs)
+
+    report.setup, report.setups = smallest_setup(make, gpu, context, batch, gpus_per_node or DEFAULT_GPUS_PER_NODE)
+
+
+def _resolve_gpus(report: Report, gpus: int | str, gpus_per_node: int | None, gpu: Any, precision: str,
+                  context: int | None, batch: int, train: str | None, planner_kwargs: dict[str, Any]) -> int:
+    """The tensor-parallel size to plan at: ``gpus`` checked as vLLM checks it (a usage error naming the valid sizes),
+    or for ``gpus="auto"`` that of the smallest setup that fits (the largest valid size when pipeline stages are needed
+    or nothing fits)."""
+    from hfmem.memory.parallel import DEFAULT_GPUS_PER_NODE, check_tp, valid_tp_sizes
+
+    per_node = gpus_per_node or DEFAULT_GPUS_PER_NODE
+    if per_node < 1:
+        raise UsageError("--gpus-per-node must be at least 1")
+    if isinstance(gpus, str) and gpus.strip().lower() != "auto":
+        try:
+            gpus = int(gpus)
+        except ValueError:
+            raise UsageError(f"--gpus {gpus!r}: a number of GPUs or auto") from None
+    if isinstance(gpus, int):
+        if gpus < 1:
+            raise UsageError("--gpus must be at least 1")
+        if train is None and planner_kwargs["device"] == "cuda":  # with --train, --gpus counts data-parallel GPUs
+            check_tp(report.architecture, gpus)
+        return gpus
+    if train is not None:
+        raise UsageError("--gpus auto plans inference; with --train give the number of data-parallel GPUs")
+    if gpu is None or planner_kwargs["device"] != "cuda":
+        raise UsageError("--gpus auto needs --gpu (the GPU type to count) and the cuda device")
+    ctx = context or report.architecture.max_position_embeddings or 4096
+    report.gpus_auto = True
+    _find_setup(report, per_node, gpu, precision, ctx, batch, planner_kwargs)
+    if report.setup is not None:
+        return report.setup.tp
+    return valid_tp_sizes(report.architecture, per_node)[-1]
 
 
 def _with_ref(exc: HfmemError, ref: str) -> HfmemError:

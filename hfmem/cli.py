@@ -11,7 +11,7 @@ import click
 
 from hfmem import __version__
 from hfmem.batch import DEFAULT_JOBS, MAX_JOBS
-from hfmem.errors import HfmemError, redact
+from hfmem.errors import HfmemError, UsageError, redact
 from hfmem.memory.gpus import DEVICES
 from hfmem.memory.kv import ENGINES, KV_DTYPES, SPECULATIVE
 from hfmem.memory.kv.llamacpp import DEFAULTS as LLAMACPP_DEFAULTS
@@ -126,6 +126,19 @@ def _check_ctx(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return value
 
 
+def _check_gpus(ctx: click.Context, param: click.Parameter, value: str | None) -> int | str | None:
+    """--gpus N (a positive integer) or auto; whether vLLM accepts N for the model is checked once it is read."""
+    if value is None or value.strip().lower() == "auto":
+        return value and "auto"
+    try:
+        n = int(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a number of GPUs or auto") from None
+    if n < 1:
+        raise click.BadParameter("must be at least 1")
+    return n
+
+
 def kv_options(f: Callable) -> Callable:
     f = click.option("--encoder-len", "--encoder-seq", "encoder_len", type=click.IntRange(min=1), default=None,
                      help="Encoder-decoder models: encoder tokens for the cross-attention cache (default: the model's max source length) "
@@ -144,7 +157,10 @@ def planner_options(f: Callable) -> Callable:
     f = click.option("--dtype", "precision", default="auto", show_default=True,
                      help="Weight precision: auto (as stored), fp32, bf16, fp8, fp8-block, int8, int4 (AWQ), gptq, nf4, nf4-nodq, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m.")(f)
     f = click.option("--gpu", default=None, help="A catalog GPU (4090, a100-80gb, h100...) or a size, binary as VRAM is sold (24GB = 24GiB = 24 x 2^30 bytes; 24e9B for decimal); with --device cpu, the RAM size.")(f)
-    f = click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel GPUs (weights and KV heads split N ways).")(f)
+    f = click.option("--gpus", default="1", show_default=True, callback=_check_gpus,
+                     help="Tensor-parallel GPUs (weights and KV heads split N ways; N must be a size vLLM accepts for the model), "
+                          "or auto: the fewest GPUs of --gpu's type that fit (pipeline stages across nodes beyond --gpus-per-node).")(f)
+    f = click.option("--gpus-per-node", type=click.IntRange(min=1), default=None, help="GPUs per node for --gpus auto (default 8).")(f)
     f = click.option("--gpu-util", type=click.FloatRange(min=0.01, max=1.0), default=None, help="vLLM gpu_memory_utilization (default 0.9; newer vLLM uses 0.92).")(f)
     f = click.option("--overhead", default=None, help="Per-GPU runtime overhead, e.g. 0.35GiB (default: 0.5 GiB vllm, 0.75 GiB transformers, 0.5 GiB cpu).")(f)
     f = click.option("--max-batched-tokens", type=click.IntRange(min=1), default=None, help="Tokens in vLLM's profiling forward pass (default 8192).")(f)
@@ -220,20 +236,34 @@ def training_options(f: Callable) -> Callable:
 @click.option("--llamacpp-defaults", type=click.Choice(list(LLAMACPP_DEFAULTS)), default=None,
               help="GGUF models: whose llama.cpp context defaults shape the cache (default llama-server: unified KV, "
                    "window-sized SWA; llama-cpp-python: a KV stream per sequence, full-size SWA).")
+@click.option("-v", "--verbose", is_flag=True, help="With --gpu: every table after the verdict (every precision, term and catalog GPU).")
+@click.option("--brief", is_flag=True, help="One line: the verdict (what `hfmem check` prints, without the disk).")
 def analyze_cmd(
     model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, fmt: str,
-    gguf_file: str | None, quant: str | None, **opts: Any,
+    gguf_file: str | None, quant: str | None, verbose: bool, brief: bool, **opts: Any,
 ) -> None:  # fmt: skip
     """Architecture, exact parameters, stored bytes, weights per precision and the inference plan of MODEL
-    (repo id, folder, or .gguf file); KV cache with --ctx."""
+    (repo id, folder, or .gguf file); KV cache with --ctx. With --gpu the answer comes first: fits or not, the
+    margin, the longest context, the concurrency and the smallest setup that fits."""
     _require_ctx(opts)
+    if brief and (verbose or fmt != "table"):
+        raise click.BadParameter("is one line of text: not with -v or --format", param_hint="--brief")
 
     def body() -> None:
         from hfmem.api import analyze
         from hfmem.render.text import render
 
         report = analyze(model, revision=revision, token=token, timeout=timeout, gguf_file=gguf_file, quant=quant, **_options(opts))
-        click.echo(render(report, fmt))
+        if brief:
+            from hfmem.report import Report
+
+            if not isinstance(report, Report):
+                raise UsageError("--brief is for safetensors models (GGUF reports have no plan)")
+            from hfmem.render.verdict import brief_line
+
+            click.echo(one_line(brief_line(report)))
+            return
+        click.echo(render(report, fmt, verbose))
 
     run_guarded(debug, body)
 

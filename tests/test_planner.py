@@ -213,7 +213,7 @@ def test_json_sections(stub_repo):
 
 
 def test_table_shows_every_term(stub_repo):
-    out = CliRunner().invoke(main, [str(stub_repo(QWEN)), "--gpu", "4090", "--ctx", "32k"]).output
+    out = CliRunner().invoke(main, [str(stub_repo(QWEN)), "--gpu", "4090", "--ctx", "32k", "-v"]).output
     for label in ("Weights by precision", "KV cache", "activations", "runtime overhead", "total", "Fit", "max concurrency"):
         assert label in out
 
