@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hfmem.errors import HfmemError, MalformedHeader, NoConfig, NoSafetensors, UsageError
@@ -332,19 +332,28 @@ def analyze_safetensors(
 
 @dataclass
 class CheckResult:
-    """``hfmem check``: whether the model fits the GPU (``fits``) and whether its download fits the disk of the HF
-    cache (``disk_fits``; always true for local folders), with one line each saying why."""
+    """``hfmem check``: two separate verdicts. ``fits``: the model fits the GPU (always checked). ``disk_fits``: the
+    download fits the free space of the disk checked (``disk_path``), or None when the disk was not asked for
+    (``disk=``). ``download_bytes`` is what a download for serving fetches (the safetensors weights and the small
+    files beside them, hfmem.hub.download), ``snapshot_bytes`` every file of the repo."""
 
     report: Report
     fits: bool
-    disk_fits: bool
-    download_bytes: int | None
-    free_bytes: int | None
-    cache_path: str | None
+    disk_fits: bool | None = None
+    download_bytes: int | None = None
+    free_bytes: int | None = None
+    cache_path: str | None = None
+    snapshot_bytes: int | None = None
+    skipped_files: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.fits and self.disk_fits
+        return self.fits and self.disk_fits is not False
+
+    @property
+    def exit_code(self) -> int:
+        """0 both fine; 1 the GPU does not fit; 4 the disk is too small; 5 both."""
+        return (0 if self.fits else 1) + (4 if self.disk_fits is False else 0)
 
 
 def check(
@@ -355,21 +364,34 @@ def check(
     revision: str | None = None,
     token: str | bool | None = None,
     timeout: float | None = None,
+    disk: str | bool | None = None,
     **options: Any,
 ) -> CheckResult:
-    """Pre-download check: does ``ref`` fit ``gpu`` (a catalog name or a size such as "24GB") at ``ctx``, and does
-    its download fit the disk of the HF cache? Options as :func:`analyze`."""
-    from hfmem.hub.disk import cache_free_bytes, hub_download_bytes
-
+    """Pre-download check: does ``ref`` fit ``gpu`` (a catalog name or a size such as "24GB") at ``ctx``? With
+    ``disk`` (True: the HF cache's disk; a path: that disk), does its download also fit the free space there (a
+    separate verdict)? Options as :func:`analyze`."""
     if not gpu:
         raise UsageError("check needs --gpu (a catalog name or a size such as 24GB)")
     report = analyze_safetensors(ref, ctx=ctx, batch=batch, revision=revision, token=token, timeout=timeout, gpu=gpu, **options)
     assert report.inference is not None  # attach_sections always plans
-    if report.source == "hub":
-        download = hub_download_bytes(report.repo, report.revision or revision, token, timeout)
-        path, free = cache_free_bytes()
-        return CheckResult(report, bool(report.inference.fits), download <= free, download, free, path)
-    return CheckResult(report, bool(report.inference.fits), True, report.download_bytes, None, None)
+    fits = bool(report.inference.fits)
+    if report.gpus_auto and report.setup is not None:
+        fits = report.setup.fits  # pipeline stages: the smallest setup's verdict
+    result = CheckResult(report, fits)
+    if disk is None or disk is False:
+        return result
+    from hfmem.hub.disk import cache_free_bytes, hub_files
+    from hfmem.hub.download import select
+
+    if report.source != "hub":  # a local folder or cached snapshot: nothing to download
+        result.disk_fits, result.download_bytes, result.snapshot_bytes = True, 0, report.download_bytes
+        return result
+    plan = select(hub_files(report.repo, report.revision or revision, token, timeout))
+    path, free = cache_free_bytes(disk if isinstance(disk, str) and disk else None)
+    result.download_bytes, result.snapshot_bytes, result.skipped_files = plan.needed_bytes, plan.snapshot_bytes, plan.skipped
+    result.free_bytes, result.cache_path = free, path
+    result.disk_fits = plan.needed_bytes <= free
+    return result
 
 
 def analyze_many(

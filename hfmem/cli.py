@@ -274,20 +274,25 @@ def analyze_cmd(
 @kv_options
 @planner_options
 @training_options
-def check_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, **opts: Any) -> None:
-    """Pre-download check for scripts and CI: exit 0 if MODEL fits --gpu at --ctx and its download fits the HF
-    cache's disk, 1 if not; one line says why."""
+@click.option("--disk", is_flag=False, flag_value="", default=None, metavar="[PATH]",
+              help="Also check that the download fits the free space of PATH's disk (default: the HF cache's); a separate verdict and exit code.")
+def check_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool,
+              disk: str | None, **opts: Any) -> None:
+    """Pre-download check for scripts and CI: exit 0 if MODEL fits --gpu at --ctx, 1 if not; with --disk, 4 if the
+    download does not fit the disk, 5 if neither fits. One line per verdict says why."""
     _require_ctx(opts)
 
     def body() -> None:
         from hfmem.api import check
-        from hfmem.render.plan import check_line
+        from hfmem.render.verdict import check_lines
 
         options = _options(opts)
-        result = check(model, gpu=options.pop("gpu", None), revision=revision, token=token, timeout=timeout, **options)
-        click.echo(one_line(check_line(result)))
-        if not result.ok:
-            sys.exit(1)
+        result = check(model, gpu=options.pop("gpu", None), revision=revision, token=token, timeout=timeout,
+                       disk=disk if disk is None else (disk or True), **options)
+        for line in check_lines(result):
+            click.echo(one_line(line))
+        if result.exit_code:
+            sys.exit(result.exit_code)
 
     run_guarded(debug, body)
 

@@ -245,16 +245,21 @@ def test_check_hub_repo_download_size(hub_env, stub_repo):
     root = stub_repo(QWEN)
     hub_env.add_repo(QWEN, RepoSpec(root=root))
     assert disk_mod.hub_download_bytes(QWEN) == folder_size(root)
-    ok = _check(QWEN, "--gpu", "h100", "--ctx", "32k")
+    ok = _check(QWEN, "--gpu", "h100", "--ctx", "32k", "--disk")
     assert ok.returncode == 0, ok.stderr
-    assert "download " in ok.stdout and "free at" in ok.stdout and len(ok.stdout.strip().splitlines()) == 1
+    gpu, disk = ok.stdout.strip().splitlines()
+    assert "download " in disk and "free at" in disk and "download" not in gpu
 
 
 def test_check_fails_when_disk_is_too_small(hub_env, stub_repo, monkeypatch):
     hub_env.add_repo(QWEN, RepoSpec(root=stub_repo(QWEN)))
-    monkeypatch.setattr(disk_mod, "cache_free_bytes", lambda: ("/tiny", 1000))
-    result = CliRunner().invoke(main, ["check", QWEN, "--gpu", "h100", "--ctx", "4k"])
-    assert result.exit_code == 1 and "not enough disk" in result.output
+    monkeypatch.setattr(disk_mod, "cache_free_bytes", lambda where=None: ("/tiny", 1000))
+    result = CliRunner().invoke(main, ["check", QWEN, "--gpu", "h100", "--ctx", "4k", "--disk"])
+    assert result.exit_code == 4 and ": disk: does not fit" in result.output
+    both = CliRunner().invoke(main, ["check", QWEN, "--gpu", "3060", "--ctx", "4k", "--disk"])
+    assert both.exit_code == 5 and "does not fit" in both.output.splitlines()[0]
+    gpu_only = CliRunner().invoke(main, ["check", QWEN, "--gpu", "h100", "--ctx", "4k"])  # no --disk: no disk verdict
+    assert gpu_only.exit_code == 0 and "disk" not in gpu_only.output
 
 
 def test_mtp_layers_left_out_of_inference_unless_speculative():

@@ -4,12 +4,15 @@ every table, as ``render.text.to_text``); ``--brief`` is one line."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hfmem.memory.planner import InferencePlan
 from hfmem.render.tables import Table
 from hfmem.report import Report
 from hfmem.units import fmt_bytes, fmt_count
+
+if TYPE_CHECKING:
+    from hfmem.api import CheckResult
 
 
 def _where(plan: InferencePlan) -> str:
@@ -152,3 +155,34 @@ def _setups_table(report: Report) -> Table:
              f"{s.max_context:,}" if s.max_context else "-", f"{s.concurrency:.2f}" if s.concurrency is not None and s.fits else "-"]
             for s in report.setups or []]
     return ("Setups tried (fewest GPUs first)", ["setup", "fits", "per GPU", "margin", "max context", "concurrency"], rows)
+
+
+def check_lines(result: CheckResult) -> list[str]:
+    """``hfmem check``: the GPU verdict on one line; with --disk the disk verdict on a second line."""
+    report = result.report
+    plan = report.inference
+    assert plan is not None
+    staged = report.setup if report.gpus_auto and report.setup is not None and report.setup.pp > 1 else None
+    if staged is not None:
+        gpu = (f"{report.repo}: fits: {plan.precision} on {staged.label()} at {plan.context:,} tokens x {plan.batch}: "
+               f"needs at most {fmt_bytes(staged.need_bytes)} of {fmt_bytes(staged.budget_bytes)} per GPU "
+               f"(margin {fmt_bytes(staged.margin_bytes)}; heaviest pipeline stage, an upper bound)")
+    else:
+        gpu = brief_line(report)
+    lines = [gpu]
+    if result.disk_fits is None:
+        return lines
+    if result.cache_path is None:
+        lines.append(f"{report.repo}: disk: a local folder, nothing to download ({fmt_bytes(result.snapshot_bytes)} on disk)")
+        return lines
+    what = f"download {fmt_bytes(result.download_bytes)}"
+    stored = (report.weights.checkpoint_label if report.weights is not None else "").removeprefix("as stored").strip(" ()")
+    if not plan.precision.startswith("checkpoint"):
+        what += f" (the stored {stored or 'checkpoint'} weights: --dtype {plan.precision} quantizes them at load)"
+    if result.skipped_files:
+        what += (f"; a full snapshot adds {fmt_bytes((result.snapshot_bytes or 0) - (result.download_bytes or 0))} in "
+                 f"{len(result.skipped_files)} files of other formats, not needed ({', '.join(result.skipped_files[:3])}"
+                 + (", ..." if len(result.skipped_files) > 3 else "") + ")")
+    verdict = "fits" if result.disk_fits else "does not fit"
+    lines.append(f"{report.repo}: disk: {verdict}: {what}; {fmt_bytes(result.free_bytes)} free at {result.cache_path}")
+    return lines
