@@ -23,11 +23,19 @@ from hfmem.report import Report
 
 if TYPE_CHECKING:
     from hfmem.gguf.model import GGUFReport
+    from hfmem.memory.comparison import CompareError
     from hfmem.memory.summary import ComparisonRow, ModelCard
 
 # Keyword options of the training section (``train=`` must be given for them to apply).
 TRAINING_OPTIONS = ("seq", "micro_batch", "grad_checkpointing", "optimizer", "train_precision", "lora_rank", "lora_targets",
                     "dora", "zero", "fsdp", "offload", "attn", "chunked_loss", "qlora_upcast")
+
+
+def _attach_option_names() -> frozenset[str]:
+    import inspect
+
+    named = set(inspect.signature(attach_sections).parameters) - {"report", "training_options", "ctx", "precision", "dtype", "gpu"}
+    return frozenset(named - {"train", *TRAINING_OPTIONS})  # compare's training columns are the card's
 
 
 def read_model(ref: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None) -> ModelFiles:
@@ -422,15 +430,48 @@ def compare(
     revision: str | None = None,
     token: str | bool | None = None,
     timeout: float | None = None,
-) -> tuple[int, list[ComparisonRow]]:
-    """Models side by side at one context (the first model's reading of ``ctx``): parameters, KV per token,
-    weights, inference and training totals. Returns (context, one row per model)."""
+    *,
+    dtype: str | None = None,
+    gpu: str | None = None,
+    jobs: int = 8,
+    **options: Any,
+) -> tuple[int, list[ComparisonRow | CompareError]]:
+    """Models side by side at one context (the first readable model's reading of ``ctx``): parameters, KV per token,
+    weights, inference and training totals, with every option of :func:`attach_sections` (kv_dtype, batch, gpus,
+    gpu_util, ...). ``dtype``/``precision`` and ``gpu`` may list several, comma-separated: one row per model and
+    precision, one verdict per GPU in the row's ``fits``. A repo that cannot be read is a
+    :class:`hfmem.memory.comparison.CompareError` in its place. Returns (context, rows)."""
+    from hfmem.batch import run_many
+    from hfmem.memory.comparison import CompareError, model_rows, split
     from hfmem.memory.kv import parse_context
-    from hfmem.memory.summary import compare_rows
 
-    reports = [read_report(ref, revision, token, timeout) for ref in refs]
-    context = parse_context(ctx, reports[0].architecture)[0]
-    return context, compare_rows(reports, context, precision, engine)
+    if dtype is not None:
+        if precision not in ("auto", dtype):
+            raise TypeError(f"dtype={dtype!r} and precision={precision!r}: they are the same option (--dtype); give one")
+        precision = dtype
+    unknown = sorted(set(options) - _ATTACH_OPTIONS)
+    if unknown:
+        raise TypeError(f"unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(_ATTACH_OPTIONS | {'dtype', 'gpu', 'jobs'}))}")
+    results = run_many(refs, jobs, revision=revision, token=token, timeout=timeout, fn=read_report)
+    first = next((r for r in results if isinstance(r, Report)), None)
+    if first is not None:
+        context = parse_context(ctx, first.architecture)[0]
+    else:
+        context = 0 if str(ctx).strip().lower() == "max" else parse_context(ctx)[0]
+    precisions = split(precision) or ["auto"]
+    gpus = split(gpu)
+    rows: list[ComparisonRow | CompareError] = []
+    for ref, result in zip(refs, results):
+        if isinstance(result, HfmemError):
+            rows.append(CompareError(ref, result))
+            continue
+        try:
+            rows.extend(model_rows(result, context, precisions, gpus, dict(options, engine=engine)).rows)
+        except HfmemError as exc:
+            if isinstance(exc, UsageError):
+                raise  # a bad option is the same for every model: a usage error, not a row
+            rows.append(CompareError(ref, _with_ref(exc, ref)))
+    return context, rows
 
 
 def card(
@@ -455,3 +496,6 @@ def card(
     names = precisions.split(",") if isinstance(precisions, str) else list(precisions)
     chosen = [resolve_precision(p.strip()) for p in names if p.strip()]
     return build_card(report, contexts, chosen, engine=engine, batch=batch, training=training)
+
+
+_ATTACH_OPTIONS = _attach_option_names()

@@ -344,20 +344,31 @@ def card_cmd(model: str, revision: str | None, token: str | None, timeout: float
 @main.command("compare")
 @click.argument("models", nargs=-1, required=True)
 @common_source_options
-@click.option("--ctx", default="32k", show_default=True, help="Context for KV and inference totals.")
-@click.option("--dtype", "precision", default="auto", show_default=True, help="Weight precision (auto = as stored).")
+@click.option("--ctx", default="32k", show_default=True, callback=_check_ctx, help="Context for KV and inference totals.")
 @click.option("--engine", type=click.Choice(ENGINES), default="vllm", show_default=True)
+@click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default=None, help="KV cache dtype (default auto).")
+@click.option("--batch", type=click.IntRange(min=1), default=None, help="Sequences (default 1).")
+@click.option("--encoder-len", "--encoder-seq", "encoder_len", type=click.IntRange(min=1), default=None, help="Encoder tokens (encoder-decoder models).")
+@planner_options
+@click.option("--jobs", type=click.IntRange(1, MAX_JOBS), default=DEFAULT_JOBS, show_default=True, help="Repos read at once.")
 @click.option("--format", "fmt", type=click.Choice(COMPARE_FORMATS), default="table", show_default=True)
 def compare_cmd(models: tuple[str, ...], revision: str | None, token: str | None, timeout: float | None, debug: bool,
-                ctx: str, precision: str, engine: str, fmt: str) -> None:
-    """MODELS side by side: parameters, active parameters, KV/token, weights, inference and training totals."""
+                ctx: str, precision: str, engine: str, gpu: str | None, jobs: int, fmt: str, **opts: Any) -> None:
+    """MODELS side by side: parameters, active parameters, KV/token, weights, inference and training totals, with
+    every planner option. --dtype and --gpu take comma-separated lists (a precision x GPU matrix). A repo that cannot
+    be read is an error row; the exit code is then 3, as in batch."""
 
     def body() -> None:
         from hfmem.api import compare
+        from hfmem.memory.comparison import CompareError
         from hfmem.render.compare import render_compare
 
-        context, rows = compare(models, ctx=ctx, precision=precision, engine=engine, revision=revision, token=token, timeout=timeout)
+        options = {k: v for k, v in opts.items() if v is not None}
+        context, rows = compare(models, ctx=ctx, precision=precision, engine=engine, gpu=gpu, jobs=jobs, revision=revision,
+                                token=token, timeout=timeout, **options)
         click.echo(render_compare(context, rows, fmt, engine, precision), nl=False)
+        if any(isinstance(r, CompareError) for r in rows):
+            sys.exit(3)
 
     run_guarded(debug, body)
 

@@ -75,7 +75,7 @@ def _examples(path: Path) -> list[tuple[str, list[str]]]:
     for block in re.findall(r"```[a-z]*\n(.*?)```", path.read_text(), re.S):
         lines = block.splitlines()
         for i, line in enumerate(lines):
-            if line.startswith("$ hfmem fixtures/") and "echo" not in line and "&&" not in line:
+            if line.startswith("$ hfmem ") and "fixtures/" in line and "echo" not in line and "&&" not in line:
                 shown = []
                 for out in lines[i + 1:]:
                     if out.startswith("$ "):
@@ -85,7 +85,7 @@ def _examples(path: Path) -> list[tuple[str, list[str]]]:
     return found
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/planner.md"])
+@pytest.mark.parametrize("doc", ["README.md", "docs/planner.md", "docs/cards.md"])
 def test_doc_examples_are_real_output(cli, doc):  # noqa: F811
     """Each shown line is the real output's, in order ("..." stands for lines left out, "(...)" for a cut tail)."""
     examples = _examples(ROOT / doc)

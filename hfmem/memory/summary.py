@@ -116,6 +116,8 @@ class ComparisonRow:
     kv_bytes: int
     inference_total: int
     training: dict[str, int] = field(default_factory=dict)  # "full" | "lora" | "qlora" -> bytes with checkpointing
+    precision: str | None = None  # set when compare was asked for a precision other than as stored, or several
+    fits: list[dict[str, Any]] | None = None  # compare --gpu: one verdict per GPU (hfmem.memory.comparison.GpuFit)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -125,6 +127,10 @@ class ComparisonRow:
         }  # fmt: skip
         for method, value in self.training.items():
             out[f"training_{method}"] = value
+        if self.precision is not None:
+            out["precision"] = self.precision
+        if self.fits is not None:
+            out["fits"] = self.fits
         return out
 
 
