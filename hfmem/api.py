@@ -151,6 +151,9 @@ def attach_sections(
             for c in contexts
         ]
     plan = attach(report, precision=precision, context=plan_context, batch=batch, gpu=gpu_spec, tp=gpus, **planner_kwargs)
+    runs = _hardware(report, plan, gpu_spec, engine) if device == "cuda" else True
+    if not runs:
+        report.setup, report.setups = None, []  # no number of GPUs of this type runs it
     if gpu_spec is not None and device == "cuda" and report.setups is None and not train:
         from hfmem.memory.parallel import from_plan
 
@@ -171,6 +174,35 @@ def attach_sections(
     elif training_options:
         raise TypeError(f"training options {sorted(training_options)} need train=...")
     return report
+
+
+def _hardware(report: Report, plan: Any, gpu: Any, engine: str) -> bool:
+    """``report.hardware`` for --gpu (capabilities; whether it runs the weight precision); without --gpu, the lazy
+    catalog marks GPUs that cannot run the precision as not fitting. Returns whether the asked GPU runs it."""
+    from hfmem.memory.hardware import can_run, hardware_of, precision_key
+
+    key = precision_key(report, plan.precision)
+    if gpu is None:
+        inner = plan._catalog
+        if inner is not None:
+            def catalog() -> Any:
+                rows = inner()
+                refused = []
+                for row in rows:
+                    ok, why = can_run(row.gpu, key, engine)
+                    if not ok and row.fits:
+                        row.fits = False
+                        refused.append(row.gpu.key)
+                if refused:
+                    plan.notes.append(f"fits_on: {', '.join(refused)} hold the bytes but cannot run {key} weights (marked as not fitting)")
+                return rows
+
+            plan._catalog = catalog
+        return True
+    ok, why = can_run(gpu, key, engine)
+    hw = hardware_of(gpu)
+    report.hardware = {"gpu": gpu.key, **(hw.to_dict() if hw else {}), "weight_precision": key, "runs": ok, "note": why or None}
+    return ok
 
 
 def _find_setup(report: Report, gpus_per_node: int | None, gpu: Any, precision: str, context: int, batch: int,
@@ -382,7 +414,7 @@ def check(
         raise UsageError("check needs --gpu (a catalog name or a size such as 24GB)")
     report = analyze_safetensors(ref, ctx=ctx, batch=batch, revision=revision, token=token, timeout=timeout, gpu=gpu, **options)
     assert report.inference is not None  # attach_sections always plans
-    fits = bool(report.inference.fits)
+    fits = bool(report.inference.fits) and (report.hardware or {}).get("runs", True)
     if report.gpus_auto and report.setup is not None:
         fits = report.setup.fits  # pipeline stages: the smallest setup's verdict
     result = CheckResult(report, fits)

@@ -33,6 +33,9 @@ def verdict_lines(report: Report) -> list[str]:
     need = f"needs {fmt_bytes(plan.total_bytes)} of {fmt_bytes(plan.budget_bytes)} {unit}"
     if plan.gpu_util:
         need += f" (gpu-util {plan.gpu_util})"
+    hw = report.hardware or {}
+    if hw.get("runs") is False:
+        return [f"{report.repo}: CANNOT RUN on {_where(plan)} ({how})", f"  why  {hw.get('note')}"]
     staged = report.setup if report.gpus_auto and report.setup is not None and report.setup.pp > 1 else None
     if staged is not None:  # --gpus auto needed pipeline stages: the answer is that setup (the tables are one stage's TP)
         head = f"FITS on {staged.label()} {at} ({how})"
@@ -58,6 +61,8 @@ def verdict_lines(report: Report) -> list[str]:
     else:
         longest = "none"
     rows: list[tuple[str, str]] = [("margin", margin), ("longest context", longest)]
+    if hw.get("note"):
+        rows.append(("runs", hw["note"]))
     if plan.concurrency is not None and plan.fits:
         conc = f"{plan.concurrency:.2f} sequences of {plan.context:,} tokens"
         if plan.kv_pool_tokens is not None:
@@ -96,6 +101,8 @@ def brief_line(report: Report) -> str:
         fits = [r.gpu.key for r in plan.fits_on or [] if r.fits]
         return (f"{report.repo}: {plan.precision} at {plan.context:,} tokens x {plan.batch} needs "
                 f"{fmt_bytes(plan.total_bytes)} per GPU; fits on {', '.join(fits) or 'none of the catalog'}")
+    if (report.hardware or {}).get("runs") is False:
+        return f"{report.repo}: cannot run: {report.hardware['note']}"  # type: ignore[index]
     line = f"{report.repo}: {fit_line(plan)}"
     if report.setups is not None and report.setup is not None and (not plan.fits or report.setup.gpus != plan.gpus):
         line += f"; smallest setup: {report.setup.label()}"
