@@ -162,6 +162,8 @@ def attach_sections(
             report.setups = [report.setup]
         else:  # fewer GPUs may do, or more are needed
             _find_setup(report, gpus_per_node, gpu_spec, precision, plan.context, batch, planner_kwargs)
+    if gpu_spec is not None and device == "cuda" and runs and plan.fits and not train:
+        report.speed = _speed(report, precision, plan, batch, planner_kwargs)
     if train:
         from hfmem.memory.training import METHODS, TrainingSettings, estimate_all
 
@@ -174,6 +176,16 @@ def attach_sections(
     elif training_options:
         raise TypeError(f"training options {sorted(training_options)} need train=...")
     return report
+
+
+def _speed(report: Report, precision: str, plan: Any, batch: int, planner_kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """The roofline at the plan's setup and its concurrency (the batch, or as many sequences as the KV pool holds)."""
+    from hfmem.memory.planner import Planner
+    from hfmem.memory.speed import plan_speed
+
+    sequences = max(batch, int(plan.concurrency or 0))
+    speed = plan_speed(report, Planner(report, precision, tp=plan.gpus, **planner_kwargs), plan.context, sequences)
+    return speed.to_dict() if speed is not None else None
 
 
 def _hardware(report: Report, plan: Any, gpu: Any, engine: str) -> bool:

@@ -40,6 +40,7 @@ class Report:
     # With --gpu: the fewest GPUs of that type that fit (hfmem.memory.parallel), and every layout tried to find it.
     setup: Setup | None = None
     setups: list[Setup] | None = None
+    speed: dict[str, Any] | None = None  # --gpu, fitting on one node: the roofline (hfmem.memory.speed), an upper bound
     hardware: dict[str, Any] | None = None  # --gpu: the GPU's capabilities and whether it runs the precision
     gpus_auto: bool = False  # --gpus auto: the plan is at the smallest setup's TP (its pipeline stages in ``setup``)
 
@@ -64,6 +65,8 @@ class Report:
             out["training"] = self.training.to_dict()
         if self.hardware is not None:
             out["hardware"] = dict(self.hardware)
+        if self.speed is not None:
+            out["speed"] = dict(self.speed)
         if self.setups is not None:
             out["smallest_setup"] = self.setup.to_dict() if self.setup is not None else None
             out["setups_tried"] = [s.to_dict() for s in self.setups]

@@ -70,6 +70,8 @@ def verdict_lines(report: Report) -> list[str]:
         rows.append(("max concurrency", conc))
     if report.setups is not None:
         rows.append(("smallest setup", _setup_line(report)))
+    if report.speed:
+        rows.append(("speed (at most)", speed_line(report.speed)))
     width = max(len(k) for k, _ in rows)
     return [f"{report.repo}: {head}"] + [f"  {k.ljust(width)}  {v}" for k, v in rows]
 
@@ -193,3 +195,15 @@ def check_lines(result: CheckResult) -> list[str]:
     verdict = "fits" if result.disk_fits else "does not fit"
     lines.append(f"{report.repo}: disk: {verdict}: {what}; {fmt_bytes(result.free_bytes)} free at {result.cache_path}")
     return lines
+
+
+def speed_line(speed: dict[str, Any]) -> str:
+    """The roofline in one line, labelled as the upper bound it is."""
+    prefill = speed["prefill_s"]
+    when = f"{prefill:.2f} s" if prefill >= 0.1 else f"{prefill * 1000:.0f} ms"
+    line = f"decode {speed['single_tokens_per_s']:,.0f} tok/s for one sequence"
+    if speed["batch"] > 1:
+        line += (f", {speed['decode_tokens_per_s']:,.0f} each and {speed['aggregate_tokens_per_s']:,.0f} in all for "
+                 f"{speed['batch']} sequences")
+    return (line + f"; prefill of {speed['context']:,} tokens {when} (roofline: {speed['bandwidth_gbs']:g} GB/s, "
+            f"{speed['tflops']:g} TFLOP/s; an upper bound, docs/planner.md)")
