@@ -15,13 +15,13 @@ __version__ = "0.1.0"
 # Resolved lazily so that `import hfmem` (and so `hfmem --help`) imports neither huggingface_hub nor transformers.
 _EXPORTS = {
     "analyze": "hfmem.api", "analyze_safetensors": "hfmem.api", "analyze_gguf": "hfmem.api", "analyze_many": "hfmem.api",
-    "check": "hfmem.api", "compare": "hfmem.api", "card": "hfmem.api", "plot": "hfmem.api", "read_model": "hfmem.api",
+    "check": "hfmem.api", "compare": "hfmem.api", "card": "hfmem.api", "read_model": "hfmem.api",
     "analyze_files": "hfmem.api", "attach_sections": "hfmem.api", "CheckResult": "hfmem.api",
     "Report": "hfmem.report", "GGUFReport": "hfmem.gguf.model", "HfmemError": "hfmem.errors",
 }  # fmt: skip
 
 __all__ = [
-    "__version__", "analyze", "analyze_safetensors", "analyze_gguf", "analyze_many", "check", "compare", "card", "plot",
+    "__version__", "analyze", "analyze_safetensors", "analyze_gguf", "analyze_many", "check", "compare", "card",
     "read_model", "analyze_files", "attach_sections", "CheckResult", "Report", "GGUFReport", "HfmemError",
 ]  # fmt: skip
 
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
         card,
         check,
         compare,
-        plot,
         read_model,
     )
     from hfmem.errors import HfmemError

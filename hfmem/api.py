@@ -24,7 +24,6 @@ from hfmem.report import Report
 if TYPE_CHECKING:
     from hfmem.gguf.model import GGUFReport
     from hfmem.memory.comparison import CompareError
-    from hfmem.memory.curves import Curves
     from hfmem.memory.summary import ComparisonRow, ModelCard
 
 # Keyword options of the training section (``train=`` must be given for them to apply).
@@ -544,39 +543,3 @@ def card(
 
 
 _ATTACH_OPTIONS = _attach_option_names()
-
-
-def plot(
-    ref: str,
-    gpu: str | Sequence[str] | None = None,
-    precisions: str | Sequence[str] = "bf16,fp8,int4",
-    batch: int = 1,
-    engine: str = "vllm",
-    gpus: int = 1,
-    revision: str | None = None,
-    token: str | bool | None = None,
-    timeout: float | None = None,
-    **options: Any,
-) -> Curves:
-    """Memory per GPU against context for each precision (weights, KV cache, activations + overhead, as the planner
-    computes them at powers of two up to the model's limit) and each GPU's budget: what ``hfmem plot`` draws.
-    ``options``: kv_dtype, gpu_util, overhead, max_batched_tokens, prefix_caching, speculative, encoder_len."""
-    from hfmem.memory.curves import memory_curves
-    from hfmem.memory.gpus import parse_size, resolve_gpu
-    from hfmem.memory.parallel import check_tp
-    from hfmem.memory.precision import resolve_precision
-
-    allowed = {"kv_dtype", "gpu_util", "overhead", "max_batched_tokens", "prefix_caching", "speculative", "encoder_len"}
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise TypeError(f"unknown option(s) {', '.join(unknown)}; valid: batch, engine, gpu, gpus, precisions, {', '.join(sorted(allowed))}")
-    if isinstance(options.get("overhead"), str):
-        options["overhead"] = parse_size(options["overhead"], allow_zero=True)
-    report = read_report(ref, revision, token, timeout)
-    if gpus > 1:
-        check_tp(report.architecture, gpus)
-    names = [g.strip() for g in (gpu.split(",") if isinstance(gpu, str) else gpu or []) if g.strip()]
-    chosen = [p.strip() for p in (precisions.split(",") if isinstance(precisions, str) else precisions) if p.strip()]
-    for p in chosen:
-        resolve_precision(p)
-    return memory_curves(report, chosen, [resolve_gpu(g) for g in names], batch=batch, engine=engine, tp=gpus, **options)

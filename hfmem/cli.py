@@ -308,11 +308,8 @@ def check_cmd(model: str, revision: str | None, token: str | None, timeout: floa
 @click.option("--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write the card to FILE.")
 @click.option("--update", "update_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Replace the block between <!-- hfmem:start --> and <!-- hfmem:end --> in FILE (added if absent).")
-@click.option("--svg", "svg_path", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Also write the memory-against-context picture of the card's precisions to FILE (as `hfmem plot`).")
 def card_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, ctx: str,
-             precisions: str, engine: str, no_training: bool, fmt: str, output: str | None, update_path: str | None,
-             svg_path: str | None) -> None:
+             precisions: str, engine: str, no_training: bool, fmt: str, output: str | None, update_path: str | None) -> None:
     """A memory table for MODEL's model card (GitHub Markdown, ready to paste)."""
 
     def body() -> None:
@@ -331,13 +328,6 @@ def card_cmd(model: str, revision: str | None, token: str | None, timeout: float
             text = json.dumps(model_card.to_dict(), indent=2).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
         else:
             text = card_markdown(model_card)
-        if svg_path:
-            from hfmem.api import plot
-            from hfmem.render.svg import render_svg
-
-            Path(svg_path).write_text(render_svg(plot(model, precisions=precisions, engine=engine, revision=revision,
-                                                      token=token, timeout=timeout)))
-            click.echo(f"wrote {svg_path}", err=True)
         if update_path:
             path = Path(update_path)
             path.write_text(update_block(path.read_text(), text))
@@ -379,44 +369,6 @@ def compare_cmd(models: tuple[str, ...], revision: str | None, token: str | None
         click.echo(render_compare(context, rows, fmt, engine, precision), nl=False)
         if any(isinstance(r, CompareError) for r in rows):
             sys.exit(3)
-
-    run_guarded(debug, body)
-
-
-@main.command("plot")
-@click.argument("model")
-@common_source_options
-@click.option("--gpu", default=None, help="GPUs whose budget is drawn, comma-separated (catalog names or sizes).")
-@click.option("--precisions", "--dtype", "precisions", default="bf16,fp8,int4", show_default=True, help="One panel per weight precision.")
-@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True, help="Sequences.")
-@click.option("--engine", type=click.Choice(ENGINES), default="vllm", show_default=True)
-@click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel GPUs (memory per GPU).")
-@click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default=None, help="KV cache dtype (default auto).")
-@click.option("--gpu-util", type=click.FloatRange(min=0.01, max=1.0), default=None, help="vLLM gpu_memory_utilization for the budgets.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write to FILE (default stdout).")
-@click.option("--format", "fmt", type=click.Choice(["svg", "json"]), default="svg", show_default=True, help="svg: the picture; json: its numbers.")
-def plot_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, gpu: str | None,
-             precisions: str, batch: int, engine: str, gpus: int, kv_dtype: str | None, gpu_util: float | None,
-             output: str | None, fmt: str) -> None:
-    """Memory against context for each precision (weights, KV cache, activations + overhead stacked), with each
-    --gpu's budget as a line: a plain SVG, readable in light and dark mode."""
-
-    def body() -> None:
-        import json
-        from pathlib import Path
-
-        from hfmem.api import plot
-        from hfmem.render.svg import render_svg
-
-        options = {k: v for k, v in {"kv_dtype": kv_dtype, "gpu_util": gpu_util}.items() if v is not None}
-        curves = plot(model, gpu=gpu, precisions=precisions, batch=batch, engine=engine, gpus=gpus, revision=revision,
-                      token=token, timeout=timeout, **options)
-        text = render_svg(curves) if fmt == "svg" else json.dumps(curves.to_dict(), indent=2) + "\n"
-        if output:
-            Path(output).write_text(text)
-            click.echo(f"wrote {output}", err=True)
-        else:
-            click.echo(text, nl=False)
 
     run_guarded(debug, body)
 
