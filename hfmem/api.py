@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hfmem.errors import HfmemError, MalformedHeader, NoConfig, NoSafetensors, UsageError
@@ -24,12 +24,20 @@ from hfmem.report import Report
 
 if TYPE_CHECKING:
     from hfmem.gguf.model import GGUFReport
+    from hfmem.memory.comparison import CompareError
     from hfmem.memory.curve import MemoryCurves
     from hfmem.memory.summary import ComparisonRow, ModelCard
 
 # Keyword options of the training section (``train=`` must be given for them to apply).
 TRAINING_OPTIONS = ("seq", "micro_batch", "grad_checkpointing", "optimizer", "train_precision", "lora_rank", "lora_targets",
                     "dora", "zero", "fsdp", "offload", "attn", "chunked_loss", "qlora_upcast")
+
+
+def _attach_option_names() -> frozenset[str]:
+    import inspect
+
+    named = set(inspect.signature(attach_sections).parameters) - {"report", "training_options", "ctx", "precision", "dtype", "gpu"}
+    return frozenset(named - {"train", *TRAINING_OPTIONS})  # compare's training columns are the card's
 
 
 @bulk
@@ -91,7 +99,8 @@ def attach_sections(
     precision: str = "auto",
     dtype: str | None = None,
     gpu: str | None = None,
-    gpus: int = 1,
+    gpus: int | str = 1,
+    gpus_per_node: int | None = None,
     gpu_util: float | None = None,
     overhead: str | int | None = None,
     max_batched_tokens: int | None = None,
@@ -126,30 +135,20 @@ def attach_sections(
         if precision not in ("auto", dtype):
             raise TypeError(f"dtype={dtype!r} and precision={precision!r}: they are the same option (--dtype); give one")
         precision = dtype
-    gpu_obj = resolve_gpu(gpu) if gpu else None
+    gpu_spec = resolve_gpu(gpu) if gpu else None
     version = resolve_version(vllm_version)
 
     def mbt(context: int) -> int:
         # the planner's rule (vLLM's max_num_batched_tokens by version and GPU), so both KV figures agree
         if engine != "vllm" or device == "cpu":
             return max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS
-        return profile_tokens(version, gpu_obj, context, max_batched_tokens)
+        return profile_tokens(version, gpu_spec, context, max_batched_tokens)
 
     contexts = None
     if ctx is not None:
         contexts = list(ctx) if isinstance(ctx, (list, tuple)) else parse_context(ctx, report.architecture)
-        weights_dtype = stored_float_dtype(report.parameters.by_dtype)
-        mtp_layers = mtp_layer_count(report) if speculative == "mtp" else 0
-        # per GPU, split like the planner's: tensor parallel over ``gpus`` (one process on the CPU device)
-        kv_tp = 1 if device == "cpu" else gpus
-        report.kv_cache = [
-            estimate_kv(report.architecture, c, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len,
-                        weights_dtype=weights_dtype, mtp_layers=mtp_layers, tp=kv_tp, prefix_caching=prefix_caching,
-                        max_batched_tokens=mbt(c))
-            for c in contexts
-        ]
     planner_kwargs: dict[str, Any] = dict(
-        engine=engine, device=device, tp=gpus, kv_dtype=kv_dtype, max_batched_tokens=max_batched_tokens,
+        engine=engine, device=device, kv_dtype=kv_dtype, max_batched_tokens=max_batched_tokens,
         encoder_len=encoder_len, speculative=speculative, prefix_caching=prefix_caching,
         max_num_seqs=max_num_seqs, vllm_version=vllm_version, cudagraph=cudagraph,
     )
@@ -160,10 +159,33 @@ def attach_sections(
         planner_kwargs["gpu_util"] = gpu_util
     if overhead is not None:
         planner_kwargs["overhead"] = overhead if isinstance(overhead, int) else parse_size(str(overhead), allow_zero=True)
-    attach(
-        report, precision=precision, context=max(contexts) if contexts else None, batch=batch,
-        gpu=gpu_obj, **planner_kwargs,
-    )
+    plan_context = max(contexts) if contexts else None
+    gpus = _resolve_gpus(report, gpus, gpus_per_node, gpu_spec, precision, plan_context, batch, train, planner_kwargs)
+    if contexts is not None:
+        weights_dtype = stored_float_dtype(report.parameters.by_dtype)
+        mtp_layers = mtp_layer_count(report) if speculative == "mtp" else 0
+        # per GPU, split like the planner's: tensor parallel over ``gpus`` (one process on the CPU device)
+        kv_tp = 1 if device == "cpu" else gpus
+        report.kv_cache = [
+            estimate_kv(report.architecture, c, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len,
+                        weights_dtype=weights_dtype, mtp_layers=mtp_layers, tp=kv_tp, prefix_caching=prefix_caching,
+                        max_batched_tokens=mbt(c))
+            for c in contexts
+        ]
+    plan = attach(report, precision=precision, context=plan_context, batch=batch, gpu=gpu_spec, tp=gpus, **planner_kwargs)
+    runs = _hardware(report, plan, gpu_spec, engine) if device == "cuda" else True
+    if not runs:
+        report.setup, report.setups = None, []  # no number of GPUs of this type runs it
+    if gpu_spec is not None and device == "cuda" and report.setups is None and not train:
+        from hfmem.memory.parallel import from_plan
+
+        if plan.fits and plan.gpus == 1:  # the asked setup is the smallest
+            report.setup = from_plan(plan)
+            report.setups = [report.setup]
+        else:  # fewer GPUs may do, or more are needed
+            _find_setup(report, gpus_per_node, gpu_spec, precision, plan.context, batch, planner_kwargs)
+    if gpu_spec is not None and device == "cuda" and runs and plan.fits and not train:
+        report.speed = _speed(report, precision, plan, batch, planner_kwargs)
     if train:
         from hfmem.memory.training import METHODS, TrainingSettings, estimate_all
 
@@ -176,6 +198,91 @@ def attach_sections(
     elif training_options:
         raise TypeError(f"training options {sorted(training_options)} need train=...")
     return report
+
+
+def _speed(report: Report, precision: str, plan: Any, batch: int, planner_kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """The roofline at the plan's setup and its concurrency (the batch, or as many sequences as the KV pool holds)."""
+    from hfmem.memory.planner import Planner
+    from hfmem.memory.speed import plan_speed
+
+    sequences = max(batch, int(plan.concurrency or 0))
+    speed = plan_speed(report, Planner(report, precision, tp=plan.gpus, **planner_kwargs), plan.context, sequences)
+    return speed.to_dict() if speed is not None else None
+
+
+def _hardware(report: Report, plan: Any, gpu: Any, engine: str) -> bool:
+    """``report.hardware`` for --gpu (capabilities; whether it runs the weight precision); without --gpu, the lazy
+    catalog marks GPUs that cannot run the precision as not fitting. Returns whether the asked GPU runs it."""
+    from hfmem.memory.hardware import can_run, hardware_of, precision_key
+
+    key = precision_key(report, plan.precision)
+    if gpu is None:
+        inner = plan._catalog
+        if inner is not None:
+            def catalog() -> Any:
+                rows = inner()
+                refused = []
+                for row in rows:
+                    ok, why = can_run(row.gpu, key, engine)
+                    if not ok and row.fits:
+                        row.fits = False
+                        refused.append(row.gpu.key)
+                if refused:
+                    plan.notes.append(f"fits_on: {', '.join(refused)} hold the bytes but cannot run {key} weights (marked as not fitting)")
+                return rows
+
+            plan._catalog = catalog
+        return True
+    ok, why = can_run(gpu, key, engine)
+    hw = hardware_of(gpu)
+    report.hardware = {"gpu": gpu.key, **(hw.to_dict() if hw else {}), "weight_precision": key, "runs": ok, "note": why or None}
+    return ok
+
+
+def _find_setup(report: Report, gpus_per_node: int | None, gpu: Any, precision: str, context: int, batch: int,
+                planner_kwargs: dict[str, Any]) -> None:
+    """``report.setup``: the fewest GPUs of type ``gpu`` that fit at ``context`` x ``batch`` (valid TP sizes, then
+    pipeline stages over nodes); ``report.setups``: every layout tried."""
+    from hfmem.memory.parallel import DEFAULT_GPUS_PER_NODE, smallest_setup
+    from hfmem.memory.planner import Planner
+
+    def make(tp: int) -> Planner:
+        return Planner(report, precision, tp=tp, **planner_kwargs)
+
+    report.setup, report.setups = smallest_setup(make, gpu, context, batch, gpus_per_node or DEFAULT_GPUS_PER_NODE)
+
+
+def _resolve_gpus(report: Report, gpus: int | str, gpus_per_node: int | None, gpu: Any, precision: str,
+                  context: int | None, batch: int, train: str | None, planner_kwargs: dict[str, Any]) -> int:
+    """The tensor-parallel size to plan at: ``gpus`` checked as vLLM checks it (a usage error naming the valid sizes),
+    or for ``gpus="auto"`` that of the smallest setup that fits (the largest valid size when pipeline stages are needed
+    or nothing fits)."""
+    from hfmem.memory.parallel import DEFAULT_GPUS_PER_NODE, check_tp, valid_tp_sizes
+
+    per_node = gpus_per_node or DEFAULT_GPUS_PER_NODE
+    if per_node < 1:
+        raise UsageError("--gpus-per-node must be at least 1")
+    if isinstance(gpus, str) and gpus.strip().lower() != "auto":
+        try:
+            gpus = int(gpus)
+        except ValueError:
+            raise UsageError(f"--gpus {gpus!r}: a number of GPUs or auto") from None
+    if isinstance(gpus, int):
+        if gpus < 1:
+            raise UsageError("--gpus must be at least 1")
+        if train is None and planner_kwargs["device"] == "cuda":  # with --train, --gpus counts data-parallel GPUs
+            check_tp(report.architecture, gpus)
+        return gpus
+    if train is not None:
+        raise UsageError("--gpus auto plans inference; with --train give the number of data-parallel GPUs")
+    if gpu is None or planner_kwargs["device"] != "cuda":
+        raise UsageError("--gpus auto needs --gpu (the GPU type to count) and the cuda device")
+    ctx = context or report.architecture.max_position_embeddings or 4096
+    report.gpus_auto = True
+    _find_setup(report, per_node, gpu, precision, ctx, batch, planner_kwargs)
+    if report.setup is not None:
+        return report.setup.tp
+    return valid_tp_sizes(report.architecture, per_node)[-1]
 
 
 def _with_ref(exc: HfmemError, ref: str) -> HfmemError:
@@ -301,19 +408,28 @@ def analyze_safetensors(
 
 @dataclass
 class CheckResult:
-    """``hfmem check``: whether the model fits the GPU (``fits``) and whether its download fits the disk of the HF
-    cache (``disk_fits``; always true for local folders), with one line each saying why."""
+    """``hfmem check``: two separate verdicts. ``fits``: the model fits the GPU (always checked). ``disk_fits``: the
+    download fits the free space of the disk checked (``disk_path``), or None when the disk was not asked for
+    (``disk=``). ``download_bytes`` is what a download for serving fetches (the safetensors weights and the small
+    files beside them, hfmem.hub.download), ``snapshot_bytes`` every file of the repo."""
 
     report: Report
     fits: bool
-    disk_fits: bool
-    download_bytes: int | None
-    free_bytes: int | None
-    cache_path: str | None
+    disk_fits: bool | None = None
+    download_bytes: int | None = None
+    free_bytes: int | None = None
+    cache_path: str | None = None
+    snapshot_bytes: int | None = None
+    skipped_files: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.fits and self.disk_fits
+        return self.fits and self.disk_fits is not False
+
+    @property
+    def exit_code(self) -> int:
+        """0 both fine; 1 the GPU does not fit; 4 the disk is too small; 5 both."""
+        return (0 if self.fits else 1) + (4 if self.disk_fits is False else 0)
 
 
 def check(
@@ -324,21 +440,34 @@ def check(
     revision: str | None = None,
     token: str | bool | None = None,
     timeout: float | None = None,
+    disk: str | bool | None = None,
     **options: Any,
 ) -> CheckResult:
-    """Pre-download check: does ``ref`` fit ``gpu`` (a catalog name or a size such as "24GB") at ``ctx``, and does
-    its download fit the disk of the HF cache? Options as :func:`analyze`."""
-    from hfmem.hub.disk import cache_free_bytes, hub_download_bytes
-
+    """Pre-download check: does ``ref`` fit ``gpu`` (a catalog name or a size such as "24GB") at ``ctx``? With
+    ``disk`` (True: the HF cache's disk; a path: that disk), does its download also fit the free space there (a
+    separate verdict)? Options as :func:`analyze`."""
     if not gpu:
         raise UsageError("check needs --gpu (a catalog name or a size such as 24GB)")
     report = analyze_safetensors(ref, ctx=ctx, batch=batch, revision=revision, token=token, timeout=timeout, gpu=gpu, **options)
     assert report.inference is not None  # attach_sections always plans
-    if report.source == "hub":
-        download = hub_download_bytes(report.repo, report.revision or revision, token, timeout)
-        path, free = cache_free_bytes()
-        return CheckResult(report, bool(report.inference.fits), download <= free, download, free, path)
-    return CheckResult(report, bool(report.inference.fits), True, report.download_bytes, None, None)
+    fits = bool(report.inference.fits) and (report.hardware or {}).get("runs", True)
+    if report.gpus_auto and report.setup is not None:
+        fits = report.setup.fits  # pipeline stages: the smallest setup's verdict
+    result = CheckResult(report, fits)
+    if disk is None or disk is False:
+        return result
+    from hfmem.hub.disk import cache_free_bytes, hub_files
+    from hfmem.hub.download import select
+
+    if report.source != "hub":  # a local folder or cached snapshot: nothing to download
+        result.disk_fits, result.download_bytes, result.snapshot_bytes = True, 0, report.download_bytes
+        return result
+    plan = select(hub_files(report.repo, report.revision or revision, token, timeout))
+    path, free = cache_free_bytes(disk if isinstance(disk, str) and disk else None)
+    result.download_bytes, result.snapshot_bytes, result.skipped_files = plan.needed_bytes, plan.snapshot_bytes, plan.skipped
+    result.free_bytes, result.cache_path = free, path
+    result.disk_fits = plan.needed_bytes <= free
+    return result
 
 
 def analyze_many(
@@ -369,15 +498,48 @@ def compare(
     revision: str | None = None,
     token: str | bool | None = None,
     timeout: float | None = None,
-) -> tuple[int, list[ComparisonRow]]:
-    """Models side by side at one context (the first model's reading of ``ctx``): parameters, KV per token,
-    weights, inference and training totals. Returns (context, one row per model)."""
+    *,
+    dtype: str | None = None,
+    gpu: str | None = None,
+    jobs: int = 8,
+    **options: Any,
+) -> tuple[int, list[ComparisonRow | CompareError]]:
+    """Models side by side at one context (the first readable model's reading of ``ctx``): parameters, KV per token,
+    weights, inference and training totals, with every option of :func:`attach_sections` (kv_dtype, batch, gpus,
+    gpu_util, ...). ``dtype``/``precision`` and ``gpu`` may list several, comma-separated: one row per model and
+    precision, one verdict per GPU in the row's ``fits``. A repo that cannot be read is a
+    :class:`hfmem.memory.comparison.CompareError` in its place. Returns (context, rows)."""
+    from hfmem.batch import run_many
+    from hfmem.memory.comparison import CompareError, model_rows, split
     from hfmem.memory.kv import parse_context
-    from hfmem.memory.summary import compare_rows
 
-    reports = [read_report(ref, revision, token, timeout) for ref in refs]
-    context = parse_context(ctx, reports[0].architecture)[0]
-    return context, compare_rows(reports, context, precision, engine)
+    if dtype is not None:
+        if precision not in ("auto", dtype):
+            raise TypeError(f"dtype={dtype!r} and precision={precision!r}: they are the same option (--dtype); give one")
+        precision = dtype
+    unknown = sorted(set(options) - _ATTACH_OPTIONS)
+    if unknown:
+        raise TypeError(f"unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(_ATTACH_OPTIONS | {'dtype', 'gpu', 'jobs'}))}")
+    results = run_many(refs, jobs, revision=revision, token=token, timeout=timeout, fn=read_report)
+    first = next((r for r in results if isinstance(r, Report)), None)
+    if first is not None:
+        context = parse_context(ctx, first.architecture)[0]
+    else:
+        context = 0 if str(ctx).strip().lower() == "max" else parse_context(ctx)[0]
+    precisions = split(precision) or ["auto"]
+    gpus = split(gpu)
+    rows: list[ComparisonRow | CompareError] = []
+    for ref, result in zip(refs, results):
+        if isinstance(result, HfmemError):
+            rows.append(CompareError(ref, result))
+            continue
+        try:
+            rows.extend(model_rows(result, context, precisions, gpus, dict(options, engine=engine)).rows)
+        except HfmemError as exc:
+            if isinstance(exc, UsageError):
+                raise  # a bad option is the same for every model: a usage error, not a row
+            rows.append(CompareError(ref, _with_ref(exc, ref)))
+    return context, rows
 
 
 def card(
@@ -443,3 +605,6 @@ def memory_curves(
     if gpu_util is not None:
         options["gpu_util"] = gpu_util
     return build_curves(report, chosen, contexts, resolved, engine=engine, batch=batch, **options)
+
+
+_ATTACH_OPTIONS = _attach_option_names()

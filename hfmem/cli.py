@@ -11,7 +11,7 @@ import click
 
 from hfmem import __version__
 from hfmem.batch import DEFAULT_JOBS, MAX_JOBS
-from hfmem.errors import HfmemError, redact
+from hfmem.errors import HfmemError, UsageError, redact
 from hfmem.memory.gpus import DEVICES
 from hfmem.memory.kv import ENGINES, KV_DTYPES, SPECULATIVE
 from hfmem.memory.kv.llamacpp import DEFAULTS as LLAMACPP_DEFAULTS
@@ -128,6 +128,19 @@ def _check_ctx(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return value
 
 
+def _check_gpus(ctx: click.Context, param: click.Parameter, value: str | None) -> int | str | None:
+    """--gpus N (a positive integer) or auto; whether vLLM accepts N for the model is checked once it is read."""
+    if value is None or value.strip().lower() == "auto":
+        return value and "auto"
+    try:
+        n = int(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a number of GPUs or auto") from None
+    if n < 1:
+        raise click.BadParameter("must be at least 1")
+    return n
+
+
 def kv_options(f: Callable) -> Callable:
     f = click.option("--encoder-len", "--encoder-seq", "encoder_len", type=click.IntRange(min=1), default=None,
                      help="Encoder-decoder models: encoder tokens for the cross-attention cache (default: the model's max source length) "
@@ -145,8 +158,11 @@ def kv_options(f: Callable) -> Callable:
 def planner_options(f: Callable) -> Callable:
     f = click.option("--dtype", "precision", default="auto", show_default=True,
                      help="Weight precision: auto (as stored), fp32, bf16, fp8, fp8-block, int8, int4 (AWQ), gptq, nf4, nf4-nodq, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m.")(f)
-    f = click.option("--gpu", default=None, help="A catalog GPU (4090, a100-80gb, h100...) or a size (24GB = 10^9 bytes, 80GiB = 2^30); with --device cpu, the RAM size.")(f)
-    f = click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel GPUs (weights and KV heads split N ways).")(f)
+    f = click.option("--gpu", default=None, help="A catalog GPU (4090, a100-80gb, h100...) or a size, binary as VRAM is sold (24GB = 24GiB = 24 x 2^30 bytes; 24e9B for decimal); with --device cpu, the RAM size.")(f)
+    f = click.option("--gpus", default="1", show_default=True, callback=_check_gpus,
+                     help="Tensor-parallel GPUs (weights and KV heads split N ways; N must be a size vLLM accepts for the model), "
+                          "or auto: the fewest GPUs of --gpu's type that fit (pipeline stages across nodes beyond --gpus-per-node).")(f)
+    f = click.option("--gpus-per-node", type=click.IntRange(min=1), default=None, help="GPUs per node for --gpus auto (default 8).")(f)
     f = click.option("--gpu-util", type=click.FloatRange(min=0.01, max=1.0), default=None,
                      help="vLLM gpu_memory_utilization (default: the --vllm-version's, 0.9 up to 0.19, 0.92 from 0.25).")(f)
     f = click.option("--overhead", default=None,
@@ -186,6 +202,11 @@ def _options(opts: dict[str, Any]) -> dict[str, Any]:
     only travel with --train."""
     from hfmem.api import TRAINING_OPTIONS
 
+    alias = opts.pop("train_precision_alias", None)
+    if alias is not None:
+        if opts.get("train_precision") not in (None, alias):
+            raise click.BadParameter("--precision is the former name of --train-precision; give one", param_hint="--precision")
+        opts["train_precision"] = alias
     return {k: v for k, v in opts.items() if v is not None and (opts.get("train") or k not in TRAINING_OPTIONS)}
 
 
@@ -199,8 +220,11 @@ def training_options(f: Callable) -> Callable:
         click.option("--micro-batch", type=click.IntRange(min=1), default=1, show_default=True, help="Sequences per GPU per step."),
         click.option("--grad-checkpointing/--no-grad-checkpointing", default=None, help="Default: off for full/lora, on for qlora."),
         click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True),
-        click.option("--precision", "train_precision", type=click.Choice(TRAINING_PRECISIONS), default="mixed-bf16", show_default=True,
-                     help="mixed = fp32 master + 16-bit compute (ZeRO); bf16 = everything bf16; amp-bf16 = fp32 model under autocast."),
+        click.option("--train-precision", "train_precision", type=click.Choice(TRAINING_PRECISIONS), default=None,
+                     help="Training precision (default mixed-bf16): mixed = fp32 master + 16-bit compute (ZeRO); bf16 = "
+                          "everything bf16; amp-bf16 = fp32 model under autocast."),
+        # The former name; hidden because the API's precision= is the weight precision (--dtype).
+        click.option("--precision", "train_precision_alias", type=click.Choice(TRAINING_PRECISIONS), default=None, hidden=True),
         click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True),
         click.option("--lora-targets", default="all-linear", show_default=True, help="all-linear or module names, e.g. q_proj,v_proj (PEFT semantics)."),
         click.option("--dora", is_flag=True, help="DoRA: adds a magnitude vector per adapted Linear."),
@@ -229,20 +253,34 @@ def training_options(f: Callable) -> Callable:
 @click.option("--llamacpp-defaults", type=click.Choice(list(LLAMACPP_DEFAULTS)), default=None,
               help="GGUF models: whose llama.cpp context defaults shape the cache (default llama-server: unified KV, "
                    "window-sized SWA; llama-cpp-python: a KV stream per sequence, full-size SWA).")
+@click.option("-v", "--verbose", is_flag=True, help="With --gpu: every table after the verdict (every precision, term and catalog GPU).")
+@click.option("--brief", is_flag=True, help="One line: the verdict (what `hfmem check` prints, without the disk).")
 def analyze_cmd(
     model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, fmt: str,
-    gguf_file: str | None, quant: str | None, **opts: Any,
+    gguf_file: str | None, quant: str | None, verbose: bool, brief: bool, **opts: Any,
 ) -> None:  # fmt: skip
     """Architecture, exact parameters, stored bytes, weights per precision and the inference plan of MODEL
-    (repo id, folder, or .gguf file); KV cache with --ctx."""
+    (repo id, folder, or .gguf file); KV cache with --ctx. With --gpu the answer comes first: fits or not, the
+    margin, the longest context, the concurrency and the smallest setup that fits."""
     _require_ctx(opts)
+    if brief and (verbose or fmt != "table"):
+        raise click.BadParameter("is one line of text: not with -v or --format", param_hint="--brief")
 
     def body() -> None:
         from hfmem.api import analyze
         from hfmem.render.text import render
 
         report = analyze(model, revision=revision, token=token, timeout=timeout, gguf_file=gguf_file, quant=quant, **_options(opts))
-        click.echo(render(report, fmt))
+        if brief:
+            from hfmem.report import Report
+
+            if not isinstance(report, Report):
+                raise UsageError("--brief is for safetensors models (GGUF reports have no plan)")
+            from hfmem.render.verdict import brief_line
+
+            click.echo(one_line(brief_line(report)))
+            return
+        click.echo(render(report, fmt, verbose))
 
     run_guarded(debug, body)
 
@@ -253,20 +291,25 @@ def analyze_cmd(
 @kv_options
 @planner_options
 @training_options
-def check_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, **opts: Any) -> None:
-    """Pre-download check for scripts and CI: exit 0 if MODEL fits --gpu at --ctx and its download fits the HF
-    cache's disk, 1 if not; one line says why."""
+@click.option("--disk", is_flag=False, flag_value="", default=None, metavar="[PATH]",
+              help="Also check that the download fits the free space of PATH's disk (default: the HF cache's); a separate verdict and exit code.")
+def check_cmd(model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool,
+              disk: str | None, **opts: Any) -> None:
+    """Pre-download check for scripts and CI: exit 0 if MODEL fits --gpu at --ctx, 1 if not; with --disk, 4 if the
+    download does not fit the disk, 5 if neither fits. One line per verdict says why."""
     _require_ctx(opts)
 
     def body() -> None:
         from hfmem.api import check
-        from hfmem.render.plan import check_line
+        from hfmem.render.verdict import check_lines
 
         options = _options(opts)
-        result = check(model, gpu=options.pop("gpu", None), revision=revision, token=token, timeout=timeout, **options)
-        click.echo(one_line(check_line(result)))
-        if not result.ok:
-            sys.exit(1)
+        result = check(model, gpu=options.pop("gpu", None), revision=revision, token=token, timeout=timeout,
+                       disk=disk if disk is None else (disk or True), **options)
+        for line in check_lines(result):
+            click.echo(one_line(line))
+        if result.exit_code:
+            sys.exit(result.exit_code)
 
     run_guarded(debug, body)
 
@@ -328,20 +371,31 @@ def card_cmd(model: str, revision: str | None, token: str | None, timeout: float
 @main.command("compare")
 @click.argument("models", nargs=-1, required=True)
 @common_source_options
-@click.option("--ctx", default="32k", show_default=True, help="Context for KV and inference totals.")
-@click.option("--dtype", "precision", default="auto", show_default=True, help="Weight precision (auto = as stored).")
+@click.option("--ctx", default="32k", show_default=True, callback=_check_ctx, help="Context for KV and inference totals.")
 @click.option("--engine", type=click.Choice(ENGINES), default="vllm", show_default=True)
+@click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default=None, help="KV cache dtype (default auto).")
+@click.option("--batch", type=click.IntRange(min=1), default=None, help="Sequences (default 1).")
+@click.option("--encoder-len", "--encoder-seq", "encoder_len", type=click.IntRange(min=1), default=None, help="Encoder tokens (encoder-decoder models).")
+@planner_options
+@click.option("--jobs", type=click.IntRange(1, MAX_JOBS), default=DEFAULT_JOBS, show_default=True, help="Repos read at once.")
 @click.option("--format", "fmt", type=click.Choice(COMPARE_FORMATS), default="table", show_default=True)
 def compare_cmd(models: tuple[str, ...], revision: str | None, token: str | None, timeout: float | None, debug: bool,
-                ctx: str, precision: str, engine: str, fmt: str) -> None:
-    """MODELS side by side: parameters, active parameters, KV/token, weights, inference and training totals."""
+                ctx: str, precision: str, engine: str, gpu: str | None, jobs: int, fmt: str, **opts: Any) -> None:
+    """MODELS side by side: parameters, active parameters, KV/token, weights, inference and training totals, with
+    every planner option. --dtype and --gpu take comma-separated lists (a precision x GPU matrix). A repo that cannot
+    be read is an error row; the exit code is then 3, as in batch."""
 
     def body() -> None:
         from hfmem.api import compare
+        from hfmem.memory.comparison import CompareError
         from hfmem.render.compare import render_compare
 
-        context, rows = compare(models, ctx=ctx, precision=precision, engine=engine, revision=revision, token=token, timeout=timeout)
+        options = {k: v for k, v in opts.items() if v is not None}
+        context, rows = compare(models, ctx=ctx, precision=precision, engine=engine, gpu=gpu, jobs=jobs, revision=revision,
+                                token=token, timeout=timeout, **options)
         click.echo(render_compare(context, rows, fmt, engine, precision), nl=False)
+        if any(isinstance(r, CompareError) for r in rows):
+            sys.exit(3)
 
     run_guarded(debug, body)
 

@@ -10,6 +10,7 @@ from hfmem.model.inventory import CountedTensor, Parameters
 
 if TYPE_CHECKING:
     from hfmem.memory.kv import KVCacheEstimate
+    from hfmem.memory.parallel import Setup
     from hfmem.memory.planner import InferencePlan
     from hfmem.memory.precision import WeightsByPrecision
     from hfmem.memory.training import TrainingReport
@@ -36,6 +37,12 @@ class Report:
     inference: InferencePlan | None = None
     download_bytes: int | None = None  # local folders: bytes on disk; Hub repos: see hfmem.check
     training: TrainingReport | None = None
+    # With --gpu: the fewest GPUs of that type that fit (hfmem.memory.parallel), and every layout tried to find it.
+    setup: Setup | None = None
+    setups: list[Setup] | None = None
+    speed: dict[str, Any] | None = None  # --gpu, fitting on one node: the roofline (hfmem.memory.speed), an upper bound
+    hardware: dict[str, Any] | None = None  # --gpu: the GPU's capabilities and whether it runs the precision
+    gpus_auto: bool = False  # --gpus auto: the plan is at the smallest setup's TP (its pipeline stages in ``setup``)
 
     def to_dict(self, catalog: bool = True) -> dict[str, Any]:
         """The JSON contract (docs/json.md): stable keys that scripts rely on. One context gives ``kv_cache`` as an
@@ -56,6 +63,13 @@ class Report:
             out["download_bytes"] = self.download_bytes
         if self.training is not None:
             out["training"] = self.training.to_dict()
+        if self.hardware is not None:
+            out["hardware"] = dict(self.hardware)
+        if self.speed is not None:
+            out["speed"] = dict(self.speed)
+        if self.setups is not None:
+            out["smallest_setup"] = self.setup.to_dict() if self.setup is not None else None
+            out["setups_tried"] = [s.to_dict() for s in self.setups]
         out["notes"] = list(self.notes)
         out["warnings"] = list(self.warnings)
         return out

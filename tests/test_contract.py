@@ -18,6 +18,7 @@ GOLDEN = Path(__file__).parent / "golden" / "contract"
 
 CASES = {
     "qwen2-7b-gpu": ("Qwen/Qwen2-7B-Instruct", ["--ctx", "32k", "--gpu", "4090"]),
+    "qwen2-7b-gpu-verbose": ("Qwen/Qwen2-7B-Instruct", ["--ctx", "32k", "--gpu", "3060", "-v"]),
     "qwen2-7b-train": ("Qwen/Qwen2-7B-Instruct", ["--ctx", "4k,32k", "--train", "all", "--gpu", "24GB", "--dtype", "int4"]),
     "mixtral-transformers": ("mistralai/Mixtral-8x7B-v0.1", ["--ctx", "8k", "--engine", "transformers", "--batch", "2"]),
     "deepseek-v2-lite-tp": ("deepseek-ai/DeepSeek-V2-Lite-Chat", ["--ctx", "32k", "--gpu", "h100", "--gpus", "2"]),

@@ -109,8 +109,8 @@ def test_gguf_ctx_max_with_a_string_context_length_is_a_malformed_header(tmp_pat
 def test_check_keeps_the_clients_retry_logs_off_stderr(hub_env, stub_repo, cli):
     hub_env.add_repo(SMALL, RepoSpec(root=stub_repo(SMALL)))
     hub_env.rate_limit_once = {"/tree/"}  # the file listing that sizes the download: one 429, Retry-After 1
-    out = cli(["check", SMALL, "--gpu", "80GB", "--timeout", "5"])
+    out = cli(["check", SMALL, "--gpu", "80GB", "--timeout", "5", "--disk"])
     assert out.returncode == 0, (out.stdout, out.stderr)
     assert out.stderr == "", out.stderr
-    assert len(out.stdout.strip().splitlines()) == 1 and "fits" in out.stdout
+    assert len(out.stdout.strip().splitlines()) == 2 and "fits" in out.stdout and ": disk: fits" in out.stdout
     assert [r.status for r in hub_env.requests if "/tree/" in r.path] == [429, 200]

@@ -63,3 +63,71 @@ def test_api_takes_the_cli_name_dtype_and_names_a_typo(stub_repo):
         hfmem.analyze(path, kv_dtpye="fp8")
     with pytest.raises(TypeError, match="same option"):
         hfmem.analyze(path, dtype="int4", precision="fp8")
+
+
+def _api_keywords() -> set[str]:
+    import inspect
+
+    from hfmem.api import TRAINING_OPTIONS, analyze, attach_sections
+
+    names = set(inspect.signature(analyze).parameters) | set(inspect.signature(attach_sections).parameters) | set(TRAINING_OPTIONS)
+    return names | {"llamacpp_defaults"}
+
+
+def test_every_cli_option_of_analyze_is_an_api_keyword_of_the_same_name():
+    """The API takes exactly the CLI's option names: --kv-dtype is kv_dtype=, --dtype is dtype=, --train-precision is
+    train_precision=, --no-prefix-caching is prefix_caching=False (only output and diagnostics options are CLI-only)."""
+    from hfmem.cli import main as cli_main
+
+    keywords = _api_keywords()
+    cli_only = {"format", "debug", "help", "verbose", "brief"}  # how the answer is printed
+    missing = []
+    for param in cli_main.commands["analyze"].params:
+        if getattr(param, "hidden", False) or param.param_type_name == "argument":
+            continue
+        longs = [o for o in param.opts if o.startswith("--")]
+        name = longs[0][2:].replace("-", "_").removeprefix("no_")
+        if name not in cli_only and name not in keywords:
+            missing.append(longs[0])
+    assert not missing, f"CLI options without an API keyword of the same name: {missing}"
+
+
+def test_train_precision_is_the_cli_name_and_the_old_one_still_works(stub_repo, cli):  # noqa: F811
+    path = str(stub_repo(QWEN))
+    new = cli([path, "--train", "full", "--train-precision", "bf16", "--format", "json"])
+    old = cli([path, "--train", "full", "--precision", "bf16", "--format", "json"])
+    default = cli([path, "--train", "full", "--format", "json"])
+    assert new.returncode == old.returncode == default.returncode == 0, new.stderr + old.stderr
+    assert json.loads(new.stdout)["training"] == json.loads(old.stdout)["training"] != json.loads(default.stdout)["training"]
+    api = hfmem.analyze(path, train="full", train_precision="bf16")
+    assert isinstance(api, hfmem.Report) and api.to_dict()["training"] == json.loads(new.stdout)["training"]
+    with pytest.raises(TypeError, match="train_precison.*valid: .*train_precision"):
+        hfmem.analyze(path, train="full", train_precison="bf16")
+
+
+def test_gpu_size_is_binary_like_the_catalog(hub_env, stub_repo, cli):  # noqa: F811
+    """--gpu 24GB is the catalog's 24 GB card (24 GiB; the RTX 4090 reports 23.99 GiB), not 22.35 GiB; 24e9B is
+    decimal. At a context where the 4090 just fits (margin under 1 GiB), 24GB gives the same verdict."""
+    hub_env.add_repo(QWEN, RepoSpec(root=stub_repo(QWEN)))
+
+    def plan(gpu: str, ctx: str) -> dict:
+        out = cli([QWEN, "--ctx", ctx, "--gpu", gpu, "--format", "json"])
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["inference"]
+
+    card, typed, decimal = plan("4090", "32k"), plan("24GB", "32k"), plan("24e9B", "32k")
+    assert typed["gpu"]["memory_bytes"] == 24 * 2**30 and decimal["gpu"]["memory_bytes"] == 24 * 10**9
+    assert abs(typed["gpu"]["memory_bytes"] - card["gpu"]["memory_bytes"]) < 0.01 * card["gpu"]["memory_bytes"]
+    # the longest context on a 4090: 24GB answers within 1 % of it, 24e9B (22.35 GiB) 7 % below it
+    assert abs(typed["max_context"] - card["max_context"]) <= 0.01 * card["max_context"] or typed["max_context_capped"]
+    bf16 = {g: plan(g, "32k") for g in ("4090", "24GB", "24e9B")}
+    assert bf16["4090"]["fits"] == bf16["24GB"]["fits"]
+    # find a batch where the 4090 fits with less than 1 GiB to spare: 24GB agrees, 24e9B does not
+    for batch in range(1, 64):
+        out = {g: json.loads(cli([QWEN, "--ctx", "32k", "--batch", str(batch), "--gpu", g, "--format", "json"]).stdout)["inference"]
+               for g in ("4090", "24GB", "24e9B")}
+        if out["4090"]["fits"] and out["4090"]["margin_bytes"] < 2**30:
+            assert out["24GB"]["fits"] and not out["24e9B"]["fits"]
+            break
+    else:
+        pytest.fail("no batch puts the 4090 near its limit")

@@ -16,7 +16,7 @@ import hfmem
 from hfmem.hub import disk as disk_mod
 from hfmem.memory import planner as planner_mod
 from hfmem.cli import main
-from hfmem.memory.gpus import CATALOG, GB, GiB, parse_size, resolve_gpu
+from hfmem.memory.gpus import CATALOG, GiB, parse_size, resolve_gpu
 from hfmem.hub.disk import folder_size
 from hfmem.memory.planner import Planner, shard
 from hfmem.render.plan import fit_line
@@ -124,7 +124,7 @@ def test_cpu_ram(stub_repo):
     plan = p.plan(4096, 1, resolve_gpu("32GB"))
     assert plan.engine == "transformers" and plan.gpu_util is None
     assert plan.overhead_bytes == planner_mod.DEFAULT_OVERHEAD["cpu"]
-    assert plan.budget_bytes == 32 * GB and "rotary cos/sin cache" not in plan.weight_terms
+    assert plan.budget_bytes == 32 * GiB and "rotary cos/sin cache" not in plan.weight_terms
     assert plan.total_bytes == 2 * 7_615_616_512 + 57_344 * 4096 + plan.activation_bytes + plan.overhead_bytes
     assert plan.fits
 
@@ -188,7 +188,8 @@ def test_vocab_padding_under_tp():
 def test_catalog_and_sizes():
     assert resolve_gpu("4090").key == "rtx4090" and resolve_gpu("RTX 4090").key == "rtx4090"
     assert resolve_gpu("h100").memory_bytes == int(79.65 * GiB)
-    assert parse_size("24GB") == 24 * 10**9 and parse_size("80GiB") == 80 * 2**30
+    assert parse_size("24GB") == parse_size("24GiB") == parse_size("24") == 24 * 2**30 and parse_size("80GiB") == 80 * 2**30
+    assert parse_size("24e9B") == 24 * 10**9 and parse_size("85520809984B") == 85_520_809_984
     custom = resolve_gpu("80GiB")
     assert custom.memory_bytes == 80 * GiB and custom.kind == "custom"
     with pytest.raises(hfmem.errors.UsageError):
@@ -214,7 +215,7 @@ def test_json_sections(stub_repo):
 
 
 def test_table_shows_every_term(stub_repo):
-    out = CliRunner().invoke(main, [str(stub_repo(QWEN)), "--gpu", "4090", "--ctx", "32k"]).output
+    out = CliRunner().invoke(main, [str(stub_repo(QWEN)), "--gpu", "4090", "--ctx", "32k", "-v"]).output
     for label in ("Weights by precision", "KV cache", "torch peak memory increase", "non-torch forward increase memory",
                   "CUDA graph memory", "total", "Fit", "Available KV cache memory", "GPU KV cache size",
                   "Maximum concurrency for 32,768 tokens per request"):
@@ -251,16 +252,21 @@ def test_check_hub_repo_download_size(hub_env, stub_repo):
     root = stub_repo(QWEN)
     hub_env.add_repo(QWEN, RepoSpec(root=root))
     assert disk_mod.hub_download_bytes(QWEN) == folder_size(root)
-    ok = _check(QWEN, "--gpu", "h100", "--ctx", "32k")
+    ok = _check(QWEN, "--gpu", "h100", "--ctx", "32k", "--disk")
     assert ok.returncode == 0, ok.stderr
-    assert "download " in ok.stdout and "free at" in ok.stdout and len(ok.stdout.strip().splitlines()) == 1
+    gpu, disk = ok.stdout.strip().splitlines()
+    assert "download " in disk and "free at" in disk and "download" not in gpu
 
 
 def test_check_fails_when_disk_is_too_small(hub_env, stub_repo, monkeypatch):
     hub_env.add_repo(QWEN, RepoSpec(root=stub_repo(QWEN)))
-    monkeypatch.setattr(disk_mod, "cache_free_bytes", lambda: ("/tiny", 1000))
-    result = CliRunner().invoke(main, ["check", QWEN, "--gpu", "h100", "--ctx", "4k"])
-    assert result.exit_code == 1 and "not enough disk" in result.output
+    monkeypatch.setattr(disk_mod, "cache_free_bytes", lambda where=None: ("/tiny", 1000))
+    result = CliRunner().invoke(main, ["check", QWEN, "--gpu", "h100", "--ctx", "4k", "--disk"])
+    assert result.exit_code == 4 and ": disk: does not fit" in result.output
+    both = CliRunner().invoke(main, ["check", QWEN, "--gpu", "3060", "--ctx", "4k", "--disk"])
+    assert both.exit_code == 5 and "does not fit" in both.output.splitlines()[0]
+    gpu_only = CliRunner().invoke(main, ["check", QWEN, "--gpu", "h100", "--ctx", "4k"])  # no --disk: no disk verdict
+    assert gpu_only.exit_code == 0 and "disk" not in gpu_only.output
 
 
 def test_mtp_layers_left_out_of_inference_unless_speculative():

@@ -3,6 +3,11 @@
 Vendors quote memory in GB (10**9) or GiB (2**30) inconsistently; the catalog stores the usable device memory in
 bytes as the driver reports it for the common SKU (e.g. an H100 80GB shows 79.6 GiB = 85,520,809,984 bytes via
 ``torch.cuda.mem_get_info``), and everything hfmem prints is GiB (2**30).
+
+A size typed by the user (``--gpu 24GB``) is binary: GPU memory is built from DRAM chips of 2**30-byte multiples and
+sold as "24 GB" for 24 GiB (the "24GB" RTX 4090 reports 23.99 GiB), so ``24GB`` = ``24GiB`` = 24 * 2**30 bytes and a
+user describing their card gets the verdict of the catalog's card of that size. Decimal amounts are written in bytes:
+``24e9B`` or ``24000000000B``.
 """
 
 from __future__ import annotations
@@ -64,19 +69,24 @@ _ALIASES = {
     "a100-40": "a100-40gb", "a100-80": "a100-80gb", "h100": "h100-80gb", "h100-80": "h100-80gb",
 }
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(gib|gb|g|tib|tb|mib|mb)?\s*$", re.IGNORECASE)
-_UNITS = {"gib": GiB, "gb": GB, "g": GB, "tib": 2**40, "tb": 10**12, "mib": 2**20, "mb": 10**6}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*(gib|gb|g|tib|tb|t|mib|mb|m|b)?\s*$", re.IGNORECASE)
+# Binary throughout (see the module docstring); "B" is plain bytes, the way to write a decimal amount (24e9B).
+_UNITS = {"gib": GiB, "gb": GiB, "g": GiB, "tib": 2**40, "tb": 2**40, "t": 2**40, "mib": 2**20, "mb": 2**20, "m": 2**20, "b": 1}
 
 
 def parse_size(text: str, allow_zero: bool = False) -> int:
-    """'24GB' -> 24e9 bytes, '80GiB' -> 80 * 2**30 bytes; a bare number means GB (as GPUs are marketed).
+    """'24GB' = '24GiB' = '24' -> 24 * 2**30 bytes (binary, as GPU memory is sold); '24e9B' -> 24e9 bytes.
     ``allow_zero`` for amounts that may be nothing (a runtime overhead), never for a device's memory."""
     m = _SIZE_RE.match(text)
     if not m:
         raise UsageError(f"invalid memory size {text!r} (use e.g. 24GB or 80GiB)")
-    value = float(m.group(1))
     unit = (m.group(2) or "gb").lower()
-    size = int(value * _UNITS[unit])
+    value = m.group(1).lower()
+    if unit == "b" and "." not in value:  # exact: 85520809984B or 24e9B, no float rounding
+        mant, _, exp = value.partition("e")
+        size = int(mant) * 10 ** int(exp or 0)
+    else:
+        size = int(float(value) * _UNITS[unit])
     if size < 0 or (size == 0 and not allow_zero):
         raise UsageError(f"invalid memory size {text!r}")
     return size
@@ -95,6 +105,6 @@ def resolve_gpu(text: str) -> GPU:
             return gpu
     if _SIZE_RE.match(text):
         size = parse_size(text)
-        return GPU(f"{size}B", f"{text.strip()} ({size / GiB:.2f} GiB)", size, "custom")
+        return GPU(f"{size}B", text.strip(), size, "custom")  # printed with its GiB, like catalog cards
     known = ", ".join(g.key for g in CATALOG)
     raise UsageError(f"unknown GPU {text!r}; use a size like 24GB or one of: {known}")

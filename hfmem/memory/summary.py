@@ -73,6 +73,7 @@ class ModelCard:
 
 def build_card(report: Report, contexts: list[int], precisions: list[str], engine: str = "vllm", batch: int = 1,
                training: bool = True) -> ModelCard:
+    from hfmem.memory.hardware import can_run, precision_key
     from hfmem.memory.planner import Planner
 
     card = ModelCard(report, engine, batch, contexts, precisions)
@@ -81,7 +82,9 @@ def build_card(report: Report, contexts: list[int], precisions: list[str], engin
         planner = Planner(report, precision, engine=engine)
         for context in contexts:
             plan = planner.plan(context, batch, None)
-            fitting = {row.gpu.key for row in plan.fits_on or [] if row.fits}
+            # a GPU that cannot run the precision is never the recommendation (hfmem.memory.hardware)
+            key = precision_key(report, plan.precision)
+            fitting = {row.gpu.key for row in plan.fits_on or [] if row.fits and can_run(row.gpu, key, engine)[0]}
             smallest = next((g.name for g in common if g.key in fitting), None)
             card.inference.append(InferenceCell(precision, context, plan.weights_bytes, plan.kv_bytes, plan.total_bytes, smallest))
     if training:
@@ -116,6 +119,8 @@ class ComparisonRow:
     kv_bytes: int
     inference_total: int
     training: dict[str, int] = field(default_factory=dict)  # "full" | "lora" | "qlora" -> bytes with checkpointing
+    precision: str | None = None  # set when compare was asked for a precision other than as stored, or several
+    fits: list[dict[str, Any]] | None = None  # compare --gpu: one verdict per GPU (hfmem.memory.comparison.GpuFit)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -125,6 +130,10 @@ class ComparisonRow:
         }  # fmt: skip
         for method, value in self.training.items():
             out[f"training_{method}"] = value
+        if self.precision is not None:
+            out["precision"] = self.precision
+        if self.fits is not None:
+            out["fits"] = self.fits
         return out
 
 

@@ -1,16 +1,11 @@
-"""Weights per precision and the inference plan as tables, and the one-line fit verdict of ``check``."""
+"""Weights per precision and the inference plan as tables, and the one-line fit verdict."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from hfmem.memory.planner import InferencePlan
 from hfmem.memory.precision import CHECKPOINT, PRECISIONS, WeightsByPrecision
 from hfmem.render.tables import Table
 from hfmem.units import fmt_bytes
-
-if TYPE_CHECKING:
-    from hfmem.api import CheckResult
 
 
 def weights_tables(weights: WeightsByPrecision) -> list[Table]:
@@ -117,17 +112,3 @@ def inference_tables(plan: InferencePlan) -> list[Table]:
         tables.append((f"Catalog ({plan.precision}, {plan.context:,} tokens x {plan.batch}{tp})",
                        ["gpu", "memory", "fits", "margin", "max context", "max concurrency"], catalog))
     return tables
-
-
-def check_line(result: CheckResult) -> str:
-    """``hfmem check``'s one line: the GPU verdict and the disk, the failing one first."""
-    plan = result.report.inference
-    assert plan is not None
-    if result.cache_path is not None:
-        disk = f"download {fmt_bytes(result.download_bytes)}, {fmt_bytes(result.free_bytes)} free at {result.cache_path}"
-    else:
-        disk = f"local folder, {fmt_bytes(result.download_bytes)} on disk"
-    repo = result.report.repo
-    if result.fits and not result.disk_fits:
-        return f"{repo}: not enough disk: {disk}; {fit_line(plan)}"
-    return f"{repo}: {fit_line(plan)}; {disk}"

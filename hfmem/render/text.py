@@ -117,8 +117,9 @@ def to_text(report: Report, fmt: str = "table") -> str:
     return layout(title, _tables(report), fmt, report.notes, report.warnings)
 
 
-def render(report: Report | GGUFReport, fmt: str = "table") -> str:
-    """What ``hfmem MODEL --format FMT`` prints for a safetensors or a GGUF report."""
+def render(report: Report | GGUFReport, fmt: str = "table", verbose: bool = False) -> str:
+    """What ``hfmem MODEL --format FMT`` prints for a safetensors or a GGUF report. With --gpu the answer comes
+    first and the body is short unless ``verbose`` (render.verdict)."""
     from hfmem.gguf.model import GGUFReport
 
     if fmt == "json":
@@ -127,4 +128,8 @@ def render(report: Report | GGUFReport, fmt: str = "table") -> str:
         from hfmem.render.gguf import gguf_text
 
         return gguf_text(report, fmt)
+    if report.inference is not None and report.inference.gpu is not None:
+        from hfmem.render.verdict import verdict_text
+
+        return verdict_text(report, fmt, verbose)
     return to_text(report, fmt)
