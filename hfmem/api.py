@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 # Keyword options of the training section (``train=`` must be given for them to apply).
 TRAINING_OPTIONS = ("seq", "micro_batch", "grad_checkpointing", "optimizer", "train_precision", "lora_rank", "lora_targets",
-                    "dora", "zero", "fsdp", "offload", "attn", "chunked_loss", "qlora_upcast", "ssm_kernels")
+                    "dora", "zero", "fsdp", "offload", "attn", "chunked_loss", "qlora_upcast", "ssm_kernels", "qlora_experts")
 
 
 def read_model(ref: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None) -> ModelFiles:

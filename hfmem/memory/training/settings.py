@@ -15,6 +15,7 @@ ATTENTION = ("sdpa", "eager", "flash")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 FSDP = ("full", "grad-op")
 SSM_KERNELS = ("auto", "fused", "torch")
+QLORA_EXPERTS = ("bf16", "nf4")
 
 MiB = 2**20
 # CUDA context (~0.5-0.8 GiB; 723 MiB measured after the first CUDA tensor) plus the cuBLAS / cuBLASLt workspaces
@@ -45,6 +46,7 @@ class TrainingSettings:
     qlora_upcast: bool = True  # prepare_model_for_kbit_training casts non-4-bit params to fp32
     gpu: str | None = None  # a catalog name or size; default: the whole catalog
     overhead_bytes: int = FRAMEWORK_OVERHEAD
+    qlora_experts: str = "bf16"  # fused MoE experts under QLoRA: left unquantized (transformers 5 + bnb) or NF4
     ssm_kernels: str = "auto"  # SSM / linear-attention layers: fused kernels or transformers' torch fallback
 
     def ssm_path(self) -> tuple[str, str]:
@@ -85,6 +87,8 @@ class TrainingSettings:
             bad("--gpus must be at least 1")
         if self.lora_rank < 1:
             bad("--lora-rank must be positive")
+        if self.qlora_experts not in QLORA_EXPERTS:
+            bad(f"unknown --qlora-experts {self.qlora_experts!r} (bf16 or nf4)")
         if self.ssm_kernels not in SSM_KERNELS:
             bad(f"unknown SSM kernel path {self.ssm_kernels!r} (one of {', '.join(SSM_KERNELS)})")
         if self.offload == "optimizer+params" and not (self.zero == 3 or self.fsdp == "full"):
