@@ -328,7 +328,7 @@ def _layer_terms(f: LayerFacts, arch: Architecture, ctx: _ActContext, first: boo
             linear_input("attn_in", h, dt.res)
         else:  # Falcon-H1: Mamba-2 beside attention on the same normed input, scaled for attention (a new tensor)
             t["linear inputs"] += dt.res * h
-        terms, mfixed = mixer_terms(f.mixer, ctx.ssm_path, dt.lin, ctx.seq)
+        terms, mfixed = mixer_terms(f.mixer, ctx.ssm_path, dt.lin, ctx.seq, dt.autocast)
         for term, v in terms.items():
             t[term] += math.ceil(v)
         fixed += mfixed

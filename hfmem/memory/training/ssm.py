@@ -101,11 +101,14 @@ def padded(seq: int, chunk: int) -> int:
     return math.ceil(seq / chunk) * chunk
 
 
-def mixer_terms(m: Mixer, path: str, e: int, seq: int) -> tuple[dict[str, float], int]:
+def mixer_terms(m: Mixer, path: str, e: int, seq: int, autocast: bool = False) -> tuple[dict[str, float], int]:
     """(saved bytes per token by term, token-independent bytes) of one mixer at ``seq`` tokens per sequence. ``e``:
     the model dtype's bytes; fp32 copies (``.float()``) exist only when e < 4 (on fp32 tensors they are no-ops and
-    alias the original). Terms over the padded length (chunked scans) are scaled by padded / seq."""
+    alias the original). Terms over the padded length (chunked scans) are scaled by padded / seq. Under autocast
+    (HF Trainer bf16=True) the chunked scans' einsums / matmuls run in bf16: their outputs and the operand copies
+    they save are 2 B, the elementwise exp / mul / solve results stay fp32."""
     cp = 4 if e < 4 else 0
+    mm = 2 if autocast else 4
     t: dict[str, float] = {}
     fixed = 0
     if m.kind == "mamba":
@@ -135,10 +138,10 @@ def mixer_terms(m: Mixer, path: str, e: int, seq: int) -> tuple[dict[str, float]
             # M einsum saves, the B, C chunk copies (repeated per head), B*decay, C.states, Y_off's input, the
             # decays, the chunk states; with more than one chunk the einsums over permuted chunks save contiguous
             # copies of B*decay, x and C as well
-            multi = padded(seq, c) > c
+            copies = autocast or padded(seq, c) > c
             t["SSM scan (discretised A, B, per-step states)"] = 16 * h + cp * i + pad * (
-                3 * 4 * h * c + 3 * 4 * h * n + 3 * 4 * i + 3 * 4 * h + 3 * 4 * i * n / c
-                + (2 * 4 * h * n + 4 * i if multi else 0))
+                (4 + 2 * mm) * h * c + (2 * mm + 4) * h * n + (2 * mm + 4) * i + 3 * 4 * h + 3 * mm * i * n / c
+                + (2 * mm * h * n + mm * i if copies else 0))
             fixed += 2 * 2 * c * c  # segment_sum's two bool masks, twice
             out_fp32 = 4 * pad * i  # the scan output (fp32, padded storage) is the norm's input
         else:
@@ -165,7 +168,7 @@ def mixer_terms(m: Mixer, path: str, e: int, seq: int) -> tuple[dict[str, float]
         # copies the matmuls save, k_cumdecay, the decayed q and k, v_beta, the solved values, v_new, and the
         # recurrent state per chunk
         t["SSM scan (discretised A, B, per-step states)"] = 2 * 4 * key + 8 * hv + pad * (
-            5 * 4 * hv * c + 6 * 4 * key + 3 * 4 * value + 4 * hv * kd * vd / c + 16 * hv)
+            (8 + 3 * mm) * hv * c + (8 + 4 * mm) * key + (8 + mm) * value + mm * hv * kd * vd / c + 16 * hv)
         # Qwen3NextRMSNormGated: fp32 input, fp32 gate copy, silu out, rstd, normed output, output * gate
         t["SSM scan inputs/outputs (fp32 x, B, y; gate)"] = 4 * value + cp * value + 4 * value + 4 * hv + e * value + e * value
     else:
