@@ -10,12 +10,12 @@ the two code paths a training step can take:
   checked tensor by tensor with a saved-tensor hook (tests/test_training_ssm_truth.py).
 * ``fused``: the kernels a GPU user with mamba-ssm / causal-conv1d / flash-linear-attention installed runs; their
   autograd Functions save only what ``ctx.save_for_backward`` lists and recompute the rest in backward:
-  mamba_ssm/ops/selective_scan_interface.py: MambaInnerFn.forward (xz, the conv output, x_dbl, delta, the scan
-  output ``out`` and the out_proj input; the scan states at chunk boundaries of 2048 tokens, recomputed),
-  mamba_ssm/ops/triton/ssd_combined.py: MambaSplitConv1dScanCombinedFn.forward (zxbcdt, the conv output, dt, the
-  scan output, the normed out_proj input, rstd; chunk states recomputed), fla/ops/gated_delta_rule/chunk.py:
-  ChunkGatedDeltaRuleFunction.forward (q, k, v, g (cumsum), beta, the solved A = (I + ...)^-1 per chunk in fp32;
-  initial state only).
+  mamba_ssm/ops/selective_scan_interface.py: MambaInnerFn.forward (xz, x_dbl, B and C copies, the scan output
+  ``out``, the fp32 states at 2048-token chunk boundaries; conv output, delta and out_z recomputed),
+  mamba_ssm/ops/triton/ssd_combined.py: MambaSplitConv1dScanCombinedFn.forward (zxbcdt, out_x, rstd; the conv
+  output, dt, chunk states and the normed out_proj input recomputed), fla/ops/gated_delta_rule/chunk.py:
+  ChunkGatedDeltaRuleFunction.forward (q, k, v, q/k rstd, g (fp32 cumsum), beta and the solved per-chunk block A
+  in k's dtype). Read from that source, not measured (no CUDA here).
 """
 
 from __future__ import annotations
@@ -113,8 +113,8 @@ def mixer_terms(m: Mixer, path: str, e: int, seq: int, autocast: bool = False) -
     fixed = 0
     if m.kind == "mamba":
         i, n, r = m.inner, m.state, m.dt_rank
-        t["SSM projections (in_proj out, conv out + act, x_proj out, dt)"] = e * (2 * i + i + i + (r + 2 * n) + 2 * i)
         if path == "torch":
+            t["SSM projections (in_proj out, conv out + act, x_proj out, dt)"] = e * (2 * i + i + i + (r + 2 * n) + 2 * i)
             # mamba_selective_scan: exp(A*dt) [I,N] and dt*B [I,N] per token in fp32, kept whole by the per-step
             # slices; per step the fp32 state (saved by the next step's multiply) and its copy in the model dtype
             # (saved by the matmul with C)
@@ -122,16 +122,25 @@ def mixer_terms(m: Mixer, path: str, e: int, seq: int, autocast: bool = False) -
             t["SSM scan inputs/outputs (fp32 x, B, y; gate)"] = cp * (i + n) + 4 * i + e * i + (e * i if e < 4 else 0)
             fixed += 8 * i * n + e * i * n  # A = -exp(A_log) and its broadcast product, the zero initial state
         else:
-            # MambaInnerFn: the scan kernel saves x, delta, A, B, C, D, z and ``out`` (the gated output is
-            # recomputed); out_proj's input (out_z, model dtype)
-            t["SSM scan inputs/outputs (fp32 x, B, y; gate)"] = e * (i + i)
+            # MambaInnerFn (out_proj inside the Function, checkpoint_lvl 1): xz (the in_proj output), x_dbl (dt, B,
+            # C), contiguous copies of B and C, the scan output ``out``; the conv output and delta are recomputed in
+            # backward, out_z too; scan_intermediates: the fp32 [I, 2N] state at each 2048-token chunk boundary
+            t["SSM projections (in_proj out, conv out + act, x_proj out, dt)"] = e * (2 * i + (r + 2 * n) + 2 * n)
+            t["SSM scan (discretised A, B, per-step states)"] = 4 * i * 2 * n * math.ceil(seq / 2048) / seq
+            t["SSM scan inputs/outputs (fp32 x, B, y; gate)"] = e * i
+            if m.bcdt_norms:
+                # Jamba (JambaMambaMixer.forward) calls the kernels one by one: causal_conv1d_fn (its input),
+                # x_proj's input (the conv output), delta (dt_proj's output), SelectiveScanFn (u, delta, B, C, z,
+                # out) and out_proj's input (out_z)
+                t["SSM projections (in_proj out, conv out + act, x_proj out, dt)"] = e * (2 * i + i + (r + 2 * n) + i)
+                t["SSM scan inputs/outputs (fp32 x, B, y; gate)"] = e * (i + i)
         if m.bcdt_norms:  # Jamba: dt_layernorm / b_layernorm / c_layernorm (fp32 input, rstd, 16-bit output)
             t["SSM dt/B/C norms"] = (4 + e) * (r + 2 * n) + 12
         return t, fixed
     if m.kind == "mamba2":
         i, h, n, c, g = m.inner, m.heads, m.state, m.chunk, m.groups
         pad = padded(seq, c) / seq
-        t["SSM projections (in_proj out, conv out + act, x_proj out, dt)"] = e * (m.in_proj + m.conv_dim)
+        t["SSM projections (in_proj out, conv out + act, x_proj out, dt)"] = e * (m.in_proj + (m.conv_dim if path == "torch" else 0))
         if path == "torch":
             # mamba2_chunk_scan, per token: dt (softplus in, clamp in, fp32 copies), x in fp32 (x * dt);
             # per padded token: x padded for D, the per-chunk L = exp(segsum), G = C.B^T, M = G * L and the copy of
@@ -145,9 +154,10 @@ def mixer_terms(m: Mixer, path: str, e: int, seq: int, autocast: bool = False) -
             fixed += 2 * 2 * c * c  # segment_sum's two bool masks, twice
             out_fp32 = 4 * pad * i  # the scan output (fp32, padded storage) is the norm's input
         else:
-            # MambaSplitConv1dScanCombinedFn: zxbcdt and the conv output above, dt, the scan output (fp32 out of
-            # the chunk scan in the input dtype), rstd; the normed out_proj input
-            t["SSM scan (discretised A, B, per-step states)"] = 4 * h
+            # MambaSplitConv1dScanCombinedFn (norm and out_proj inside the Function): zxbcdt (the in_proj output),
+            # out_x (the scan output, model dtype) and rstd per group; the conv output, dt, the chunk states, the
+            # normed output are recomputed in backward
+            t["SSM scan (discretised A, B, per-step states)"] = 4 * g
             out_fp32 = e * i
         if m.gated_norm and path == "torch":
             # MambaRMSNormGated: fp32 gate copy, silu(gate) out, the product, rstd per group, the normed output
@@ -155,12 +165,13 @@ def mixer_terms(m: Mixer, path: str, e: int, seq: int, autocast: bool = False) -
         elif path == "torch":  # Falcon-H1 mamba_rms_norm=False: y * silu(z)
             t["SSM scan inputs/outputs (fp32 x, B, y; gate)"] = out_fp32 + e * i + e * i
         else:
-            t["SSM scan inputs/outputs (fp32 x, B, y; gate)"] = out_fp32 + 4 + e * i
+            t["SSM scan inputs/outputs (fp32 x, B, y; gate)"] = out_fp32
         return t, fixed
     # Gated DeltaNet
     hv, kd, vd, c = m.heads, m.key_dim, m.value_dim, m.chunk
     key, value = hv * kd, hv * vd  # q/k repeated to the value heads
     pad = padded(seq, c) / seq
+    # g = -exp(A_log) * softplus(a.float() + dt_bias) (fp32 input and output), beta = sigmoid(b) (output)
     t["SSM projections (in_proj out, conv out + act, x_proj out, dt)"] = e * (m.conv_dim + m.conv_dim) + 8 * hv + e * hv
     if path == "torch":
         # torch_chunk_gated_delta_rule: l2norm'd q, k (fp32, per token); per padded token the chunk-pair
@@ -172,10 +183,14 @@ def mixer_terms(m: Mixer, path: str, e: int, seq: int, autocast: bool = False) -
         # Qwen3NextRMSNormGated: fp32 input, fp32 gate copy, silu out, rstd, normed output, output * gate
         t["SSM scan inputs/outputs (fp32 x, B, y; gate)"] = 4 * value + cp * value + 4 * value + 4 * hv + e * value + e * value
     else:
-        # ChunkGatedDeltaRuleFunction saves q, k, v, g, beta and A (the solved [c, c] block per chunk, fp32);
-        # the gated norm (fla FusedRMSNormGated) saves its input, the gate and rstd
-        t["SSM scan (discretised A, B, per-step states)"] = e * (2 * key + value) + 8 * hv + pad * 4 * hv * c
-        t["SSM scan inputs/outputs (fp32 x, B, y; gate)"] = e * value + e * value + 4 * hv
+        # causal_conv1d_fn (silu fused) saves its input, the in_proj output (z, b, a views included); fla
+        # ChunkGatedDeltaRuleFunction saves q, k, v (the conv output, key heads not repeated), q_rstd and k_rstd
+        # (use_qk_l2norm_in_kernel), g (fp32 chunk cumsum), beta and A (the solved [T, 64] block per head, in
+        # k's dtype: solve_tril(output_dtype=k.dtype)); fla FusedRMSNormGated saves o and rstd (z is the in_proj
+        # output's view)
+        t["SSM projections (in_proj out, conv out + act, x_proj out, dt)"] = e * (m.in_proj + m.conv_dim) + 8 * hv + e * hv
+        t["SSM scan (discretised A, B, per-step states)"] = 4 * 2 * m.key_heads + 4 * hv + e * hv * c
+        t["SSM scan inputs/outputs (fp32 x, B, y; gate)"] = e * value + 4 * hv
     t["SSM projections (in_proj out, conv out + act, x_proj out, dt)"] += e * value  # out_proj input
     return t, fixed
 
