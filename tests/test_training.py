@@ -354,3 +354,22 @@ def test_qlora_moe_experts_bf16_default_and_nf4(stub_repo):
     assert default.settings.get("qlora_experts") and "qlora_experts" not in estimate_training(report, "lora").settings
     assert nf4.components["dequant_buffer"] == 2 * per_layer["gate_up_proj"]  # one fused tensor dequantized
     assert default.total_bytes > 128 * 2**30 > 40 * 2**30 > nf4.total_bytes
+
+
+def test_cli_ssm_kernels_stated_and_validated(runner, stub_repo):
+    """Mamba-2.8B: --ssm-kernels auto is the fused path on a CUDA GPU, said in the JSON settings and a note; the
+    torch fallback saves the per-token [d_inner, N] scan tensors (tests/test_training_ssm_truth.py measures them)."""
+    repo = str(stub_repo("state-spaces/mamba-2.8b-hf"))
+    out = {}
+    for kernels in ("auto", "torch"):
+        r = runner.invoke(main, [repo, "--train", "full", "--seq", "2048", "--ssm-kernels", kernels, "--format", "json"])
+        assert r.exit_code == 0, r.output
+        out[kernels] = json.loads(r.output)["training"]["full"]
+    assert out["auto"]["settings"]["ssm_kernels"] == "fused" and out["torch"]["settings"]["ssm_kernels"] == "torch"
+    assert any("64 mamba layers on the fused path" in n for n in out["auto"]["notes"])
+    assert out["torch"]["activation_terms"]["ssm_kernels"] == "torch"
+    assert out["torch"]["total_bytes"] > 3 * out["auto"]["total_bytes"]
+    bad = runner.invoke(main, [repo, "--train", "full", "--ssm-kernels", "cuda"])
+    assert bad.exit_code == 2 and "--ssm-kernels" in bad.output
+    plain = json.loads(runner.invoke(main, [str(stub_repo("Qwen/Qwen3-8B")), "--train", "full", "--format", "json"]).output)
+    assert "ssm_kernels" not in plain["training"]["full"]["settings"]  # only for models with SSM layers
