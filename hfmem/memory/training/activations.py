@@ -70,6 +70,7 @@ class LayerFacts:
     groups: dict[str, list[LinearModule]] = field(default_factory=dict)  # activation group -> Linear modules
     cross: bool = False  # a decoder layer with cross-attention over the encoder output
     mixer: Mixer | None = None  # a state-space / linear-attention mixer (Mamba, Mamba-2, Gated DeltaNet)
+    output_gate: bool = False  # q_proj also emits a per-head gate: out = attn * sigmoid(gate) (Qwen3-Next, Qwen3.5)
 
 
 def stack_of(name: str) -> str | None:
@@ -130,6 +131,8 @@ def layer_facts(report: Report, stack: str | None = None) -> list[LayerFacts]:
         experts = _expert_tensors_layer(ts)
         f = LayerFacts(i, attn, kind == "sliding_attention", hidden_norms or 2, qk_norm, "none", 0, cross=f_cross,
                        mixer=find_mixer(ts, arch.text_config or {}))
+        q_rows = next((int(c.entry.shape[0]) for c in ts if c.entry.name.endswith("self_attn.q_proj.weight") and len(c.entry.shape) == 2), 0)
+        f.output_gate = bool(arch.num_attention_heads and arch.head_dim) and q_rows == 2 * arch.num_attention_heads * arch.head_dim
         if f.mixer is not None and not any(
             n.endswith(("q_proj.weight", "qkv_proj.weight", "query_key_value.weight")) for n in names
         ):
@@ -311,6 +314,12 @@ def _layer_terms(f: LayerFacts, arch: Architecture, ctx: _ActContext, first: boo
         else:
             t["attention q, k, v"] += dt.sdpa * (q_b + k_b + v_b)
             t["attention output + logsumexp"] += dt.sdpa * out_b + 4 * nq
+            o_saved = True
+        if f.output_gate:
+            # Qwen3NextAttention.forward: attn_output * torch.sigmoid(gate) saves the sigmoid output (and the
+            # attention output, saved above); the product is o_proj's input, a tensor of its own (saved when o_proj
+            # trains; eager counts it as o_proj's input below; LoRA adapters save their own copies)
+            t["attention output gate"] += dt.lin * out_b + (dt.lin * out_b if full and ctx.attn != "eager" else 0)
             o_saved = True
         if ctx.attn == "eager":
             if full or adapted_groups.get("attn_out"):
