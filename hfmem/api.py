@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 # Keyword options of the training section (``train=`` must be given for them to apply).
 TRAINING_OPTIONS = ("seq", "micro_batch", "grad_checkpointing", "optimizer", "train_precision", "lora_rank", "lora_targets",
-                    "dora", "zero", "fsdp", "offload", "attn", "chunked_loss", "qlora_upcast")
+                    "dora", "zero", "fsdp", "offload", "attn", "chunked_loss", "qlora_upcast", "ssm_kernels", "qlora_experts")
 
 
 def _attach_option_names() -> frozenset[str]:
@@ -57,7 +57,8 @@ def analyze_files(files: ModelFiles) -> Report:
     config_warnings = check_config(files.config)  # before transformers or hfmem trust any value
     entries = [t for h in files.headers for t in h.tensors]
     arch, arch_notes = build_architecture(files.config, entries)
-    counted, scheme, tie_notes = count_tensors(files.headers, files.config, arch.num_layers, arch.tie_word_embeddings)
+    counted, scheme, tie_notes = count_tensors(files.headers, files.config, arch.num_layers, arch.tie_word_embeddings,
+                                               arch.hidden_size, arch.vocab_size)
     params = summarize(counted, scheme, tie_notes)
     warnings = list(files.warnings) + config_warnings + [w for h in files.headers for w in h.warnings] + params.warnings
     warnings += arch.weight_overrides  # a config value the weights contradict: the weights' value is used

@@ -15,7 +15,7 @@ from hfmem.errors import HfmemError, UsageError, redact
 from hfmem.memory.gpus import DEVICES
 from hfmem.memory.kv import ENGINES, KV_DTYPES, SPECULATIVE
 from hfmem.memory.kv.llamacpp import DEFAULTS as LLAMACPP_DEFAULTS
-from hfmem.memory.training import ATTENTION, FSDP, OFFLOAD, OPTIMIZERS
+from hfmem.memory.training import ATTENTION, FSDP, OFFLOAD, OPTIMIZERS, QLORA_EXPERTS, SSM_KERNELS
 from hfmem.memory.training import METHODS as TRAINING_METHODS
 from hfmem.memory.training import PRECISIONS as TRAINING_PRECISIONS
 from hfmem.memory.vllm_versions import DEFAULT_VERSION as DEFAULT_VLLM_VERSION
@@ -233,6 +233,12 @@ def training_options(f: Callable) -> Callable:
         click.option("--offload", type=click.Choice(OFFLOAD), default="none", show_default=True),
         click.option("--attn", type=click.Choice(ATTENTION), default="sdpa", show_default=True, help="Attention implementation."),
         click.option("--chunked-loss", is_flag=True, help="Fused/chunked cross-entropy (Liger-style) instead of HF's full fp32 logits."),
+        click.option("--ssm-kernels", type=click.Choice(SSM_KERNELS), default="auto", show_default=True,
+                     help="State-space / linear-attention layers: fused kernels (mamba-ssm, causal-conv1d, fla) or "
+                          "transformers' torch fallback; auto = fused on CUDA, torch on Apple."),
+        click.option("--qlora-experts", type=click.Choice(QLORA_EXPERTS), default="bf16", show_default=True,
+                     help="QLoRA of MoE models: fused expert tensors left unquantized (transformers 5 + bitsandbytes "
+                          "today; fp32 with --qlora-upcast) or NF4 like expert-quantizing stacks."),
         click.option("--qlora-upcast/--no-qlora-upcast", default=True, show_default=True,
                      help="prepare_model_for_kbit_training casts non-4-bit modules to fp32."),
     ]

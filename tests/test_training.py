@@ -320,3 +320,56 @@ def test_cli_train_lora_table(runner, fixtures_dir):
 def test_cli_bad_training_options_exit_2(runner, fixtures_dir, args):
     r = runner.invoke(main, [str(fixtures_dir / "models/Qwen/Qwen2-7B-Instruct"), *args])
     assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+
+
+def test_qlora_moe_experts_bf16_default_and_nf4(stub_repo):
+    """Qwen3-30B-A3B-style MoE (Qwen3-Coder-30B-A3B: 48 layers x 128 experts stored as 2-D matrices, fused on load
+    into gate_up_proj [128, 1536, 2048] and down_proj [128, 2048, 768]). transformers 5's replace_with_bnb_linear
+    converts only nn.Linear / Conv1D, so by default the experts stay unquantized (fp32 after
+    prepare_model_for_kbit_training: 4 B/param); --qlora-experts nf4 quantizes each fused tensor as one bitsandbytes
+    NF4 tensor: 4-bit codes, one uint8 absmax per 64 weights, one fp32 nested absmax per 256 blocks, code books."""
+    from stubs import model_files
+
+    from hfmem.api import analyze_files
+
+    report = analyze_files(model_files("Qwen/Qwen3-Coder-30B-A3B-Instruct"))
+    default = estimate_training(report, "qlora", TrainingSettings(seq=512))
+    nf4 = estimate_training(report, "qlora", TrainingSettings(seq=512, qlora_experts="nf4"))
+    assert default.settings["qlora_experts"] == "bf16" and nf4.settings["qlora_experts"] == "nf4"
+    assert any("replace_with_bnb_linear" in n for n in default.notes)
+    assert any("--qlora-experts nf4: the 96 fused expert tensors" in n for n in nf4.notes)
+    # per-tensor bytes from the inventory's shapes, independently of hfmem's tables
+    per_layer = {"gate_up_proj": 128 * (768 + 768) * 2048, "down_proj": 128 * 2048 * 768}
+    experts = 48 * sum(per_layer.values())
+    tensors = {(c.layer, c.entry.name) for c in report.tensors if c.component == "moe_experts"}
+    assert len(tensors) == 48 * 128 * 3
+
+    def bnb_nf4(n: int) -> int:
+        blocks = -(-n // 64)
+        return n // 2 + blocks + 4 * -(-blocks // 256) + 16 * 4 + 256 * 4
+
+    expert_nf4 = 48 * sum(bnb_nf4(n) for n in per_layer.values())
+    assert nf4.components["base_nf4"] - default.components["base_nf4"] == expert_nf4
+    assert default.components["base_unquantized"] - nf4.components["base_unquantized"] == 4 * experts
+    assert default.settings.get("qlora_experts") and "qlora_experts" not in estimate_training(report, "lora").settings
+    assert nf4.components["dequant_buffer"] == 2 * per_layer["gate_up_proj"]  # one fused tensor dequantized
+    assert default.total_bytes > 128 * 2**30 > 40 * 2**30 > nf4.total_bytes
+
+
+def test_cli_ssm_kernels_stated_and_validated(runner, stub_repo):
+    """Mamba-2.8B: --ssm-kernels auto is the fused path on a CUDA GPU, said in the JSON settings and a note; the
+    torch fallback saves the per-token [d_inner, N] scan tensors (tests/test_training_ssm_truth.py measures them)."""
+    repo = str(stub_repo("state-spaces/mamba-2.8b-hf"))
+    out = {}
+    for kernels in ("auto", "torch"):
+        r = runner.invoke(main, [repo, "--train", "full", "--seq", "2048", "--ssm-kernels", kernels, "--format", "json"])
+        assert r.exit_code == 0, r.output
+        out[kernels] = json.loads(r.output)["training"]["full"]
+    assert out["auto"]["settings"]["ssm_kernels"] == "fused" and out["torch"]["settings"]["ssm_kernels"] == "torch"
+    assert any("64 mamba layers on the fused path" in n for n in out["auto"]["notes"])
+    assert out["torch"]["activation_terms"]["ssm_kernels"] == "torch"
+    assert out["torch"]["total_bytes"] > 3 * out["auto"]["total_bytes"]
+    bad = runner.invoke(main, [repo, "--train", "full", "--ssm-kernels", "cuda"])
+    assert bad.exit_code == 2 and "--ssm-kernels" in bad.output
+    plain = json.loads(runner.invoke(main, [str(stub_repo("Qwen/Qwen3-8B")), "--train", "full", "--format", "json"]).output)
+    assert "ssm_kernels" not in plain["training"]["full"]["settings"]  # only for models with SSM layers

@@ -88,6 +88,8 @@ def build(model_type: str, config: dict[str, Any], dtype=torch.bfloat16, attn: s
     quiet()
     torch.manual_seed(seed)
     cfg = AutoConfig.for_model(model_type, **config)
+    if model_type in ("mamba", "mamba2", "falcon_mamba"):
+        attn = "eager"  # no attention layers; transformers refuses "sdpa" for these classes
     return AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attn)
 
 
@@ -219,3 +221,41 @@ def step_peak(model, seq: int, steps: int = 2, foreach: bool = True) -> list[int
                 best = max(best, cur)
             peaks.append(resident + best)
     return peaks
+
+
+# State-space and linear-attention families, shrunk from real configs (the ratios kept, sizes tiny): mamba from
+# state-spaces/mamba-2.8b-hf (expand 2, state 16, conv 4, dt rank h/16), mamba2 from transformers' Mamba2Config
+# defaults (Mamba-Codestral-7B: n_groups 8 -> 2, chunk 256), falcon_h1 from FalconH1Config (Falcon-H1: d_ssm, state,
+# one group, chunk 256), jamba from JambaConfig (Jamba-v0.1: attention every 2nd layer here, MoE on odd layers),
+# qwen3_next from Qwen/Qwen3-Next-80B-A3B-Instruct (3 Gated DeltaNet layers + 1 gated attention, 2:1 value:key
+# heads, MoE + shared expert), qwen3_5 from Qwen/Qwen3.5-0.8B-Base's text config (dense SwiGLU, equal heads),
+# nemotron_h from nvidia/Nemotron-H-56B-Base-8K (Mamba-2 / attention / relu2 MLP blocks, n_groups 8 -> 2).
+TINY_SSM: dict[str, tuple[str, dict[str, Any]]] = {
+    "mamba": ("mamba", dict(hidden_size=128, intermediate_size=256, state_size=16, conv_kernel=4, time_step_rank=8,
+                            num_hidden_layers=2, vocab_size=1000, use_bias=False, use_conv_bias=True)),
+    "mamba2": ("mamba2", dict(hidden_size=128, expand=2, num_heads=8, head_dim=32, state_size=32, n_groups=2,
+                              chunk_size=256, conv_kernel=4, num_hidden_layers=2, vocab_size=1000)),
+    "falcon_h1": ("falcon_h1", dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                                    num_key_value_heads=2, head_dim=32, mamba_d_ssm=192, mamba_n_heads=6, mamba_d_head=32,
+                                    mamba_n_groups=1, mamba_d_state=32, mamba_chunk_size=256, vocab_size=1000,
+                                    max_position_embeddings=1024)),
+    "jamba": ("jamba", dict(hidden_size=128, intermediate_size=256, num_hidden_layers=4, num_attention_heads=4,
+                            num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, attn_layer_period=2,
+                            attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1, mamba_d_state=16,
+                            mamba_d_conv=4, mamba_expand=2, mamba_dt_rank=8, vocab_size=1000, use_mamba_kernels=False)),
+    "qwen3_next": ("qwen3_next", dict(hidden_size=128, intermediate_size=256, moe_intermediate_size=64,
+                                      shared_expert_intermediate_size=64, num_hidden_layers=4, num_attention_heads=4,
+                                      num_key_value_heads=2, head_dim=64, linear_num_key_heads=2, linear_num_value_heads=4,
+                                      linear_key_head_dim=32, linear_value_head_dim=32, linear_conv_kernel_dim=4,
+                                      num_experts=4, num_experts_per_tok=2, vocab_size=1000, max_position_embeddings=1024,
+                                      layer_types=["linear_attention"] * 3 + ["full_attention"])),
+    "qwen3_5": ("qwen3_5_text", dict(hidden_size=128, intermediate_size=448, num_hidden_layers=4, num_attention_heads=4,
+                                     num_key_value_heads=2, head_dim=64, linear_num_key_heads=4, linear_num_value_heads=4,
+                                     linear_key_head_dim=32, linear_value_head_dim=32, linear_conv_kernel_dim=4,
+                                     vocab_size=1000, max_position_embeddings=1024,
+                                     layer_types=["linear_attention"] * 3 + ["full_attention"])),
+    "nemotron_h": ("nemotron_h", dict(hidden_size=128, intermediate_size=512, num_attention_heads=4, num_key_value_heads=2,
+                                      head_dim=32, mamba_num_heads=8, mamba_head_dim=32, ssm_state_size=32, n_groups=2,
+                                      chunk_size=128, conv_kernel=4, expand=2, vocab_size=1000, max_position_embeddings=1024,
+                                      layers_block_type=["mamba", "mlp", "attention", "mlp"])),
+}

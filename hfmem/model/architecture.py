@@ -156,7 +156,12 @@ def build_architecture(config: dict[str, Any], entries: list[TensorEntry] | None
     model_type = str(_get(full, "model_type", default=config.get("model_type") or "unknown"))
     text_type = str(_get(text, "model_type", default=model_type))
 
-    num_layers = _positive_int(_get(text, "num_hidden_layers", "n_layer", "num_layers", "n_layers"), "num_hidden_layers")
+    declared_layers = _get(text, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    if declared_layers is None:
+        # transformers 5 saves Nemotron-H with its block list only (NemotronHConfig drops num_hidden_layers)
+        blocks = _get(text, "layers_block_type", "hybrid_override_pattern")
+        declared_layers = len(blocks) if isinstance(blocks, (list, str)) and blocks else None
+    num_layers = _positive_int(declared_layers, "num_hidden_layers")
     hidden = _positive_int(_get(text, "hidden_size", "n_embd", "d_model", "dim"), "hidden_size")
     vocab = _positive_int(_get(text, "vocab_size", "padded_vocab_size"), "vocab_size")
     is_mamba = text_type in _MAMBA_TYPES

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from hfmem.hub.header import FileHeader, TensorEntry
+from hfmem.model.components import structural_parts
 from hfmem.model.moe import MoeSummary
 from hfmem.model.quant import OVERHEAD, PARAM, QUANTIZED, Quantization, Quantizer, QuantScheme, detect_scheme
 
@@ -210,6 +211,8 @@ def count_tensors(
     config: dict[str, Any],
     num_layers: int | None = None,
     tie_word_embeddings: bool = False,
+    hidden_size: int | None = None,
+    vocab_size: int | None = None,
 ) -> tuple[list[CountedTensor], QuantScheme | None, list[str]]:
     """Classify every stored tensor once (linear time: sibling look-ups go through one name -> entry dict).
 
@@ -225,8 +228,14 @@ def count_tensors(
     counted: list[CountedTensor] = []
     embed = _find_input_embedding(entries)
     index_tables: list[str] = []
+    # towers and projectors from the config's encoder sub-configs and the tensors' module paths (model/components.py),
+    # one component per prefix; the name rules below decide the rest
+    parts = structural_parts(config, entries, hidden_size, vocab_size, _owned_by_name_rules)
+    prefixes = tuple(sorted(parts, key=len, reverse=True))
     for t in entries:
         component, layer, buffer = name_facts(t.name, num_layers)
+        if prefixes and t.name.startswith(prefixes):  # (tower blocks past num_hidden_layers are not MTP layers)
+            component = next(parts[p] for p in prefixes if t.name.startswith(p))
         if buffer:
             counted.append(CountedTensor(t, component, 0, "buffer", layer))
             continue
@@ -255,6 +264,11 @@ def count_tensors(
             "stored bytes counted, parameters not"
         )
     return counted, scheme, notes
+
+
+def _owned_by_name_rules(prefix: str) -> bool:
+    """Module roots whose part the name rules decide: output heads, embeddings, MTP layers, speech generators."""
+    return _classify_pattern(prefix.lower() + "weight") in ("lm_head", "embeddings", "mtp", "speech_generator")
 
 
 def _find_input_embedding(entries: list[TensorEntry]) -> TensorEntry | None:

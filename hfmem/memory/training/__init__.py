@@ -11,12 +11,12 @@ _EXPORTS = {
     "estimate_training": "estimate", "PEFT_MOE_CONVERSION": "lora", "linear_modules": "lora",
     "resolve_lora_targets": "lora", "optimizer_state_bytes": "optimizer", "nf4_bytes": "qlora",
     "ATTENTION": "settings", "FSDP": "settings", "METHODS": "settings", "OFFLOAD": "settings",
-    "OPTIMIZERS": "settings", "PRECISIONS": "settings", "TrainingSettings": "settings",
+    "OPTIMIZERS": "settings", "PRECISIONS": "settings", "TrainingSettings": "settings", "SSM_KERNELS": "settings", "QLORA_EXPERTS": "settings",
 }  # fmt: skip
 
 __all__ = [
     "TrainingSettings", "TrainingEstimate", "TrainingReport", "estimate_training", "estimate_all",
-    "METHODS", "OPTIMIZERS", "PRECISIONS", "ATTENTION", "OFFLOAD", "FSDP",
+    "METHODS", "OPTIMIZERS", "PRECISIONS", "ATTENTION", "OFFLOAD", "FSDP", "SSM_KERNELS", "QLORA_EXPERTS",
     "PEFT_MOE_CONVERSION", "resolve_lora_targets", "linear_modules", "nf4_bytes", "optimizer_state_bytes",
 ]  # fmt: skip
 
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
         OFFLOAD,
         OPTIMIZERS,
         PRECISIONS,
+        QLORA_EXPERTS,
+        SSM_KERNELS,
         TrainingSettings,
     )
 

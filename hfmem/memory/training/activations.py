@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from hfmem.memory.training.lora import CONV1D_TYPES, CROSS_KEYS, MLP_MID, Adapter, LinearModule, group_of, is_text_component, linear_modules
 from hfmem.memory.training.settings import PrecisionBytes, TrainingSettings
+from hfmem.memory.training.ssm import Mixer, find_mixer, mixer_backward, mixer_terms
 from hfmem.units import cdiv
 
 if TYPE_CHECKING:
@@ -26,6 +27,9 @@ _SOFTMAX_IN_DTYPE = {"t5", "mt5", "umt5", "whisper"}
 # Seq2seq heads computing CrossEntropyLoss on the model-dtype logits (no fp32 upcast): T5ForConditionalGeneration,
 # WhisperForConditionalGeneration.forward.
 _CE_IN_DTYPE = {"t5", "mt5", "umt5", "whisper"}
+# RMSNorms that multiply the fp32 weight by the fp32 normalised input (saved in fp32, as Gemma's (1 + w) * x):
+# models/nemotron_h/modeling_nemotron_h.py: NemotronHRMSNorm.forward.
+_FP32_NORM_OUT = {"nemotron_h"}
 # Routers computed in fp32 (``F.linear(hidden.float(), weight.float())``, DeepSeek TopkRouter): +4h saved per token.
 _FP32_ROUTER = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa"}
 # Activation functions: tensors of size I saved by the activation itself (native kernels save their input only).
@@ -65,6 +69,8 @@ class LayerFacts:
     linear_params: int = 0
     groups: dict[str, list[LinearModule]] = field(default_factory=dict)  # activation group -> Linear modules
     cross: bool = False  # a decoder layer with cross-attention over the encoder output
+    mixer: Mixer | None = None  # a state-space / linear-attention mixer (Mamba, Mamba-2, Gated DeltaNet)
+    output_gate: bool = False  # q_proj also emits a per-head gate: out = attn * sigmoid(gate) (Qwen3-Next, Qwen3.5)
 
 
 def stack_of(name: str) -> str | None:
@@ -123,7 +129,14 @@ def layer_facts(report: Report, stack: str | None = None) -> list[LayerFacts]:
         qk_norm = any(n.endswith(("q_norm.weight", "k_norm.weight")) for n in names)
         f_cross = any(is_cross_attention(n) for n in names)
         experts = _expert_tensors_layer(ts)
-        f = LayerFacts(i, attn, kind == "sliding_attention", hidden_norms or 2, qk_norm, "none", 0, cross=f_cross)
+        f = LayerFacts(i, attn, kind == "sliding_attention", hidden_norms or 2, qk_norm, "none", 0, cross=f_cross,
+                       mixer=find_mixer(ts, arch.text_config or {}))
+        q_rows = next((int(c.entry.shape[0]) for c in ts if c.entry.name.endswith("self_attn.q_proj.weight") and len(c.entry.shape) == 2), 0)
+        f.output_gate = bool(arch.num_attention_heads and arch.head_dim) and q_rows == 2 * arch.num_attention_heads * arch.head_dim
+        if f.mixer is not None and not any(
+            n.endswith(("q_proj.weight", "qkv_proj.weight", "query_key_value.weight")) for n in names
+        ):
+            f.attention = "none"  # a Mamba layer of a hybrid whose config lists no layer types (Jamba)
         f.linear_params = sum(c.logical for c in ts)
         for m in lin_by_layer.get(i, []):
             f.groups.setdefault(group_of(m), []).append(m)
@@ -218,6 +231,7 @@ class _ActContext:
     mlp_dropout: float = 0.0  # dropout between the MLP activation and its down projection (T5, Whisper)
     enc_tokens: int = 0  # encoder tokens of the micro-batch (encoder-decoder models)
     enc_seq: int = 0  # encoder tokens per sequence
+    ssm_path: str = "fused"  # "fused" | "torch": the code path of SSM / linear-attention mixers
 
 
 def _norm_bytes(n: int, ctx: _ActContext, trainable: bool) -> int:
@@ -301,6 +315,12 @@ def _layer_terms(f: LayerFacts, arch: Architecture, ctx: _ActContext, first: boo
             t["attention q, k, v"] += dt.sdpa * (q_b + k_b + v_b)
             t["attention output + logsumexp"] += dt.sdpa * out_b + 4 * nq
             o_saved = True
+        if f.output_gate:
+            # Qwen3NextAttention.forward: attn_output * torch.sigmoid(gate) saves the sigmoid output (and the
+            # attention output, saved above); the product is o_proj's input, a tensor of its own (saved when o_proj
+            # trains; eager counts it as o_proj's input below; LoRA adapters save their own copies)
+            t["attention output gate"] += dt.lin * out_b + (dt.lin * out_b if full and ctx.attn != "eager" else 0)
+            o_saved = True
         if ctx.attn == "eager":
             if full or adapted_groups.get("attn_out"):
                 linear_input("attn_out", out_b, dt.sdpa)
@@ -310,12 +330,17 @@ def _layer_terms(f: LayerFacts, arch: Architecture, ctx: _ActContext, first: boo
             t["dropout masks"] += h
         if f.hidden_norms >= 4:  # Gemma 2/3: post_attention_layernorm on the attention output
             t["norms"] += _norm_bytes(h, ctx, full)
-    elif f.groups.get("attn_in"):
-        # SSM / linear-attention mixer (Mamba, Gated DeltaNet): not derived term by term - estimate as its input
-        # projections' outputs, its output projection's input and a norm, saved once each.
-        widths = sum(m.out_features for m in f.groups["attn_in"]) + sum(m.in_features for m in f.groups.get("attn_out", []))
-        t["mixer (SSM / linear attention, estimate)"] += dt.lin * 2 * widths + _norm_bytes(h, ctx, full)
-        linear_input("attn_in", h, dt.res)
+    if f.mixer is not None:
+        # SSM / linear-attention mixer, term by term for the code path (hfmem/memory/training/ssm.py)
+        if f.attention == "none":
+            t["norms"] += _norm_bytes(h, ctx, full)
+            linear_input("attn_in", h, dt.res)
+        else:  # Falcon-H1: Mamba-2 beside attention on the same normed input, scaled for attention (a new tensor)
+            t["linear inputs"] += dt.res * h
+        terms, mfixed = mixer_terms(f.mixer, ctx.ssm_path, dt.lin, ctx.seq, dt.autocast)
+        for term, v in terms.items():
+            t[term] += math.ceil(v)
+        fixed += mfixed
     # --- cross-attention (decoder layers of encoder-decoder models) ---------------------------------------
     if f.cross:
         encoder_side[0] = _cross_attention(f, arch, ctx, t, linear_input, adapted_groups)
@@ -498,7 +523,7 @@ def _context(report: Report, method: str, settings: TrainingSettings, dt: _Dtype
     mt = arch.model_type
     norm_style = "layernorm" if mt in CONV1D_TYPES or any(
         c.component == "norms" and c.entry.name.endswith(".bias") for c in report.tensors if c.layer == 0
-    ) else ("gemma" if mt.startswith("gemma") else "rms")
+    ) else ("gemma" if mt.startswith("gemma") or mt in _FP32_NORM_OUT else "rms")
     act = str(cfg.get("hidden_act") or cfg.get("activation_function") or cfg.get("hidden_activation") or cfg.get("dense_act_fn")
               or str(cfg.get("feed_forward_proj") or "silu").removeprefix("gated-"))
     act_saves = _ACT_SAVES.get(act, 1)
@@ -522,7 +547,8 @@ def _context(report: Report, method: str, settings: TrainingSettings, dt: _Dtype
         if is_text_component(a.component) or not a.component:  # tower adapters: text-only batches never run the tower
             by_layer[a.layer].append(a)
     ctx = _ActContext(method, dt, settings.seq, attn, by_layer, norm_style, act_saves, method == "full", settings.dora,
-                      attn_drop, resid_drop, softcap, softmax_in_dtype=mt in _SOFTMAX_IN_DTYPE, mlp_dropout=mlp_drop)
+                      attn_drop, resid_drop, softcap, softmax_in_dtype=mt in _SOFTMAX_IN_DTYPE, mlp_dropout=mlp_drop,
+                      ssm_path=settings.ssm_path()[0])
     return ctx, notes, bool(embd_drop)
 
 
@@ -553,6 +579,8 @@ def _backward_transient(f: LayerFacts, arch: Architecture, ctx: _ActContext, wid
         # 16-bit gradient of the adapter branch before it is added to the base branch's
         widest = widest_adapter_input
         tr += 4 * widest + (dt.lin * widest if dt.autocast else 0)
+    if f.mixer is not None:
+        tr += math.ceil(mixer_backward(f.mixer, ctx.ssm_path, dt.lin, ctx.seq))
     if ctx.attn == "eager" and f.attention != "none":
         # the attention backward runs after the MLP's saved tensors are freed: the s x s gradients (bf16 probs
         # + fp32 softmax) only set the peak when they outgrow the MLP intermediates
@@ -668,8 +696,16 @@ def activation_memory(
     if arch.is_encoder_decoder:
         act_terms["encoder_tokens"] = ctx.enc_tokens
         act_terms["encoder_other_bytes"] = enc_other
-    if any(f.attention == "none" for f in layers):
-        notes.append("layers without attention (SSM / linear attention) are modelled by their MLP and norms only: activation estimate is low for them")
+    mixers = [f.mixer for f in layers if f.mixer is not None]
+    if mixers:
+        path, why = settings.ssm_path()
+        act_terms["ssm_kernels"] = path
+        mixer_kinds = ", ".join(sorted({m.kind for m in mixers}))
+        notes.append(f"{len(mixers)} {mixer_kinds} layers on the {path} path ({why}); --ssm-kernels picks the other")
+    unknown = [f.index for f in layers if f.attention == "none" and f.mixer is None and f.groups.get("attn_in")]
+    if unknown:
+        notes.append(f"{len(unknown)} layers have a token mixer hfmem does not model (neither attention nor Mamba / "
+                     "Gated DeltaNet): only their norms, MLP and linear inputs are counted, so the estimate is low")
     return ActivationMemory(out, act_terms, loss_desc, notes)
 
 

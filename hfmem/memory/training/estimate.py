@@ -138,7 +138,8 @@ def estimate_training(report: Report, method: str, settings: TrainingSettings | 
         total_bytes=total,
         trainable_parameters=trainable,
         components=budget.components,
-        settings=_settings_record(settings, method, ckpt, act.loss, act.terms.get("encoder_tokens")),
+        settings=_settings_record(settings, method, ckpt, act.loss, act.terms.get("encoder_tokens"), act.terms.get("ssm_kernels"),
+                                  method == "qlora" and any(c.component == "moe_experts" for c in report.tensors)),
         pageable_bytes=budget.pageable,
         host_bytes=budget.host,
         rank=settings.lora_rank if method != "full" else None,
@@ -310,17 +311,24 @@ def _data_parallel_buffers(budget: _Budget, report: Report, method: str, setting
 def _transient_buffers(budget: _Budget, report: Report, method: str, settings: TrainingSettings, adapters: list[Adapter]) -> None:
     """QLoRA's dequantized weight during the 4-bit matmul; DoRA's weight-norm computation."""
     if method == "qlora":
-        budget.components["dequant_buffer"] = 2 * largest_quantized(report)
+        budget.components["dequant_buffer"] = 2 * largest_quantized(report, settings)
     if settings.dora:
         widest = max((a.in_features * (a.in_features + 3 * a.out_features) for a in adapters if a.kind == "linear"), default=0)
         budget.components["dora_buffer"] = widest * (2 if settings.precision == "bf16" else 4)
 
 
-def _settings_record(settings: TrainingSettings, method: str, ckpt: bool, loss: str, encoder_tokens: int | None) -> dict[str, Any]:
+def _settings_record(settings: TrainingSettings, method: str, ckpt: bool, loss: str, encoder_tokens: int | None,
+                     ssm_path: str | None = None, qlora_experts: bool = False) -> dict[str, Any]:
     """The settings as resolved for this method (the JSON ``settings``); ``encoder_seq`` only for encoder-decoder
-    models, as resolved (per sequence)."""
+    models, as resolved (per sequence); ``ssm_kernels`` only for models with SSM / linear-attention layers, as
+    resolved (auto -> fused / torch); ``qlora_experts`` only for QLoRA of MoE models."""
     st = settings.to_dict()
     st.pop("encoder_seq")
+    st.pop("ssm_kernels")
+    if ssm_path is not None:
+        st["ssm_kernels"] = ssm_path
+    if not qlora_experts:
+        st.pop("qlora_experts")
     if encoder_tokens is not None:
         st["encoder_seq"] = encoder_tokens // settings.micro_batch
     st = st | {

@@ -14,6 +14,8 @@ PRECISIONS = ("mixed-bf16", "mixed-fp16", "bf16", "fp32", "amp-bf16")
 ATTENTION = ("sdpa", "eager", "flash")
 OFFLOAD = ("none", "optimizer", "optimizer+params")
 FSDP = ("full", "grad-op")
+SSM_KERNELS = ("auto", "fused", "torch")
+QLORA_EXPERTS = ("bf16", "nf4")
 
 MiB = 2**20
 # CUDA context (~0.5-0.8 GiB; 723 MiB measured after the first CUDA tensor) plus the cuBLAS / cuBLASLt workspaces
@@ -44,6 +46,20 @@ class TrainingSettings:
     qlora_upcast: bool = True  # prepare_model_for_kbit_training casts non-4-bit params to fp32
     gpu: str | None = None  # a catalog name or size; default: the whole catalog
     overhead_bytes: int = FRAMEWORK_OVERHEAD
+    qlora_experts: str = "bf16"  # fused MoE experts under QLoRA: left unquantized (transformers 5 + bnb) or NF4
+    ssm_kernels: str = "auto"  # SSM / linear-attention layers: fused kernels or transformers' torch fallback
+
+    def ssm_path(self) -> tuple[str, str]:
+        """(the SSM code path, why): ``auto`` is the fused kernels (mamba-ssm, causal-conv1d, flash-linear-attention)
+        on a CUDA/ROCm GPU and transformers' torch fallback on Apple GPUs, which those kernels do not support."""
+        if self.ssm_kernels != "auto":
+            return self.ssm_kernels, f"--ssm-kernels {self.ssm_kernels}"
+        if self.gpu:
+            from hfmem.memory.gpus import resolve_gpu
+
+            if resolve_gpu(self.gpu).kind == "apple":
+                return "torch", "auto: Apple GPU, no mamba-ssm / flash-linear-attention kernels (transformers' torch fallback)"
+        return "fused", "auto: GPU with the mamba-ssm / causal-conv1d / flash-linear-attention kernels installed"
 
     def validate(self) -> TrainingSettings:
         def bad(msg: str) -> None:
@@ -71,6 +87,10 @@ class TrainingSettings:
             bad("--gpus must be at least 1")
         if self.lora_rank < 1:
             bad("--lora-rank must be positive")
+        if self.qlora_experts not in QLORA_EXPERTS:
+            bad(f"unknown --qlora-experts {self.qlora_experts!r} (bf16 or nf4)")
+        if self.ssm_kernels not in SSM_KERNELS:
+            bad(f"unknown SSM kernel path {self.ssm_kernels!r} (one of {', '.join(SSM_KERNELS)})")
         if self.offload == "optimizer+params" and not (self.zero == 3 or self.fsdp == "full"):
             bad("--offload optimizer+params needs --zero 3 or --fsdp full (parameters are only offloadable when sharded)")
         if self.offload == "optimizer" and self.zero == 0 and self.fsdp is None:
