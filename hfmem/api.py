@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from hfmem.gguf.model import GGUFReport
     from hfmem.memory.comparison import CompareError
     from hfmem.memory.curve import MemoryCurves
+    from hfmem.memory.serve import ServeCommand
     from hfmem.memory.summary import ComparisonRow, ModelCard
 
 # Keyword options of the training section (``train=`` must be given for them to apply).
@@ -187,6 +188,8 @@ def attach_sections(
             _find_setup(report, gpus_per_node, gpu_spec, precision, plan.context, batch, planner_kwargs)
     if gpu_spec is not None and device == "cuda" and runs and plan.fits and not train:
         report.speed = _speed(report, precision, plan, batch, planner_kwargs)
+    if gpu_spec is not None and device == "cuda" and engine == "vllm" and not train:
+        report.serve = _serve(report, plan, runs, planner_kwargs)
     if train:
         from hfmem.memory.training import METHODS, TrainingSettings, estimate_all
 
@@ -209,6 +212,22 @@ def _speed(report: Report, precision: str, plan: Any, batch: int, planner_kwargs
     sequences = max(batch, int(plan.concurrency or 0))
     speed = plan_speed(report, Planner(report, precision, tp=plan.gpus, **planner_kwargs), plan.context, sequences)
     return speed.to_dict() if speed is not None else None
+
+
+def _serve(report: Report, plan: Any, runs: bool, planner_kwargs: dict[str, Any]) -> ServeCommand:
+    """The `vllm serve` command of the plan, or of the smallest setup that fits when the asked one does not."""
+    from hfmem.memory.serve import ServeCommand, vllm_serve
+
+    if plan.fits:
+        tp, pp, concurrency = plan.gpus, 1, plan.concurrency
+    elif report.setup is not None and report.setup.fits:
+        tp, pp, concurrency = report.setup.tp, report.setup.pp, report.setup.concurrency
+    else:
+        return ServeCommand(None, ["no setup of this GPU fits, so there is no command to run"])
+    return vllm_serve(report, plan, tp=tp, pp=pp, concurrency=concurrency,
+                      max_batched_tokens=planner_kwargs.get("max_batched_tokens"),
+                      cudagraph=planner_kwargs.get("cudagraph") is not False,
+                      revision=report.revision if report.source == "hub" else None)
 
 
 def _hardware(report: Report, plan: Any, gpu: Any, engine: str) -> bool:

@@ -261,9 +261,10 @@ def training_options(f: Callable) -> Callable:
                    "window-sized SWA; llama-cpp-python: a KV stream per sequence, full-size SWA).")
 @click.option("-v", "--verbose", is_flag=True, help="With --gpu: every table after the verdict (every precision, term and catalog GPU).")
 @click.option("--brief", is_flag=True, help="One line: the verdict (what `hfmem check` prints, without the disk).")
+@click.option("--recommend", is_flag=True, help="With --gpu: print only the `vllm serve` command that runs the plan (or the smallest setup that fits); exit 1 when there is none.")
 def analyze_cmd(
     model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, fmt: str,
-    gguf_file: str | None, quant: str | None, verbose: bool, brief: bool, **opts: Any,
+    gguf_file: str | None, quant: str | None, verbose: bool, brief: bool, recommend: bool, **opts: Any,
 ) -> None:  # fmt: skip
     """Architecture, exact parameters, stored bytes, weights per precision and the inference plan of MODEL
     (repo id, folder, or .gguf file); KV cache with --ctx. With --gpu the answer comes first: fits or not, the
@@ -271,12 +272,24 @@ def analyze_cmd(
     _require_ctx(opts)
     if brief and (verbose or fmt != "table"):
         raise click.BadParameter("is one line of text: not with -v or --format", param_hint="--brief")
+    if recommend and (brief or verbose or fmt != "table" or not opts.get("gpu")):
+        raise click.BadParameter("prints one command: needs --gpu, not with --brief, -v or --format", param_hint="--recommend")
 
     def body() -> None:
         from hfmem.api import analyze
         from hfmem.render.text import render
 
         report = analyze(model, revision=revision, token=token, timeout=timeout, gguf_file=gguf_file, quant=quant, **_options(opts))
+        if recommend:
+            from hfmem.report import Report
+
+            if not isinstance(report, Report) or report.serve is None:
+                raise UsageError("--recommend gives a vllm serve command: for safetensors models with --engine vllm on --device cuda")
+            if report.serve.line is None:
+                click.echo(f"hfmem: no command: {one_line('; '.join(report.serve.why))}", err=True)
+                sys.exit(1)
+            click.echo(one_line(report.serve.line))
+            return
         if brief:
             from hfmem.report import Report
 

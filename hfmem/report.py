@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from hfmem.memory.parallel import Setup
     from hfmem.memory.planner import InferencePlan
     from hfmem.memory.precision import WeightsByPrecision
+    from hfmem.memory.serve import ServeCommand
     from hfmem.memory.training import TrainingReport
 
 
@@ -43,6 +44,7 @@ class Report:
     speed: dict[str, Any] | None = None  # --gpu, fitting on one node: the roofline (hfmem.memory.speed), an upper bound
     hardware: dict[str, Any] | None = None  # --gpu: the GPU's capabilities and whether it runs the precision
     gpus_auto: bool = False  # --gpus auto: the plan is at the smallest setup's TP (its pipeline stages in ``setup``)
+    serve: ServeCommand | None = None  # --gpu under vLLM: the `vllm serve` command of the plan (hfmem.memory.serve)
 
     def to_dict(self, catalog: bool = True) -> dict[str, Any]:
         """The JSON contract (docs/json.md): stable keys that scripts rely on. One context gives ``kv_cache`` as an
@@ -67,6 +69,8 @@ class Report:
             out["hardware"] = dict(self.hardware)
         if self.speed is not None:
             out["speed"] = dict(self.speed)
+        if self.serve is not None:
+            out["serve"] = self.serve.to_dict()
         if self.setups is not None:
             out["smallest_setup"] = self.setup.to_dict() if self.setup is not None else None
             out["setups_tried"] = [s.to_dict() for s in self.setups]

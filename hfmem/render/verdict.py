@@ -46,6 +46,7 @@ def verdict_lines(report: Report) -> list[str]:
         if staged.concurrency is not None:
             staged_rows.append(("max concurrency", f"{staged.concurrency:.2f} sequences of {plan.context:,} tokens"))
         staged_rows.append(("smallest setup", _setup_line(report)))
+        staged_rows += _serve_rows(report)
         width = max(len(k) for k, _ in staged_rows)
         return [f"{report.repo}: {head}"] + [f"  {k.ljust(width)}  {v}" for k, v in staged_rows]
     if plan.fits:
@@ -72,8 +73,19 @@ def verdict_lines(report: Report) -> list[str]:
         rows.append(("smallest setup", _setup_line(report)))
     if report.speed:
         rows.append(("speed (at most)", speed_line(report.speed)))
+    rows += _serve_rows(report)
     width = max(len(k) for k, _ in rows)
     return [f"{report.repo}: {head}"] + [f"  {k.ljust(width)}  {v}" for k, v in rows]
+
+
+def _serve_rows(report: Report) -> list[tuple[str, str]]:
+    """The command that runs the plan (or the smallest setup that fits), or why there is none."""
+    serve = report.serve
+    if serve is None:
+        return []
+    if serve.line is None:
+        return [("run it", "no vllm serve command: " + "; ".join(serve.why))] if serve.why else []
+    return [("run it", serve.line)]
 
 
 def _setup_line(report: Report) -> str:
