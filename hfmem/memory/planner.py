@@ -418,7 +418,12 @@ class Planner:
         # model (--dtype fp32) keeps an fp32 cache
         self.kv_dtype = "fp32" if (kv_dtype == "auto" and engine == "vllm" and self.precision == "fp32") else kv_dtype
         self.gated = _gated(self.tensors)
+        q = report.parameters.quantization
+        # vLLM pads MXFP4 MoE experts for its kernels (hfmem/memory/vllm_weights.py): the layers that hold them
+        self.mxfp4_moe_layers = (len({t.layer for t in self.tensors if t.component == "moe_experts" and t.kind == "linear"})
+                                 if self.precision == CHECKPOINT and q is not None and q.method.lower() == "mxfp4" else 0)
         self._weights_per_gpu()
+        self._pad_for_gpu()
 
     # -- fixed terms ----------------------------------------------------------------------------------------
     def _weights_per_gpu(self) -> None:
@@ -465,6 +470,20 @@ class Planner:
                 self.replicated.append("MLA latent KV cache (every GPU holds all of it)")
             elif arch.num_kv_heads and arch.num_kv_heads < self.tp:
                 self.replicated.append(f"KV cache heads ({arch.num_kv_heads} KV heads over {self.tp} GPUs)")
+
+    def _pad_for_gpu(self) -> None:
+        """The weight term vLLM's kernels add on this GPU over the checkpoint's bytes (MXFP4 experts on Marlin)."""
+        from hfmem.memory.vllm_weights import PAD_TERM, marlin_padding_bytes, mxfp4_backend
+
+        terms = {k: v for k, v in self.weight_terms.items() if k != PAD_TERM}
+        if self.mxfp4_moe_layers and self.engine == "vllm" and self.device == "cuda" and self.gpu is not None:
+            backend = mxfp4_backend(self.gpu)
+            if backend == "marlin":
+                pad = marlin_padding_bytes(self.arch, self.mxfp4_moe_layers, self.tp)
+                if pad:
+                    terms[PAD_TERM] = pad
+        self.weight_terms = terms
+        self.weights_bytes = sum(terms.values())
 
     def profile_tokens(self, context: int) -> int:
         """Tokens of vLLM's profiling forward (also the sliding-window admission allowance): see profile_tokens."""
@@ -611,6 +630,7 @@ class Planner:
         other = copy.copy(self)
         other.__dict__.update(_need_memo={}, _one_seq_memo={})  # a shallow copy would share them: batch sizes differ
         other.gpu = gpu
+        other._pad_for_gpu()
         tokens, seqs = self.vllm.batch_defaults(gpu.memory_bytes, gpu.key)
         if self.max_batched_tokens_given is None:
             other.max_batched_tokens = tokens or DEFAULT_MAX_BATCHED_TOKENS
@@ -648,6 +668,15 @@ class Planner:
                                   "budget; hfmem does not model it (0 here; one published log shows 1.34 GiB, another "
                                   "6.24 GiB): the KV pool is high by that much (--cudagraph-memory to give it, "
                                   "--enforce-eager: none)")
+        if self.mxfp4_moe_layers and self.engine == "vllm" and self.device == "cuda":
+            from hfmem.memory.vllm_weights import mxfp4_backend
+
+            backend = mxfp4_backend(self.gpu) if self.gpu is not None else None
+            if backend != "marlin":
+                where = f"on {self.gpu.name}" if self.gpu is not None else "without --gpu"
+                plan.notes.append(f"MXFP4 experts {where}: vLLM's MoE backend (Triton or FlashInfer, whichever is "
+                                  "installed) may pad them beyond the checkpoint's bytes; not modelled (on Marlin "
+                                  "GPUs, below compute capability 9.0, the padding is counted)")
         limit = self.arch.max_position_embeddings
         if limit and context > limit:
             plan.notes.append(f"context {context:,} exceeds the model's max_position_embeddings {limit:,}")
