@@ -261,7 +261,7 @@ def training_options(f: Callable) -> Callable:
                    "window-sized SWA; llama-cpp-python: a KV stream per sequence, full-size SWA).")
 @click.option("-v", "--verbose", is_flag=True, help="With --gpu: every table after the verdict (every precision, term and catalog GPU).")
 @click.option("--brief", is_flag=True, help="One line: the verdict (what `hfmem check` prints, without the disk).")
-@click.option("--recommend", is_flag=True, help="With --gpu: print only the `vllm serve` command that runs the plan (or the smallest setup that fits); exit 1 when there is none.")
+@click.option("--recommend", is_flag=True, help="With --gpu: print only the `vllm serve` command that runs the plan (or the smallest setup that fits), or for a GGUF file the `llama-server` command with the -ngl that fits; exit 1 when there is none.")
 def analyze_cmd(
     model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, fmt: str,
     gguf_file: str | None, quant: str | None, verbose: bool, brief: bool, recommend: bool, **opts: Any,
@@ -281,10 +281,9 @@ def analyze_cmd(
 
         report = analyze(model, revision=revision, token=token, timeout=timeout, gguf_file=gguf_file, quant=quant, **_options(opts))
         if recommend:
-            from hfmem.report import Report
-
-            if not isinstance(report, Report) or report.serve is None:
-                raise UsageError("--recommend gives a vllm serve command: for safetensors models with --engine vllm on --device cuda")
+            if getattr(report, "serve", None) is None:
+                raise UsageError("--recommend gives a vllm serve command (safetensors models with --engine vllm on "
+                                 "--device cuda) or a llama-server command (a GGUF file with --ctx)")
             if report.serve.line is None:
                 click.echo(f"hfmem: no command: {one_line('; '.join(report.serve.why))}", err=True)
                 sys.exit(1)
