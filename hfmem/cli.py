@@ -281,13 +281,14 @@ def analyze_cmd(
 
         report = analyze(model, revision=revision, token=token, timeout=timeout, gguf_file=gguf_file, quant=quant, **_options(opts))
         if recommend:
-            if getattr(report, "serve", None) is None:
+            serve = report.serve
+            if serve is None:
                 raise UsageError("--recommend gives a vllm serve command (safetensors models with --engine vllm on "
                                  "--device cuda) or a llama-server command (a GGUF file with --ctx)")
-            if report.serve.line is None:
-                click.echo(f"hfmem: no command: {one_line('; '.join(report.serve.why))}", err=True)
+            if serve.line is None:
+                click.echo(f"hfmem: no command: {one_line('; '.join(serve.why))}", err=True)
                 sys.exit(1)
-            click.echo(one_line(report.serve.line))
+            click.echo(one_line(serve.line))
             return
         if brief:
             from hfmem.report import Report
