@@ -54,7 +54,8 @@ def _more_bits(i: int, n: int) -> bool:
 
 
 def llama_q4_k_m(path: Path, *, name: str, vocab: int, n_layer: int = 32, embd: int = 4096, heads: int = 32,
-                 kv_heads: int = 8, ff: int = 14336, ctx: int = 131072) -> Path:
+                 kv_heads: int = 8, ff: int = 14336, ctx: int = 131072, arch: str = "llama") -> Path:
+    """A Llama-layout Q4_K_M file; ``arch="qwen2"`` adds the F32 q/k/v biases Qwen2 has."""
     head = embd // heads
     kv = kv_heads * head
     tensors: list[tuple[str, str, tuple[int, ...]]] = [
@@ -68,9 +69,12 @@ def llama_q4_k_m(path: Path, *, name: str, vocab: int, n_layer: int = 32, embd: 
             (f"blk.{i}.attn_v.weight", more, (kv, embd)), (f"blk.{i}.attn_output.weight", "Q4_K", (embd, embd)),
             (f"blk.{i}.ffn_gate.weight", "Q4_K", (ff, embd)), (f"blk.{i}.ffn_up.weight", "Q4_K", (ff, embd)),
             (f"blk.{i}.ffn_down.weight", more, (embd, ff))]
+        if arch == "qwen2":
+            tensors += [(f"blk.{i}.attn_q.bias", "F32", (embd,)), (f"blk.{i}.attn_k.bias", "F32", (kv,)),
+                        (f"blk.{i}.attn_v.bias", "F32", (kv,))]
     md: dict[str, object] = {
-        "general.architecture": "llama", "general.name": name, "general.file_type": 15,
-        "llama.block_count": n_layer, "llama.context_length": ctx, "llama.embedding_length": embd,
-        "llama.feed_forward_length": ff, "llama.attention.head_count": heads, "llama.attention.head_count_kv": kv_heads,
-        "llama.rope.dimension_count": head, "llama.vocab_size": vocab}
+        "general.architecture": arch, "general.name": name, "general.file_type": 15,
+        f"{arch}.block_count": n_layer, f"{arch}.context_length": ctx, f"{arch}.embedding_length": embd,
+        f"{arch}.feed_forward_length": ff, f"{arch}.attention.head_count": heads,
+        f"{arch}.attention.head_count_kv": kv_heads, f"{arch}.rope.dimension_count": head, f"{arch}.vocab_size": vocab}
     return write_header_gguf(path, md, tensors)

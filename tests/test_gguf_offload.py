@@ -24,44 +24,83 @@ from hfmem.memory.kv.llamacpp import llamacpp_memory
 
 MiB = 2**20
 
-# (id, source, model, vocab, logged type counts, n_ctx, n_ubatch, flash_attn, repeating layers on GPU, output on GPU,
-#  logged MiB: GPU model buffer, CPU model buffer (None: the mmap span, not the CPU tensors), GPU KV, GPU compute)
-ROWS = [
-    ("llama3-8b-q4km-ctx512", "llama-cpp-python log of llama-3-Korean-Bllossom-8B-Q4_K_M.gguf (mradermacher), RTX 3070, "
-     "'offloaded 33/33 layers to GPU'", 128256, {"F32": 65, "Q4_K": 193, "Q6_K": 33}, 512, 512, False, 32, True,
-     (4403.49, 281.81, 64.00, 258.50)),
-    ("llama3.1-8b-q4km-ctx8k-nofa", "ollama log (llama_new_context_with_model, n_seq_max 4, n_ctx 8192, flash_attn 0), "
-     "Llama 3.1 8B Q4_K_M, 33/33 layers", 128256, {"F32": 65, "Q4_K": 193, "Q6_K": 33}, 8192, 512, False, 32, True,
-     (4403.49, 281.81, 1024.00, 560.00)),
-    ("mistral-7b-q4km-ngl20", "Tel-Zur, 'A GPU-Accelerated RAG-Based Telegram Assistant...', EduHPC25, "
-     "arXiv 2509.11947: mistral-7b-instruct-v0.1.Q4_K_M.gguf, n_gpu_layers 20 ('offloading 20 repeating layers', "
-     "layer 32 = output on CPU), n_ctx 768, n_ubatch 256, flash_attn 1", 32000, {"F32": 65, "Q4_K": 193, "Q6_K": 33},
-     768, 256, True, 20, False, (2495.31, None, 60.00, 137.79)),
-]
+# A row: id, source, model shape, logged type counts, n_ctx, sequences, cache type, n_ubatch, flash_attn, repeating
+# layers on the GPU, output on the GPU, and the logged MiB: GPU model buffer, CPU model buffer (None: the log's
+# figure is the mmap span, not the CPU tensors), GPU KV buffer, GPU compute buffer.
+LLAMA3_8B = dict(vocab=128256)
+MISTRAL_7B = dict(vocab=32000)
+QWEN25_7B = dict(vocab=152064, n_layer=28, embd=3584, heads=28, kv_heads=4, ff=18944, ctx=32768, arch="qwen2")
+LLAMA_TYPES = {"F32": 65, "Q4_K": 193, "Q6_K": 33}
+QWEN_TYPES = {"F32": 141, "Q4_K": 169, "Q6_K": 29}
+ROWS = {
+    "llama3-8b-ctx512": ("llama-cpp-python log of llama-3-Korean-Bllossom-8B-Q4_K_M.gguf (mradermacher), RTX 3070, "
+                         "'offloaded 33/33 layers to GPU'", LLAMA3_8B, LLAMA_TYPES, 512, 1, "f16", 512, False, 32, True,
+                         (4403.49, 281.81, 64.00, 258.50)),
+    "llama3.1-8b-ctx8k-nofa": ("ollama log (llama_new_context_with_model: n_seq_max 4, n_ctx 8192, flash_attn 0), "
+                               "Llama 3.1 8B Q4_K_M, 33/33 layers", LLAMA3_8B, LLAMA_TYPES, 8192, 1, "f16", 512, False,
+                               32, True, (4403.49, 281.81, 1024.00, 560.00)),
+    "mistral-7b-ngl20": ("Tel-Zur, 'A GPU-Accelerated RAG-Based Telegram Assistant...', EduHPC25, arXiv 2509.11947: "
+                         "mistral-7b-instruct-v0.1.Q4_K_M.gguf, n_gpu_layers 20 ('offloading 20 repeating layers', layer "
+                         "32 = output on CPU), n_ctx 768, n_ubatch 256, flash_attn 1", MISTRAL_7B, LLAMA_TYPES, 768, 1,
+                         "f16", 256, True, 20, False, (2495.31, None, 60.00, 137.79)),
+    "qwen2.5-7b-ctx4k": ("ollama runner log (llama_context, 2026-05), Qwen2.5-7B Q4_K_M, 29/29 layers, n_ctx 4096, "
+                         "Flash Attention auto -> enabled", QWEN25_7B, QWEN_TYPES, 4096, 1, "f16", 512, True, 28, True,
+                         (4168.09, 292.36, 224.00, 304.00)),
+    "qwen2.5-7b-ctx32k": ("the same ollama runner log at n_ctx 32768", QWEN25_7B, QWEN_TYPES, 32768, 1, "f16", 512, True,
+                          28, True, (4168.09, 292.36, 1792.00, 382.01)),
+    "qwen2.5-7b-q8kv-4slots": ("llama-server -c 16384 -ngl 99 -ctk q8_0 -ctv q8_0 -lv 4 (captured 2026-09-16, "
+                               "Qwen2.5-7B-Instruct-Q4_K_M.gguf; n_parallel auto = 4, kv_unified, flash_attn forced on "
+                               "for the quantized V cache, sched_reserve)", QWEN25_7B, None, 16384, 4, "q8_0", 512, True,
+                               28, True, (4168.09, None, 476.00, 148.09)),
+    "llama3.1-8b-ctx16k-vulkan": ("ik_llama.cpp discussion, mainline llama.cpp Vulkan build (Vulkan0 buffers), Llama "
+                                  "3.1 8B Instruct Q4_K (a different quant mix: its model buffer is not compared), "
+                                  "n_ctx 16384, n_ubatch 1024, flash_attn 1, 33/33 layers", LLAMA3_8B, None, 16384, 1,
+                                  "f16", 1024, True, 32, True, (None, 281.81, 2048.00, 613.01)),
+}
+# Compute-buffer rows hfmem's estimate misses, with the measured ratio (logged / hfmem) and why.
+COMPUTE_MISSES = {
+    "qwen2.5-7b-q8kv-4slots": "logged 148.09 MiB vs hfmem 352.00 (ratio 0.42): this newer build (sched_reserve) "
+                              "reserves the graph with fewer outputs than n_ubatch, so the logits term is far smaller; "
+                              "hfmem's all-outputs term is an upper bound there",
+}
 
 
-def _setup(tmp_path, vocab):
-    path = llama_q4_k_m(tmp_path / "m-Q4_K_M.gguf", name="stub", vocab=vocab)
+def _setup(tmp_path, shape):
+    path = llama_q4_k_m(tmp_path / "m-Q4_K_M.gguf", name="stub", **shape)
     header = read_local_gguf(path)
     arch = architecture_from_metadata(header.metadata, header.array_lengths)
     return header, arch
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r[0] for r in ROWS])
-def test_buffers_match_llamacpp_logs(tmp_path, row):
-    _, _, vocab, types, n_ctx, ub, fa, on, out, (gpu_model, cpu_model, gpu_kv, compute) = row
-    header, arch = _setup(tmp_path, vocab)
-    assert dict(Counter(t.ggml_type for t in header.tensors)) == types  # the log's "llama_model_loader: - type"
+def _row(tmp_path, key):
+    _, shape, types, n_ctx, seqs, cache, ub, fa, on, out, logged = ROWS[key]
+    header, arch = _setup(tmp_path, shape)
+    if types is not None:  # the log's "llama_model_loader: - type" lines
+        assert dict(Counter(t.ggml_type for t in header.tensors)) == types
     lb = layer_bytes(header, arch["num_layers"])
-    mem = llamacpp_memory(arch, n_ctx, 1, "f16", kv_unified=True, flash_attn=fa, n_ubatch=ub)
+    mem = llamacpp_memory(arch, n_ctx, seqs, cache, kv_unified=True, flash_attn=fa, n_ubatch=ub)
     b = gpu_bytes_at(lb, mem["per_layer"], arch, header.metadata, layers_on_gpu=on, output_on_gpu=out, n_kv=n_ctx,
                      n_ubatch=ub, flash_attn=fa)
-    assert b["gpu_model"] / MiB == pytest.approx(gpu_model, rel=0.01)
-    assert round(b["gpu_model"] / MiB, 2) == gpu_model  # in fact to the printed digit
+    return b, logged
+
+
+@pytest.mark.parametrize("key", ROWS)
+def test_model_and_kv_buffers_match_llamacpp_logs(tmp_path, key):
+    b, (gpu_model, cpu_model, gpu_kv, _) = _row(tmp_path, key)
+    if gpu_model is not None:
+        assert b["gpu_model"] / MiB == pytest.approx(gpu_model, rel=0.01)
+        assert round(b["gpu_model"] / MiB, 2) == gpu_model  # in fact to the printed digit
     if cpu_model is not None:
         assert round(b["ram_model"] / MiB, 2) == cpu_model
     assert b["gpu_kv"] / MiB == gpu_kv
-    # compute buffer: 5 % (ggml_gallocr's placement can leave gaps hfmem does not simulate; the rows are 0-3 % off)
+
+
+@pytest.mark.parametrize("key", [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=COMPUTE_MISSES[k]))
+                                 if k in COMPUTE_MISSES else k for k in ROWS])
+def test_compute_buffer_matches_llamacpp_logs(tmp_path, key):
+    """Within 5 %: ggml_gallocr's best-fit placement can leave gaps hfmem does not simulate, and fills some (the
+    passing rows are -3 % to +5 % off)."""
+    b, (_, _, _, compute) = _row(tmp_path, key)
     assert b["compute"]["total"] / MiB == pytest.approx(compute, rel=0.05)
 
 
@@ -69,26 +108,13 @@ def test_partial_offload_ram_side(tmp_path):
     """The ngl-20 row's CPU side: its 36 MiB CPU KV buffer is the 12 CPU layers' cache; the logged 4165.37 MiB
     CPU_Mapped buffer is the mmap span from token_embd to output (the whole file), of which hfmem counts the CPU
     tensors (token_embd, 12 layers, output), all of them inside that span."""
-    header, arch = _setup(tmp_path, 32000)
+    header, arch = _setup(tmp_path, MISTRAL_7B)
     lb = layer_bytes(header, 32)
     mem = llamacpp_memory(arch, 768, 1, "f16", kv_unified=True, flash_attn=True, n_ubatch=256)
     b = gpu_bytes_at(lb, mem["per_layer"], arch, header.metadata, layers_on_gpu=20, output_on_gpu=False, n_kv=768,
                      n_ubatch=256, flash_attn=True)
     assert b["ram_kv"] / MiB == 36.00
     assert b["ram_model"] < 4165.37 * MiB <= header.weight_bytes + header.header_bytes
-
-
-@pytest.mark.xfail(strict=True, reason="Vulkan backend (ik_llama.cpp discussion log, Llama 3.1 8B, n_ctx 16384, n_ubatch "
-                   "1024, flash attention): Vulkan0 compute buffer 613.01 MiB vs hfmem's 517 MiB (ratio 0.84); hfmem's "
-                   "estimate follows the CUDA rows, the Vulkan backend's extra buffers are not modelled")
-def test_vulkan_compute_buffer(tmp_path):
-    header, arch = _setup(tmp_path, 128256)
-    lb = layer_bytes(header, 32)
-    mem = llamacpp_memory(arch, 16384, 1, "f16", kv_unified=True, flash_attn=True, n_ubatch=1024)
-    b = gpu_bytes_at(lb, mem["per_layer"], arch, header.metadata, layers_on_gpu=32, output_on_gpu=True, n_kv=16384,
-                     n_ubatch=1024, flash_attn=True)
-    assert b["gpu_kv"] / MiB == 2048.00  # the KV buffer is exact here too
-    assert b["compute"]["total"] / MiB == pytest.approx(613.01, rel=0.05)
 
 
 def test_ngl_placement_rules():

@@ -115,11 +115,12 @@ def compute_buffer(arch: dict[str, Any], metadata: dict[str, Any], *, n_kv: int,
     """The GPU compute buffer, estimated as the largest set of f32 tensors alive at once in the graph llama.cpp
     reserves (``graph_reserve`` with ``n_ubatch`` tokens, every one an output), per phase:
 
-    * output: logits ``n_ubatch x n_vocab`` and the normed input of the output matmul ``n_ubatch x n_embd`` (and,
-      the output matrix in RAM, its copy: op offload runs that matmul on the GPU);
-    * attention: without flash attention the scores ``n_kv x n_ubatch x n_head`` (soft_max runs in place), the mask
-      ``n_kv x n_ubatch`` (f32; f16 with flash attention), Q and the residual stream; with flash attention the mask,
-      Q, the residual and the attention output;
+    * the KQ mask ``n_kv x n_ubatch``, copied in as f32 (and cast to f16 with flash attention) before any layer runs,
+      under every later phase (ggml_gallocr places the later, larger tensors above it);
+    * output: the mask, logits ``n_ubatch x n_vocab`` and the normed input of the output matmul ``n_ubatch x n_embd``
+      (and, the output matrix in RAM, its copy: op offload runs that matmul on the GPU);
+    * attention: without flash attention the scores ``n_kv x n_ubatch x n_head`` (soft_max runs in place), the mask,
+      Q and the residual stream; with flash attention the mask, Q, the residual and the attention output;
     * feed-forward: the residual, the normed input and the gate and up projections ``n_ubatch x n_ff`` (MoE:
       ``n_ff_exp x n_expert_used`` per token), plus the largest weight of a CPU layer copied for op offload.
 
@@ -137,17 +138,20 @@ def compute_buffer(arch: dict[str, Any], metadata: dict[str, Any], *, n_kv: int,
     moe = _num(metadata, f"{name}.expert_feed_forward_length") * _num(metadata, f"{name}.expert_used_count")
     ff = max(n_ff, moe)
     offloads = op_offload and ub >= OP_OFFLOAD_MIN_BATCH
+    # The KQ mask: an f32 input copied to the GPU first (and cast to f16 for flash attention); these copies sit at
+    # the bottom of the buffer, below everything the layers and the output allocate later.
+    mask = n_kv * ub * (F32 + 2 if flash_attn else F32)
     out = 0
     if output_on_gpu or offloads:
-        out = ub * (n_vocab + n_embd) * F32 + (0 if output_on_gpu else output_weight_bytes)
+        out = mask + ub * (n_vocab + n_embd) * F32 + (0 if output_on_gpu else output_weight_bytes)
     residual = ub * n_embd * F32
     q = ub * n_head * k_len * F32
     if not n_kv:
         attn = 0
     elif flash_attn:
-        attn = n_kv * ub * 2 + q + residual + ub * n_head * v_len * F32
+        attn = mask + q + residual + ub * n_head * v_len * F32
     else:
-        attn = n_kv * ub * n_head * F32 + n_kv * ub * F32 + q + residual
+        attn = n_kv * ub * n_head * F32 + mask + q + residual
     ffn = 2 * residual + 2 * ub * ff * F32
     layer = 0
     if layers_on_gpu or offloads:
