@@ -387,6 +387,10 @@ def _gguf_offload(report: GGUFReport, gpu: str, gpus: int | str | None, batch: i
     if report.source == "local":
         file = os.path.join(report.repo, file) if os.path.isdir(report.repo) else report.repo
     plan.serve = llama_server(file, plan)
+    if report.source == "hub":
+        files = " ".join(report.selected.shards)
+        plan.serve.why.append(f"download the file first: hf download {report.repo} {files}"
+                              + (f" --revision {report.revision}" if report.revision else ""))
     report.offload, report.serve = plan, plan.serve
 
 

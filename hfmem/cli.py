@@ -294,7 +294,13 @@ def analyze_cmd(
             from hfmem.report import Report
 
             if not isinstance(report, Report):
-                raise UsageError("--brief is for safetensors models (GGUF reports have no plan)")
+                from hfmem.render.gguf import gguf_verdict_lines
+
+                lines = gguf_verdict_lines(report)
+                if not lines:
+                    raise UsageError("--brief on a GGUF model needs --gpu and --ctx (its llama.cpp offload plan)")
+                click.echo(one_line(lines[0]))
+                return
             from hfmem.render.verdict import brief_line
 
             click.echo(one_line(brief_line(report)))

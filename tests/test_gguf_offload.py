@@ -207,3 +207,10 @@ def test_gguf_gpu_usage_errors(cli, gguf_hub):  # noqa: F811
     assert r.returncode == 2 and "one GPU" in r.stderr and "Traceback" not in r.stderr
     r = cli([REPO, "--quant", "Q4_K_M", "--gpu", "4090", "--recommend"])
     assert r.returncode == 2 and "--ctx" in r.stderr
+
+
+def test_brief_and_download_note(cli, gguf_hub):  # noqa: F811
+    r = cli([REPO, "--quant", "Q4_K_M", "--ctx", "8k", "--gpu", "4090", "--brief"])
+    assert r.returncode == 0 and r.stdout.count("\n") == 1 and r.stdout.startswith(f"{REPO}: FITS on RTX 4090")
+    data = _json(cli, "--ctx", "8k", "--gpu", "4090")
+    assert f"hf download {REPO} {FILE} --revision {data['revision']}" in data["serve"]["notes"][-1]
