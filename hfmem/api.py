@@ -413,7 +413,8 @@ def analyze(
     engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, max_num_seqs, vllm_version, cudagraph, cudagraph_memory,
     device,
     prefix_caching, speculative, train
-    and the training options; GGUF models also take ``llamacpp_defaults``: "llama-server" or "llama-cpp-python").
+    and the training options; GGUF models also take ``llamacpp_defaults``: "llama-server" or "llama-cpp-python", and
+    with ``gpu`` get llama.cpp's partial-offload plan as ``report.offload`` and its llama-server command as ``report.serve``).
     The KV cache is per GPU at tensor parallel size ``gpus``; ``prefix_caching=False`` gives vLLM's one-state-page
     figure for hybrid linear-attention/mamba models (two pages with prefix caching on).
     Safetensors models give a :class:`Report`; GGUF weights (``.gguf`` files, GGUF-only repos, or ``gguf_file`` /
