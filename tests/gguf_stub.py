@@ -54,13 +54,15 @@ def _more_bits(i: int, n: int) -> bool:
 
 
 def llama_q4_k_m(path: Path, *, name: str, vocab: int, n_layer: int = 32, embd: int = 4096, heads: int = 32,
-                 kv_heads: int = 8, ff: int = 14336, ctx: int = 131072, arch: str = "llama") -> Path:
-    """A Llama-layout Q4_K_M file; ``arch="qwen2"`` adds the F32 q/k/v biases Qwen2 has."""
+                 kv_heads: int = 8, ff: int = 14336, ctx: int = 131072, arch: str = "llama", tied: bool = False) -> Path:
+    """A Llama-layout Q4_K_M file; ``arch="qwen2"`` adds the F32 q/k/v biases Qwen2 has; ``tied``: no output.weight,
+    token_embd in Q6_K (llama_tensor_get_type gives the tied embedding the output's type)."""
     head = embd // heads
     kv = kv_heads * head
     tensors: list[tuple[str, str, tuple[int, ...]]] = [
-        ("token_embd.weight", "Q4_K", (vocab, embd)), ("output_norm.weight", "F32", (embd,)),
-        ("output.weight", "Q6_K", (vocab, embd))]
+        ("token_embd.weight", "Q6_K" if tied else "Q4_K", (vocab, embd)), ("output_norm.weight", "F32", (embd,))]
+    if not tied:
+        tensors.append(("output.weight", "Q6_K", (vocab, embd)))
     for i in range(n_layer):
         more = "Q6_K" if _more_bits(i, n_layer) else "Q4_K"
         tensors += [

@@ -117,6 +117,21 @@ def test_partial_offload_ram_side(tmp_path):
     assert b["ram_model"] < 4165.37 * MiB <= header.weight_bytes + header.header_bytes
 
 
+def test_tied_output_is_a_gpu_copy_of_token_embd(tmp_path):
+    """Llama 3.2 3B Q4_K_M (tied embeddings, no output.weight): llama.cpp loads token_embd for the input (RAM) and a
+    duplicate as the output matrix on the GPU. Logged, 29/29 layers: CUDA0 model buffer 1918.35 MiB (ollama
+    llama3.2:latest, RTX 5050; koboldcpp's log the same; another build 1918.36), CPU_Mapped 308.23 MiB (ramalama
+    troubleshooting notes). Within 1 %: hfmem's 1918.33 lacks the buffer's per-tensor alignment padding."""
+    header, arch = _setup(tmp_path, dict(vocab=128256, n_layer=28, embd=3072, heads=24, kv_heads=8, ff=8192, tied=True))
+    lb = layer_bytes(header, 28)
+    assert any("tied output" in n for n in lb.notes)
+    b = gpu_bytes_at(lb, [0] * 28, arch, header.metadata, layers_on_gpu=28, output_on_gpu=True, n_kv=4096,
+                     n_ubatch=512, flash_attn=True)
+    assert b["gpu_model"] / MiB == pytest.approx(1918.35, rel=0.01)
+    assert round(b["ram_model"] / MiB, 2) == 308.23
+    assert b["gpu_model"] - sum(lb.layers) > 308 * MiB  # without the duplicate it would be 1610 MiB
+
+
 def test_ngl_placement_rules():
     # current llama.cpp: i_gpu_start = max(n_layer + 1 - ngl, 0), the output layer first
     assert placement(32, 0) == (0, False)

@@ -263,6 +263,12 @@ def plan_offload(header: GGUFHeader, arch: dict[str, Any], gpu: GPU, *, context:
                  f"(n_ubatch {d.n_ubatch}, flash attention {'on' if flash_attn else 'off'}); see docs/gguf.md")
     if mem.get("recurrent_unmodelled"):
         notes.append(f"{arch.get('architecture')}: recurrent state not modelled; not in the GPU bytes")
+    from hfmem.memory.kv.llamacpp import recurrent_layers
+
+    if any(recurrent_layers(arch)):
+        notes.append("compute buffer: the recurrent layers' scan and convolution activations are not modelled (unverified)")
+    if arch.get("is_mla") or arch.get("sliding_window"):
+        notes.append("compute buffer: the attention term of MLA / sliding-window models is not checked against a log")
     if int(arch.get("expert_count") or 0):
         notes.append("MoE: the compute buffer counts the routed experts' gate/up activations only (routing tensors not modelled)")
     if ngl == 0 and total(b) > budget:
