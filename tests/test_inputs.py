@@ -80,7 +80,7 @@ def test_every_cli_option_of_analyze_is_an_api_keyword_of_the_same_name():
     from hfmem.cli import main as cli_main
 
     keywords = _api_keywords()
-    cli_only = {"format", "debug", "help", "verbose", "brief"}  # how the answer is printed
+    cli_only = {"format", "debug", "help", "verbose", "brief", "recommend"}  # how the answer is printed
     missing = []
     for param in cli_main.commands["analyze"].params:
         if getattr(param, "hidden", False) or param.param_type_name == "argument":
