@@ -265,7 +265,7 @@ def plan_offload(header: GGUFHeader, arch: dict[str, Any], gpu: GPU, *, context:
         notes.append(f"{arch.get('architecture')}: recurrent state not modelled; not in the GPU bytes")
     from hfmem.memory.kv.llamacpp import recurrent_layers
 
-    if gpu.kind != "cuda":
+    if gpu.kind in ("apple", "rocm"):
         notes.append(f"{gpu.name}: planned as a CUDA device; llama.cpp's {gpu.kind} backend buffers are not checked "
                      "against a log" + (" (Metal also caps the working set below the unified memory)" if gpu.kind == "apple" else ""))
 
