@@ -158,7 +158,7 @@ def kv_options(f: Callable) -> Callable:
 def planner_options(f: Callable) -> Callable:
     f = click.option("--dtype", "precision", default="auto", show_default=True,
                      help="Weight precision: auto (as stored), fp32, bf16, fp8, fp8-block, int8, int4 (AWQ), gptq, nf4, nf4-nodq, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m.")(f)
-    f = click.option("--gpu", default=None, help="A catalog GPU (4090, a100-80gb, h100...) or a size, binary as VRAM is sold (24GB = 24GiB = 24 x 2^30 bytes; 24e9B for decimal); with --device cpu, the RAM size.")(f)
+    f = click.option("--gpu", default=None, help="A catalog GPU (4090, a100-80gb, h100...) or a size, binary as VRAM is sold (24GB = 24GiB = 24 x 2^30 bytes; 24e9B for decimal); with --device cpu, the RAM size. A GGUF file: llama.cpp's -ngl that fits this one GPU.")(f)
     f = click.option("--gpus", default="1", show_default=True, callback=_check_gpus,
                      help="Tensor-parallel GPUs (weights and KV heads split N ways; N must be a size vLLM accepts for the model), "
                           "or auto: the fewest GPUs of --gpu's type that fit (pipeline stages across nodes beyond --gpus-per-node).")(f)
