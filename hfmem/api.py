@@ -335,6 +335,8 @@ def analyze_gguf(
     quant: str | None = None,
     kv_dtype: str | None = None,
     llamacpp_defaults: str | None = None,
+    gpu: str | None = None,
+    gpus: int | str | None = None,
 ) -> GGUFReport:
     """A GGUF repo, folder or file: its GGUF files, the selected file's exact parameters and bytes, and llama.cpp's
     KV cache (and recurrent state) at each context (``kv_dtype``: llama.cpp's cache types f16 (= auto, fp16), bf16,
@@ -362,7 +364,34 @@ def analyze_gguf(
             raise MalformedHeader(f"{ref}: GGUF {report.architecture.get('architecture')}.context_length = {repr(limit)[:40]} "
                                   "is not a positive integer (needed for --ctx max)")
         report.kv_cache.append(gguf_kv(report.architecture, limit, batch, cache_type, defaults))
+    if gpu is not None:
+        _gguf_offload(report, gpu, gpus, batch, cache_type, defaults)
     return report
+
+
+def _gguf_offload(report: GGUFReport, gpu: str, gpus: int | str | None, batch: int, cache_type: str, defaults: str) -> None:
+    """--gpu on a GGUF file: llama.cpp's partial offload (-ngl) on one GPU and the llama-server command."""
+    from hfmem.gguf.offload import llama_server, plan_offload
+    from hfmem.memory.gpus import resolve_gpu
+
+    if gpus not in (None, 1, "1"):
+        raise UsageError(f"--gpus {gpus}: hfmem plans llama.cpp's offload on one GPU (GGUF); give --gpus 1")
+    if report.header is None or report.selected is None:
+        raise UsageError(f"{report.repo}: --gpu needs one GGUF file: pick one with --quant or --gguf-file")
+    if not report.kv_cache:
+        raise UsageError("--gpu on a GGUF model needs --ctx (the context llama-server is started with)")
+    context = report.kv_cache[0].context
+    plan = plan_offload(report.header, report.architecture, resolve_gpu(gpu), context=context, batch=batch,
+                        cache_type=cache_type, defaults=defaults)
+    file = report.selected.name  # a Hub repo's file: its path in the repo, as downloaded
+    if report.source == "local":
+        file = os.path.join(report.repo, file) if os.path.isdir(report.repo) else report.repo
+    plan.serve = llama_server(file, plan)
+    if report.source == "hub":
+        files = " ".join(report.selected.shards)
+        plan.serve.why.append(f"download the file first: hf download {report.repo} {files}"
+                              + (f" --revision {report.revision}" if report.revision else ""))
+    report.offload, report.serve = plan, plan.serve
 
 
 def analyze(
@@ -384,7 +413,8 @@ def analyze(
     engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, max_num_seqs, vllm_version, cudagraph, cudagraph_memory,
     device,
     prefix_caching, speculative, train
-    and the training options; GGUF models also take ``llamacpp_defaults``: "llama-server" or "llama-cpp-python").
+    and the training options; GGUF models also take ``llamacpp_defaults``: "llama-server" or "llama-cpp-python", and
+    with ``gpu`` get llama.cpp's partial-offload plan as ``report.offload`` and its llama-server command as ``report.serve``).
     The KV cache is per GPU at tensor parallel size ``gpus``; ``prefix_caching=False`` gives vLLM's one-state-page
     figure for hybrid linear-attention/mamba models (two pages with prefix caching on).
     Safetensors models give a :class:`Report`; GGUF weights (``.gguf`` files, GGUF-only repos, or ``gguf_file`` /
@@ -397,7 +427,8 @@ def analyze(
     ref, revision = resolve_ref(ref, revision)
     gguf_kwargs: dict[str, Any] = dict(ctx=ctx, batch=batch, revision=revision, token=token, timeout=timeout,
                                        gguf_file=gguf_file, quant=quant, kv_dtype=options.get("kv_dtype"),
-                                       llamacpp_defaults=options.pop("llamacpp_defaults", None))
+                                       llamacpp_defaults=options.pop("llamacpp_defaults", None),
+                                       gpu=options.get("gpu"), gpus=options.get("gpus"))
     if is_gguf_ref(ref, gguf_file, quant):
         return analyze_gguf(ref, **gguf_kwargs)
     try:

@@ -158,7 +158,7 @@ def kv_options(f: Callable) -> Callable:
 def planner_options(f: Callable) -> Callable:
     f = click.option("--dtype", "precision", default="auto", show_default=True,
                      help="Weight precision: auto (as stored), fp32, bf16, fp8, fp8-block, int8, int4 (AWQ), gptq, nf4, nf4-nodq, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m.")(f)
-    f = click.option("--gpu", default=None, help="A catalog GPU (4090, a100-80gb, h100...) or a size, binary as VRAM is sold (24GB = 24GiB = 24 x 2^30 bytes; 24e9B for decimal); with --device cpu, the RAM size.")(f)
+    f = click.option("--gpu", default=None, help="A catalog GPU (4090, a100-80gb, h100...) or a size, binary as VRAM is sold (24GB = 24GiB = 24 x 2^30 bytes; 24e9B for decimal); with --device cpu, the RAM size. A GGUF file: llama.cpp's -ngl that fits this one GPU.")(f)
     f = click.option("--gpus", default="1", show_default=True, callback=_check_gpus,
                      help="Tensor-parallel GPUs (weights and KV heads split N ways; N must be a size vLLM accepts for the model), "
                           "or auto: the fewest GPUs of --gpu's type that fit (pipeline stages across nodes beyond --gpus-per-node).")(f)
@@ -261,7 +261,7 @@ def training_options(f: Callable) -> Callable:
                    "window-sized SWA; llama-cpp-python: a KV stream per sequence, full-size SWA).")
 @click.option("-v", "--verbose", is_flag=True, help="With --gpu: every table after the verdict (every precision, term and catalog GPU).")
 @click.option("--brief", is_flag=True, help="One line: the verdict (what `hfmem check` prints, without the disk).")
-@click.option("--recommend", is_flag=True, help="With --gpu: print only the `vllm serve` command that runs the plan (or the smallest setup that fits); exit 1 when there is none.")
+@click.option("--recommend", is_flag=True, help="With --gpu: print only the `vllm serve` command that runs the plan (or the smallest setup that fits), or for a GGUF file the `llama-server` command with the -ngl that fits; exit 1 when there is none.")
 def analyze_cmd(
     model: str, revision: str | None, token: str | None, timeout: float | None, debug: bool, fmt: str,
     gguf_file: str | None, quant: str | None, verbose: bool, brief: bool, recommend: bool, **opts: Any,
@@ -281,20 +281,26 @@ def analyze_cmd(
 
         report = analyze(model, revision=revision, token=token, timeout=timeout, gguf_file=gguf_file, quant=quant, **_options(opts))
         if recommend:
-            from hfmem.report import Report
-
-            if not isinstance(report, Report) or report.serve is None:
-                raise UsageError("--recommend gives a vllm serve command: for safetensors models with --engine vllm on --device cuda")
-            if report.serve.line is None:
-                click.echo(f"hfmem: no command: {one_line('; '.join(report.serve.why))}", err=True)
+            serve = report.serve
+            if serve is None:
+                raise UsageError("--recommend gives a vllm serve command (safetensors models with --engine vllm on "
+                                 "--device cuda) or a llama-server command (a GGUF file with --ctx)")
+            if serve.line is None:
+                click.echo(f"hfmem: no command: {one_line('; '.join(serve.why))}", err=True)
                 sys.exit(1)
-            click.echo(one_line(report.serve.line))
+            click.echo(one_line(serve.line))
             return
         if brief:
             from hfmem.report import Report
 
             if not isinstance(report, Report):
-                raise UsageError("--brief is for safetensors models (GGUF reports have no plan)")
+                from hfmem.render.gguf import gguf_verdict_lines
+
+                lines = gguf_verdict_lines(report)
+                if not lines:
+                    raise UsageError("--brief on a GGUF model needs --gpu and --ctx (its llama.cpp offload plan)")
+                click.echo(one_line(lines[0]))
+                return
             from hfmem.render.verdict import brief_line
 
             click.echo(one_line(brief_line(report)))

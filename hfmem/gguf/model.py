@@ -70,6 +70,8 @@ class GGUFReport:
     kv_cache: list[GGUFKV] = field(default_factory=list)
     request_count: int = 0
     warnings: list[str] = field(default_factory=list)
+    offload: Any = None  # --gpu: hfmem.gguf.offload.OffloadPlan (llama.cpp's -ngl on one GPU)
+    serve: Any = None  # --gpu: the llama-server command of that plan (hfmem.memory.serve.ServeCommand)
 
     def parameters(self) -> dict[str, Any]:
         if self.header is None:
@@ -93,6 +95,10 @@ class GGUFReport:
         if self.kv_cache:
             kv = [k.to_dict() for k in self.kv_cache]
             out["kv_cache"] = kv[0] if len(kv) == 1 else kv
+        if self.offload is not None:
+            out["gpu_offload"] = self.offload.to_dict()
+        if self.serve is not None:
+            out["serve"] = self.serve.to_dict()
         out["warnings"] = list(self.warnings)
         return out
 

@@ -238,6 +238,7 @@ def llamacpp_memory(
     elif arch.get("shared_kv_layers"):
         kv_from_start = int(arch.get("num_layers") or n) - int(arch["shared_kv_layers"])
     caches: dict[str, dict[str, int]] = {}
+    per_layer = [0] * n  # K + V (+ r + s) bytes of each trunk layer: llama.cpp puts them on that layer's device
     for i in range(n):
         if not attn[i] or i >= kv_from_start:
             continue
@@ -245,9 +246,13 @@ def llamacpp_memory(
         cells = size_swa if swa[i] else n_ctx_seq
         c = caches.setdefault(kind, {"layers": 0, "cells": cells, "streams": streams, "k_bytes": 0, "v_bytes": 0})
         c["layers"] += 1
-        c["k_bytes"] += _row(k_width[i], type_k) * cells * streams
+        k = _row(k_width[i], type_k) * cells * streams
+        v = 0
         if not is_mla:  # llama_kv_cache: has_v = !is_mla (MLA caches the compressed latent + rope key only)
-            c["v_bytes"] += _row(v_width[i] if flash_attn else v_max, type_v) * cells * streams
+            v = _row(v_width[i] if flash_attn else v_max, type_v) * cells * streams
+        c["k_bytes"] += k
+        c["v_bytes"] += v
+        per_layer[i] += k + v
     recurrent: dict[str, int] | None = None
     rows = state_rows(arch) if any(recr) else None
     if any(recr) and rows is not None:
@@ -255,7 +260,11 @@ def llamacpp_memory(
         layers = sum(recr)
         recurrent = {"layers": layers, "cells": cells, "r_bytes": rows[0] * 4 * cells * layers,
                      "s_bytes": rows[1] * 4 * cells * layers}
+        for i in range(n):
+            if recr[i]:
+                per_layer[i] += (rows[0] + rows[1]) * 4 * cells
     return {"n_ctx": n_ctx, "n_ctx_seq": n_ctx_seq, "streams": streams, "kv": caches, "recurrent": recurrent,
+            "per_layer": per_layer,
             "recurrent_unmodelled": any(recr) and rows is None}
 
 
