@@ -113,6 +113,7 @@ def attach_sections(
     device: str = "cuda",
     prefix_caching: bool = True,
     speculative: str | None = None,
+    every_tp: bool = False,
     train: str | None = None,
     train_precision: str = "mixed-bf16",
     **training_options: Any,
@@ -190,6 +191,12 @@ def attach_sections(
         report.speed = _speed(report, precision, plan, batch, planner_kwargs)
     if gpu_spec is not None and device == "cuda" and engine == "vllm" and not train:
         report.serve = _serve(report, plan, runs, planner_kwargs)
+    if every_tp and gpu_spec is not None and device == "cuda" and runs and not train:
+        from hfmem.memory.parallel import DEFAULT_GPUS_PER_NODE, every_tp_size
+        from hfmem.memory.planner import Planner
+
+        report.tp_sizes = every_tp_size(lambda tp: Planner(report, precision, tp=tp, **planner_kwargs), gpu_spec,
+                                        plan.context, batch, gpus_per_node or DEFAULT_GPUS_PER_NODE)
     if train:
         from hfmem.memory.training import METHODS, TrainingSettings, estimate_all
 

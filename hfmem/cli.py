@@ -276,10 +276,13 @@ def analyze_cmd(
         raise click.BadParameter("prints one command: needs --gpu, not with --brief, -v or --format", param_hint="--recommend")
 
     def body() -> None:
-        from hfmem.api import analyze
+        from hfmem.api import analyze, is_gguf_ref
         from hfmem.render.text import render
 
-        report = analyze(model, revision=revision, token=token, timeout=timeout, gguf_file=gguf_file, quant=quant, **_options(opts))
+        options = _options(opts)
+        if verbose and not is_gguf_ref(model, gguf_file, quant):
+            options["every_tp"] = True  # -v: the table per tensor-parallel size
+        report = analyze(model, revision=revision, token=token, timeout=timeout, gguf_file=gguf_file, quant=quant, **options)
         if recommend:
             serve = report.serve
             if serve is None:

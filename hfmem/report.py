@@ -41,6 +41,7 @@ class Report:
     # With --gpu: the fewest GPUs of that type that fit (hfmem.memory.parallel), and every layout tried to find it.
     setup: Setup | None = None
     setups: list[Setup] | None = None
+    tp_sizes: list[Setup] | None = None  # every_tp=True (-v): the plan at every TP size vLLM accepts on one node
     speed: dict[str, Any] | None = None  # --gpu, fitting on one node: the roofline (hfmem.memory.speed), an upper bound
     hardware: dict[str, Any] | None = None  # --gpu: the GPU's capabilities and whether it runs the precision
     gpus_auto: bool = False  # --gpus auto: the plan is at the smallest setup's TP (its pipeline stages in ``setup``)
@@ -71,6 +72,8 @@ class Report:
             out["speed"] = dict(self.speed)
         if self.serve is not None:
             out["serve"] = self.serve.to_dict()
+        if self.tp_sizes is not None:
+            out["tp_sizes"] = [s.to_dict() for s in self.tp_sizes]
         if self.setups is not None:
             out["smallest_setup"] = self.setup.to_dict() if self.setup is not None else None
             out["setups_tried"] = [s.to_dict() for s in self.setups]

@@ -86,3 +86,20 @@ def test_deepseek_v3_needs_two_h100_nodes_and_one_h200_node(hub, cli):  # noqa: 
     assert small_nodes["smallest_setup"]["tensor_parallel"] == 4 and small_nodes["smallest_setup"]["pipeline_parallel"] == 2
     text = cli([repo, "--ctx", "4k", "--gpu", "h100", "--gpus", "auto"]).stdout.splitlines()
     assert "FITS on 16 x H100 80GB (TP 8 x PP 2: 2 nodes of 8)" in text[0] and "upper bound" in text[1]
+
+
+def test_verbose_has_the_plan_at_every_valid_tp_size(hub, cli):  # noqa: F811
+    """-v adds one row per TP size vLLM accepts on one node; each row is the plan `--gpus N` makes at that size."""
+    from hfmem.api import analyze
+
+    path = "fixtures/models/Qwen/Qwen2-7B-Instruct"
+    report = analyze(path, ctx="32k", gpu="3060", every_tp=True)
+    rows = report.to_dict()["tp_sizes"]
+    assert [r["tensor_parallel"] for r in rows] == [1, 2, 4]  # 28 heads, 4 KV heads
+    for r in rows:
+        alone = json.loads(cli([path, "--ctx", "32k", "--gpu", "3060", "--gpus", str(r["tensor_parallel"]),
+                                "--format", "json"]).stdout)["inference"]
+        assert (r["need_bytes"], r["budget_bytes"], r["fits"]) == (alone["total_bytes"], alone["budget_bytes"], alone["fits"])
+    text = cli([path, "--ctx", "32k", "--gpu", "3060", "-v"]).stdout
+    assert "Every tensor-parallel size vLLM accepts (one node)" in text and "4 x RTX 3060 12GB (TP 4)" in text
+    assert "tp_sizes" not in json.loads(cli([path, "--ctx", "32k", "--gpu", "3060", "--format", "json"]).stdout)

@@ -176,3 +176,12 @@ def smallest_setup(make_planner: Any, gpu: GPU, context: int, batch: int,
         if setup.fits:
             return setup, tried
     return None, tried
+
+
+def every_tp_size(make_planner: Any, gpu: GPU, context: int, batch: int,
+                  gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> list[Setup]:
+    """One setup per tensor-parallel size vLLM accepts for the model on one node (``-v``'s table): the plan that
+    ``--gpus N`` makes at each size."""
+    first = make_planner(1)
+    return [from_plan((first if tp == 1 else make_planner(tp)).plan(context, batch, gpu, with_catalog=False))
+            for tp in valid_tp_sizes(first.arch, gpus_per_node)]

@@ -163,12 +163,21 @@ def verdict_text(report: Report, fmt: str, verbose: bool) -> str:
         tables.append(_setups_table(report))
     elif verbose and report.setups:
         tables.append(_setups_table(report))
+    if verbose and report.tp_sizes:
+        tables.append(_tp_sizes_table(report))
     body = layout(title, tables, fmt, report.notes, report.warnings)
     head = "\n".join(lines)
     if fmt == "markdown":
         head = "\n".join(["**" + lines[0] + "**", "", *[f"- {line.strip()}" for line in lines[1:]]])
     hint = "" if verbose else "\n\n(-v: every precision, every term, the whole GPU catalog)"
     return f"{head}\n\n{body}{hint}"
+
+
+def _tp_sizes_table(report: Report) -> Table:
+    rows = [[s.label(), "yes" if s.fits else "no", fmt_bytes(s.need_bytes), fmt_bytes(s.margin_bytes),
+             f"{s.max_context:,}" if s.max_context else "-", f"{s.concurrency:.2f}" if s.concurrency is not None and s.fits else "-"]
+            for s in report.tp_sizes or []]
+    return ("Every tensor-parallel size vLLM accepts (one node)", ["setup", "fits", "per GPU", "margin", "max context", "concurrency"], rows)
 
 
 def _setups_table(report: Report) -> Table:
