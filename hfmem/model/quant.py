@@ -287,6 +287,29 @@ def packed_linear_geometry(
     return PackedLinear(layout, b, in_features, out, group)
 
 
+# Every ASCII digit mapped to "0" (on the UTF-8 bytes: bytes.translate is a table look-up, str.translate a dict
+# look-up per character): the memo key of a module name when the config's rules cannot tell digits apart.
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+# In a pattern's source: a digit (literal digits, ranges ending in one, {n} counts, octal escapes, numbered
+# backreferences), a hex/unicode/named character escape (which could spell a digit) or a named backreference.
+_DIGIT_SENSITIVE_SOURCE = re.compile(r"[0-9]|\\[xuUN]|\(\?P=")
+
+
+def digit_blind(patterns: list[re.Pattern[str]], exact: set[str]) -> bool:
+    """Whether ``re.match`` of every pattern, and membership in ``exact``, give the same answer for a name and for
+    the name with every ASCII digit replaced by 0 (so answers can be memoised per digit pattern, e.g. one per
+    expert projection instead of one per expert and layer).
+
+    Sufficient condition, checked on the source text: no digit, no hex/unicode/named escape, no backreference. Then
+    every atom treats the ten ASCII digits alike (``.``, ``\\d``, ``\\w`` and negated classes accept all of them or
+    none; a range whose ends are not digits holds all of 0-9 or none, the digits being contiguous), so the engine
+    takes the same path through a name and its digit pattern. An exact name without digits equals only itself,
+    and a name with digits maps to one with a 0, so membership agrees too."""
+    if any(_DIGIT_SENSITIVE_SOURCE.search(p.pattern) for p in patterns):
+        return False
+    return not any(any(ch.isdigit() for ch in name) for name in exact)
+
+
 def _compile_targets(targets: list[str]) -> tuple[set[str], list[re.Pattern[str]], bool]:
     exact = {t for t in targets if not t.startswith("re:") and "." in t}
     regex = [re.compile(t[3:]) for t in targets if t.startswith("re:")]
@@ -339,6 +362,13 @@ class Quantizer:
         self._ct_by_class = next((g for g, _, _, by_class in self._ct_groups if by_class), None)
         self._ignore_exact, self._ignore_regex = self._prepare_ignore()
         self._ignore_match = any_match(self._ignore_regex)
+        # compressed-tensors: (group, ignored) per module, keyed by the module's digit pattern when the targets and
+        # ignore list cannot tell digits apart (a per-layer rule such as "re:.*layers\\.3\\..*" keeps the full name)
+        self._ct_digit_blind = digit_blind(
+            [p for _, _, regex, _ in self._ct_groups for p in regex] + self._ignore_regex,
+            {n for _, exact, _, _ in self._ct_groups for n in exact} | self._ignore_exact,
+        )
+        self._ct_memo: dict[tuple[Any, ...], tuple[Role, tuple[str, ...]]] = {}
         self._dispatch = self._build_dispatch()
 
     # -- config helpers ------------------------------------------------------------------------------------------
@@ -467,25 +497,39 @@ class Quantizer:
         if not name.endswith(".weight_packed"):
             return None
         module = name[: -len(".weight_packed")]
+        scale = self._get(module + ".weight_scale")
+        # the outcome is a function of the module's config rules, the dtype and the two shapes: memoised on those
+        key = (module.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO) if self._ct_digit_blind else module, t.dtype, t.shape,
+               scale.shape if scale is not None else None)
+        hit = self._ct_memo.get(key)
+        if hit is None:
+            hit = self._ct_memo[key] = self._compressed_packed_role(t, module, scale)
+        role, problems = hit
+        for problem in problems:
+            self.problems[problem] += 1
+        return role
+
+    def _compressed_packed_role(self, t: TensorEntry, module: str, scale: TensorEntry | None) -> tuple[Role, tuple[str, ...]]:
+        """(role, problems to count) of a ``weight_packed`` tensor of ``module`` with its ``weight_scale``."""
+        problems: list[str] = []
         group = self._ct_group_for(module) if self._ct_groups else None
         bits = (group or {}).get("num_bits") or (self.scheme.bits if self.scheme else None)
         if not bits:
             bits = 4
-            self.problems["weight_packed without a config group giving num_bits; assumed 4-bit"] += 1
+            problems.append("weight_packed without a config group giving num_bits; assumed 4-bit")
         if self._ignored(module):
-            self.problems["modules listed in quantization_config ignore are stored packed"] += 1
+            problems.append("modules listed in quantization_config ignore are stored packed")
         container = _itemsize(t.dtype) * 8
         logical = t.numel * container // bits
-        scale = self._get(module + ".weight_scale")
         gsize = (group or {}).get("group_size")
         if scale is not None and gsize and len(scale.shape) == 2 and len(t.shape) == 2:
             expected_rows, width = scale.shape[0], scale.shape[1] * gsize
             if expected_rows != t.shape[0] or not (width - gsize < logical // t.shape[0] <= width):
-                self.problems["weight_packed does not match its weight_scale groups"] += 1
+                problems.append("weight_packed does not match its weight_scale groups")
         fmt = (group or {}).get("format") or (self.scheme.details.get("format") if self.scheme else None) or "pack-quantized"
         kind = (group or {}).get("type") or "int"
         label = {"nvfp4-pack-quantized": "nvfp4", "mxfp4-pack-quantized": "mxfp4"}.get(fmt, f"{kind}{bits}")
-        return Role(QUANTIZED, logical, label)
+        return Role(QUANTIZED, logical, label), tuple(problems)
 
     def _mxfp4_blocks(self, t: TensorEntry) -> Role | None:
         name = t.name
