@@ -345,6 +345,8 @@ def any_match(patterns: list[re.Pattern[str]]) -> Callable[[str], bool]:
 class Quantizer:
     """Classifies every tensor of one checkpoint and collects what it saw for the summary and the cross-check."""
 
+    memo = True  # False: every tensor worked out on its own (tests compare the two on every fixture)
+
     def __init__(self, scheme: QuantScheme | None, index: Mapping[str, TensorEntry]):
         self.scheme = scheme
         self.index = index
@@ -498,6 +500,11 @@ class Quantizer:
             return None
         module = name[: -len(".weight_packed")]
         scale = self._get(module + ".weight_scale")
+        if not self.memo:
+            role, problems = self._compressed_packed_role(t, module, scale)
+            for problem in problems:
+                self.problems[problem] += 1
+            return role
         # the outcome is a function of the module's config rules, the dtype and the two shapes: memoised on those
         key = (module.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO) if self._ct_digit_blind else module, t.dtype, t.shape,
                scale.shape if scale is not None else None)
