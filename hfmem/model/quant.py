@@ -67,6 +67,9 @@ class Role(NamedTuple):
     fmt: str | None = None  # storage format of a quantized tensor, e.g. "awq-int4", "fp8_e4m3", "mxfp4"
 
 
+_BOOKKEEPING = Role(OVERHEAD, 0)  # one shared (immutable) answer for the many scale/zero tensors
+
+
 @dataclass
 class QuantScheme:
     """What the checkpoint says (config) and shows (tensors) about its quantization."""
@@ -440,7 +443,7 @@ class Quantizer:
             self.formats[_FP8[t.dtype]] += t.numel
             return Role(QUANTIZED, t.numel, _FP8[t.dtype])
         if t.dtype == "F8_E8M0":  # power-of-two scales (MX formats); never weights
-            return Role(OVERHEAD, 0)
+            return _BOOKKEEPING
         return Role(PARAM, t.numel)
 
     def _build_dispatch(self) -> dict[str, tuple[Any, ...]]:
@@ -476,7 +479,7 @@ class Quantizer:
         name = t.name
         if name.endswith((".qzeros", ".scales", ".g_idx")):
             stem = name.rsplit(".", 1)[0]
-            return Role(OVERHEAD, 0) if self._get(stem + ".qweight") is not None else None
+            return _BOOKKEEPING if self._get(stem + ".qweight") is not None else None
         if not name.endswith(".qweight"):
             return None
         stem = name[: -len(".qweight")]
@@ -495,7 +498,7 @@ class Quantizer:
     def _compressed_packed(self, t: TensorEntry) -> Role | None:
         name = t.name
         if name.endswith(_CT_SUFFIXES):  # names only quantized checkpoints use
-            return Role(OVERHEAD, 0)
+            return _BOOKKEEPING
         if not name.endswith(".weight_packed"):
             return None
         module = name[: -len(".weight_packed")]
@@ -541,7 +544,7 @@ class Quantizer:
     def _mxfp4_blocks(self, t: TensorEntry) -> Role | None:
         name = t.name
         if name.endswith("_scales") and t.dtype == "U8":
-            return Role(OVERHEAD, 0) if self._get(name[: -len("_scales")] + "_blocks") is not None else None
+            return _BOOKKEEPING if self._get(name[: -len("_scales")] + "_blocks") is not None else None
         if not (name.endswith("_blocks") and t.dtype == "U8"):
             return None
         scales = self._get(name[: -len("_blocks")] + "_scales")
@@ -553,11 +556,11 @@ class Quantizer:
         name = t.name
         if ".quant_state.bitsandbytes__" in name:
             self.bnb_quant_types[name.rsplit("__", 1)[1]] += 1
-            return Role(OVERHEAD, 0)
+            return _BOOKKEEPING
         if name.endswith(_BNB4_SUFFIXES):
             if name.endswith(".nested_absmax"):
                 self.bnb_nested += 1
-            return Role(OVERHEAD, 0) if self._get(name.rsplit(".", 1)[0]) is not None else None
+            return _BOOKKEEPING if self._get(name.rsplit(".", 1)[0]) is not None else None
         absmax = self._get(name + ".absmax")
         if absmax is None:
             return None
@@ -572,7 +575,7 @@ class Quantizer:
     def _bnb8(self, t: TensorEntry) -> Role | None:
         name = t.name
         if name.endswith((".SCB", ".weight_format")):
-            return Role(OVERHEAD, 0) if self._get(name.rsplit(".", 1)[0] + ".weight") is not None else None
+            return _BOOKKEEPING if self._get(name.rsplit(".", 1)[0] + ".weight") is not None else None
         if t.dtype == "I8" and name.endswith(".weight") and self._get(name[: -len("weight")] + "SCB") is not None:
             return Role(QUANTIZED, t.numel, "bnb-int8")
         return None
@@ -583,7 +586,7 @@ class Quantizer:
         name = t.name
         if name.endswith((".scales", ".biases")):
             w = self._get(name.rsplit(".", 1)[0] + ".weight")
-            return Role(OVERHEAD, 0) if w is not None and w.dtype == "U32" else None
+            return _BOOKKEEPING if w is not None and w.dtype == "U32" else None
         if t.dtype == "U32" and name.endswith(".weight") and self._get(name[: -len("weight")] + "scales") is not None:
             bits = (self.scheme.bits if self.scheme else None) or 4
             return Role(QUANTIZED, t.numel * 32 // bits, f"mlx-int{bits}")
@@ -596,8 +599,8 @@ class Quantizer:
             if name.endswith(suffix):
                 w = self._get(name[: -len(suffix)] + ".weight")
                 if w is not None and (w.dtype in _FP8 or w.dtype in _BYTE):
-                    return Role(OVERHEAD, 0)
-                return Role(OVERHEAD, 0) if suffix == ".weight_scale_inv" else None
+                    return _BOOKKEEPING
+                return _BOOKKEEPING if suffix == ".weight_scale_inv" else None
         if not name.endswith(".weight") or not (t.dtype in _FP8 or t.dtype in _BYTE):
             return None
         stem = name[: -len(".weight")]
@@ -651,7 +654,7 @@ class Quantizer:
         return None
 
     def _activation_scale(self, t: TensorEntry) -> Role | None:
-        return Role(OVERHEAD, 0) if t.name.endswith(_ACTIVATION_SCALE_SUFFIXES) else None
+        return _BOOKKEEPING if t.name.endswith(_ACTIVATION_SCALE_SUFFIXES) else None
 
     # -- after all tensors ---------------------------------------------------------------------------------------
 
