@@ -416,9 +416,6 @@ class Quantizer:
                 return g
         return self._ct_by_class
 
-    def _get(self, name: str) -> TensorEntry | None:
-        return self.index.get(name)
-
     # -- entry point ---------------------------------------------------------------------------------------------
 
     def role(self, t: TensorEntry) -> Role:
@@ -479,14 +476,14 @@ class Quantizer:
         name = t.name
         if name.endswith((".qzeros", ".scales", ".g_idx")):
             stem = name.rsplit(".", 1)[0]
-            return _BOOKKEEPING if self._get(stem + ".qweight") is not None else None
+            return _BOOKKEEPING if self.index.get(stem + ".qweight") is not None else None
         if not name.endswith(".qweight"):
             return None
         stem = name[: -len(".qweight")]
         cfg_method = self.method if self.method in ("gptq", "awq") else None
         s = self.scheme
-        geo = packed_linear_geometry(t, self._get(stem + ".scales"), self._get(stem + ".qzeros"),
-                                     self._get(stem + ".g_idx"), s.bits if s else None, cfg_method,
+        geo = packed_linear_geometry(t, self.index.get(stem + ".scales"), self.index.get(stem + ".qzeros"),
+                                     self.index.get(stem + ".g_idx"), s.bits if s else None, cfg_method,
                                      s.group_size if s else None)
         if geo is None:
             bits = (self.scheme.bits if self.scheme else None) or 4
@@ -502,7 +499,7 @@ class Quantizer:
         if not name.endswith(".weight_packed"):
             return None
         module = name[: -len(".weight_packed")]
-        scale = self._get(module + ".weight_scale")
+        scale = self.index.get(module + ".weight_scale")
         if not self.memo:
             role, problems = self._compressed_packed_role(t, module, scale)
             for problem in problems:
@@ -544,10 +541,10 @@ class Quantizer:
     def _mxfp4_blocks(self, t: TensorEntry) -> Role | None:
         name = t.name
         if name.endswith("_scales") and t.dtype == "U8":
-            return _BOOKKEEPING if self._get(name[: -len("_scales")] + "_blocks") is not None else None
+            return _BOOKKEEPING if self.index.get(name[: -len("_scales")] + "_blocks") is not None else None
         if not (name.endswith("_blocks") and t.dtype == "U8"):
             return None
-        scales = self._get(name[: -len("_blocks")] + "_scales")
+        scales = self.index.get(name[: -len("_blocks")] + "_scales")
         if scales is None or t.shape[-1:] != (16,) or scales.shape != t.shape[:-1]:
             self.problems["MXFP4 *_blocks without a matching *_scales [..., in/32]"] += 1
         return Role(QUANTIZED, t.numel * 2, "mxfp4")
@@ -560,8 +557,8 @@ class Quantizer:
         if name.endswith(_BNB4_SUFFIXES):
             if name.endswith(".nested_absmax"):
                 self.bnb_nested += 1
-            return _BOOKKEEPING if self._get(name.rsplit(".", 1)[0]) is not None else None
-        absmax = self._get(name + ".absmax")
+            return _BOOKKEEPING if self.index.get(name.rsplit(".", 1)[0]) is not None else None
+        absmax = self.index.get(name + ".absmax")
         if absmax is None:
             return None
         logical = t.numel * _itemsize(t.dtype) * 2
@@ -575,8 +572,8 @@ class Quantizer:
     def _bnb8(self, t: TensorEntry) -> Role | None:
         name = t.name
         if name.endswith((".SCB", ".weight_format")):
-            return _BOOKKEEPING if self._get(name.rsplit(".", 1)[0] + ".weight") is not None else None
-        if t.dtype == "I8" and name.endswith(".weight") and self._get(name[: -len("weight")] + "SCB") is not None:
+            return _BOOKKEEPING if self.index.get(name.rsplit(".", 1)[0] + ".weight") is not None else None
+        if t.dtype == "I8" and name.endswith(".weight") and self.index.get(name[: -len("weight")] + "SCB") is not None:
             return Role(QUANTIZED, t.numel, "bnb-int8")
         return None
 
@@ -585,9 +582,9 @@ class Quantizer:
             return None
         name = t.name
         if name.endswith((".scales", ".biases")):
-            w = self._get(name.rsplit(".", 1)[0] + ".weight")
+            w = self.index.get(name.rsplit(".", 1)[0] + ".weight")
             return _BOOKKEEPING if w is not None and w.dtype == "U32" else None
-        if t.dtype == "U32" and name.endswith(".weight") and self._get(name[: -len("weight")] + "scales") is not None:
+        if t.dtype == "U32" and name.endswith(".weight") and self.index.get(name[: -len("weight")] + "scales") is not None:
             bits = (self.scheme.bits if self.scheme else None) or 4
             return Role(QUANTIZED, t.numel * 32 // bits, f"mlx-int{bits}")
         return None
@@ -597,14 +594,14 @@ class Quantizer:
         name = t.name
         for suffix in (".weight_scale_inv", ".scale"):
             if name.endswith(suffix):
-                w = self._get(name[: -len(suffix)] + ".weight")
+                w = self.index.get(name[: -len(suffix)] + ".weight")
                 if w is not None and (w.dtype in _FP8 or w.dtype in _BYTE):
                     return _BOOKKEEPING
                 return _BOOKKEEPING if suffix == ".weight_scale_inv" else None
         if not name.endswith(".weight") or not (t.dtype in _FP8 or t.dtype in _BYTE):
             return None
         stem = name[: -len(".weight")]
-        scale = self._get(stem + ".weight_scale_inv") or self._get(stem + ".weight_scale") or self._get(stem + ".scale")
+        scale = self.index.get(stem + ".weight_scale_inv") or self.index.get(stem + ".weight_scale") or self.index.get(stem + ".scale")
         if scale is None:
             return None
         mx_pack = self._mx_pack(t, scale)
