@@ -360,7 +360,7 @@ class Quantizer:
         self.bnb_quant_types: Counter[str] = Counter()
         self.bnb_nested = 0
         self.scale_kinds: Counter[str] = Counter()  # granularity of FP8/int8/MX weight scales -> tensors
-        self._scale_kind_of: dict[tuple[Any, ...], str] = {}
+        self._scaled_memo: dict[tuple[Any, ...], tuple[Role, str]] = {}  # see _scaled_weight
         self.problems: Counter[str] = Counter()  # message -> occurrences
         self._ct_groups = self._prepare_ct_groups()
         self._ct_match = [(g, exact, any_match(regex)) for g, exact, regex, _ in self._ct_groups]
@@ -592,29 +592,39 @@ class Quantizer:
     def _scaled_weight(self, t: TensorEntry) -> Role | None:
         """FP8 / int8 / MX weights with scale companions (per tensor, channel, 2-D block or 1x32 MX groups)."""
         name = t.name
-        for suffix in (".weight_scale_inv", ".scale"):
-            if name.endswith(suffix):
-                w = self.index.get(name[: -len(suffix)] + ".weight")
-                if w is not None and (w.dtype in _FP8 or w.dtype in _BYTE):
-                    return _BOOKKEEPING
-                return _BOOKKEEPING if suffix == ".weight_scale_inv" else None
+        if name.endswith(".weight_scale_inv"):
+            return _BOOKKEEPING  # with or without its weight (a scale of a weight stored unquantized is still one)
+        if name.endswith(".scale"):
+            w = self.index.get(name[: -len(".scale")] + ".weight")
+            return _BOOKKEEPING if w is not None and (w.dtype in _FP8 or w.dtype in _BYTE) else None
         if not name.endswith(".weight") or not (t.dtype in _FP8 or t.dtype in _BYTE):
             return None
         stem = name[: -len(".weight")]
-        scale = self.index.get(stem + ".weight_scale_inv") or self.index.get(stem + ".weight_scale") or self.index.get(stem + ".scale")
+        get = self.index.get
+        scale = get(stem + ".weight_scale_inv") or get(stem + ".weight_scale") or get(stem + ".scale")
         if scale is None:
             return None
-        mx_pack = self._mx_pack(t, scale)
-        key = (t.shape, scale.shape, mx_pack)  # the granularity is a function of the two shapes (and the scheme)
-        kind = self._scale_kind_of.get(key)
-        if kind is None:
-            kind = self._scale_kind_of[key] = self._scale_kind(t, scale, mx_pack)
+        if not self.memo:
+            role, kind = self._scaled_weight_role(t, scale)
+        else:
+            # a function of the two tensors' dtypes and shapes (and the scheme): worked out once per distinct pair
+            key = (t.dtype, t.shape, scale.dtype, scale.shape)
+            hit = self._scaled_memo.get(key)
+            if hit is None:
+                hit = self._scaled_memo[key] = self._scaled_weight_role(t, scale)
+            role, kind = hit
         self.scale_kinds[kind] += 1
+        return role
+
+    def _scaled_weight_role(self, t: TensorEntry, scale: TensorEntry) -> tuple[Role, str]:
+        """(role, scale granularity) of a byte-wide weight with its scale tensor."""
+        mx_pack = self._mx_pack(t, scale)
+        kind = self._scale_kind(t, scale, mx_pack)
         if mx_pack == 2:
-            return Role(QUANTIZED, t.numel * 2, "mxfp4")
+            return Role(QUANTIZED, t.numel * 2, "mxfp4"), kind
         if t.dtype in _FP8:
-            return Role(QUANTIZED, t.numel, "mxfp8" if mx_pack == 1 else _FP8[t.dtype])
-        return Role(QUANTIZED, t.numel, "int8")
+            return Role(QUANTIZED, t.numel, "mxfp8" if mx_pack == 1 else _FP8[t.dtype]), kind
+        return Role(QUANTIZED, t.numel, "int8"), kind
 
     def _scale_kind(self, weight: TensorEntry, scale: TensorEntry, mx_pack: int | None) -> str:
         """Scale granularity: per tensor, per channel, MX 1x32, or 2-D blocks (size from the config when it fits)."""
