@@ -155,3 +155,24 @@ def test_report_unchanged_by_memo(monkeypatch):
     fast = analyze_files(files).to_dict()
     monkeypatch.setattr(Quantizer, "memo", False)
     assert analyze_files(model_files("moonshotai/Kimi-K3")).to_dict() == fast
+
+
+def test_scaled_weights_keyed_on_their_scale_too(monkeypatch):
+    """Layer 0's FP8 weights given per-tensor and per-channel scales, the rest 128x128 blocks: same weight shapes,
+    other granularities, so a memo keyed on the weight alone would count them all as blocks."""
+    tensors = []
+    changed = {"tensor": 0, "channel": 0}
+    for name, dtype, shape, file in load_inventory("Qwen/Qwen3-8B-FP8")["tensors"]:
+        if name.startswith("model.layers.0.") and name.endswith(".weight_scale_inv"):
+            kind = "tensor" if "mlp" in name else "channel"
+            weight = next(s for n, _, s, _ in load_inventory("Qwen/Qwen3-8B-FP8")["tensors"]
+                          if n == name[: -len("_scale_inv")])
+            shape = [1] if kind == "tensor" else [weight[0], 1]
+            changed[kind] += 1
+        tensors.append([name, dtype, shape, file])
+    assert changed["tensor"] == 3 and changed["channel"] >= 4
+    files = model_files("Qwen/Qwen3-8B-FP8", tensors=tensors)
+    (_, params, seen, _), (_, params_ref, seen_ref, _) = _both(files, monkeypatch)
+    assert seen == seen_ref and params.to_dict() == params_ref.to_dict()
+    scales = seen[2]["scales"]
+    assert scales["tensor"] == changed["tensor"] and scales["channel"] == changed["channel"]
