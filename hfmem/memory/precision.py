@@ -153,8 +153,84 @@ def _kind(name: str, component: str, count: int, out: int, inn: int) -> str:
 
 def weight_tensors(counted: Iterable[Any], quantization: Quantization | None = None, hidden_size: int | None = None) -> list[WeightTensor]:
     """Logical parameter tensors from the inventory (``inventory.CountedTensor``); bookkeeping tensors of a
-    quantized checkpoint are folded into the stored bytes of the weight they belong to (or kept as "other")."""
-    counted = list(counted)
+    quantized checkpoint are folded into the stored bytes of the weight they belong to (or kept as "other").
+
+    The logical form and kind are worked out once per (role, logical count, component, dtype, shape, last name part):
+    ``_logical_matrix`` reads only those, and ``_kind`` the same plus one look at the whole name ("conv"), which is
+    made per tensor (``_weight_form``). ``weight_tensors_reference`` is the same computation, tensor by tensor."""
+    method = quantization.method if quantization else None
+    bits = quantization.bits if quantization else None
+    out: list[WeightTensor] = []
+    append = out.append
+    overhead = 0
+    forms: dict[tuple[Any, ...], tuple[int, int, int, str]] = {}
+    for c in counted:
+        role = c.role
+        if role == "buffer" or role == "tied_duplicate":
+            continue
+        e = c.entry
+        if role == "quant_overhead":
+            overhead += e.nbytes
+            continue
+        name = e.name
+        head, dot, tail = name.rpartition(".")
+        key = (role, c.logical, c.component, e.dtype, e.shape, dot + tail)
+        form = forms.get(key)
+        if form is None:
+            form = forms[key] = _weight_form(name, e.dtype, e.shape, role, c.logical, c.component, method, bits, hidden_size)
+        count, rows, cols, kind = form
+        if kind == _LINEAR_UNLESS_CONV:
+            kind = "other" if "conv" in name.lower() else "linear"
+        append(WeightTensor(name, c.component, c.layer, kind, rows, cols, count, e.nbytes))
+    if overhead and out:
+        # Attribute the checkpoint's quantization bookkeeping as one pseudo-tensor so stored totals stay exact.
+        append(WeightTensor("<quantization scales/zeros>", "other", None, "bookkeeping", overhead, 1, 1, overhead))
+    return out
+
+
+# _weight_form's kind when only the whole name can decide: "linear", or "other" for a convolution kernel
+_LINEAR_UNLESS_CONV = "linear unless conv"
+
+
+def _weight_form(name: str, dtype: str, shape: tuple[int, ...], role: str, logical: int, component: str,
+                 method: str | None, bits: int | None, hidden_size: int | None) -> tuple[int, int, int, str]:
+    """(count, rows, cols, kind) of one parameter tensor; the kind may be _LINEAR_UNLESS_CONV. Reads of ``name``
+    only its last part (with the dot before it), so it is the same for every name ending alike."""
+    count, rows, cols = _logical_matrix(name, dtype, shape, method, bits)
+    if role == "param" and count * rows * cols != logical:
+        count, rows, cols = 1, logical, 1
+    elif role == "quantized" and count * rows * cols != logical:
+        # Flattened storage (bitsandbytes [n/2, 1]): the row length is not in the header; take rows of
+        # hidden_size, the input width of most quantized Linears (exact for q/k/v/o/gate/up).
+        if hidden_size and logical % hidden_size == 0:
+            count, rows, cols = 1, logical // hidden_size, hidden_size
+        else:
+            count, rows, cols = 1, logical, 1
+    kind = _kind_by_tail(name, component, rows, cols)
+    if role == "quantized" and kind == "vector":
+        kind = "linear"
+    return count, rows, cols, kind
+
+
+def _kind_by_tail(name: str, component: str, out: int, inn: int) -> str:
+    """``_kind`` from the name's last part: its one whole-name test ("conv" anywhere) is left to the caller."""
+    n = name.lower()
+    if component == "embeddings":
+        return "embedding"
+    if component == "lm_head":
+        return "lm_head"
+    if component == "moe_router":
+        return "router"
+    if inn == 1 or n.endswith(".bias") or n.endswith("_bias") or component == "norms":
+        return "vector"
+    if component in _QUANT_COMPONENTS and not n.endswith(("a_log", ".d", "dt_bias", "sinks")):
+        return _LINEAR_UNLESS_CONV
+    return "other"
+
+
+def weight_tensors_reference(counted: Iterable[Any], quantization: Quantization | None = None,
+                             hidden_size: int | None = None) -> list[WeightTensor]:
+    """``weight_tensors`` without its memo, one tensor at a time (tests compare the two on every fixture)."""
     method = quantization.method if quantization else None
     bits = quantization.bits if quantization else None
     out: list[WeightTensor] = []
@@ -170,8 +246,6 @@ def weight_tensors(counted: Iterable[Any], quantization: Quantization | None = N
         if c.role == "param" and count * rows * cols != c.logical:
             count, rows, cols = 1, c.logical, 1
         elif c.role == "quantized" and count * rows * cols != c.logical:
-            # Flattened storage (bitsandbytes [n/2, 1]): the row length is not in the header; take rows of
-            # hidden_size, the input width of most quantized Linears (exact for q/k/v/o/gate/up).
             if hidden_size and c.logical % hidden_size == 0:
                 count, rows, cols = 1, c.logical // hidden_size, hidden_size
             else:
@@ -181,7 +255,6 @@ def weight_tensors(counted: Iterable[Any], quantization: Quantization | None = N
             kind = "linear"
         out.append(WeightTensor(e.name, c.component, c.layer, kind, rows, cols, count, e.nbytes))
     if overhead and out:
-        # Attribute the checkpoint's quantization bookkeeping as one pseudo-tensor so stored totals stay exact.
         out.append(WeightTensor("<quantization scales/zeros>", "other", None, "bookkeeping", overhead, 1, 1, overhead))
     return out
 

@@ -298,12 +298,10 @@ def _moe_facts(text: Any) -> MoeFacts | None:
 def cross_check(arch: Architecture, entries: list[TensorEntry]) -> list[str]:
     """Compare config facts with what the header shapes say; disagreements become warnings."""
     warnings: list[str] = []
-    names = {t.name: t for t in entries}
-
     warnings.extend(_cache_shapes_from_weights(arch, entries))
     has_head = any(
         (n.endswith(("lm_head.weight", "embed_out.weight")) or n in ("head.weight", "output.weight")) and "mtp" not in n
-        for n in names
+        for n in (t.name for t in entries)
     )
     is_lm = any(a.endswith(("ForCausalLM", "ForConditionalGeneration", "LMHeadModel")) for a in arch.architectures)
     if is_lm and not has_head and not arch.tie_word_embeddings:

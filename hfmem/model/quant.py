@@ -67,6 +67,9 @@ class Role(NamedTuple):
     fmt: str | None = None  # storage format of a quantized tensor, e.g. "awq-int4", "fp8_e4m3", "mxfp4"
 
 
+_BOOKKEEPING = Role(OVERHEAD, 0)  # one shared (immutable) answer for the many scale/zero tensors
+
+
 @dataclass
 class QuantScheme:
     """What the checkpoint says (config) and shows (tensors) about its quantization."""
@@ -287,6 +290,29 @@ def packed_linear_geometry(
     return PackedLinear(layout, b, in_features, out, group)
 
 
+# Every ASCII digit mapped to "0" (on the UTF-8 bytes: bytes.translate is a table look-up, str.translate a dict
+# look-up per character): the memo key of a module name when the config's rules cannot tell digits apart.
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+# In a pattern's source: a digit (literal digits, ranges ending in one, {n} counts, octal escapes, numbered
+# backreferences), a hex/unicode/named character escape (which could spell a digit) or a named backreference.
+_DIGIT_SENSITIVE_SOURCE = re.compile(r"[0-9]|\\[xuUN]|\(\?P=")
+
+
+def digit_blind(patterns: list[re.Pattern[str]], exact: set[str]) -> bool:
+    """Whether ``re.match`` of every pattern, and membership in ``exact``, give the same answer for a name and for
+    the name with every ASCII digit replaced by 0 (so answers can be memoised per digit pattern, e.g. one per
+    expert projection instead of one per expert and layer).
+
+    Sufficient condition, checked on the source text: no digit, no hex/unicode/named escape, no backreference. Then
+    every atom treats the ten ASCII digits alike (``.``, ``\\d``, ``\\w`` and negated classes accept all of them or
+    none; a range whose ends are not digits holds all of 0-9 or none, the digits being contiguous), so the engine
+    takes the same path through a name and its digit pattern. An exact name without digits equals only itself,
+    and a name with digits maps to one with a 0, so membership agrees too."""
+    if any(_DIGIT_SENSITIVE_SOURCE.search(p.pattern) for p in patterns):
+        return False
+    return not any(any(ch.isdigit() for ch in name) for name in exact)
+
+
 def _compile_targets(targets: list[str]) -> tuple[set[str], list[re.Pattern[str]], bool]:
     exact = {t for t in targets if not t.startswith("re:") and "." in t}
     regex = [re.compile(t[3:]) for t in targets if t.startswith("re:")]
@@ -322,6 +348,8 @@ def any_match(patterns: list[re.Pattern[str]]) -> Callable[[str], bool]:
 class Quantizer:
     """Classifies every tensor of one checkpoint and collects what it saw for the summary and the cross-check."""
 
+    memo = True  # False: every tensor worked out on its own (tests compare the two on every fixture)
+
     def __init__(self, scheme: QuantScheme | None, index: Mapping[str, TensorEntry]):
         self.scheme = scheme
         self.index = index
@@ -332,13 +360,20 @@ class Quantizer:
         self.bnb_quant_types: Counter[str] = Counter()
         self.bnb_nested = 0
         self.scale_kinds: Counter[str] = Counter()  # granularity of FP8/int8/MX weight scales -> tensors
-        self._scale_kind_of: dict[tuple[Any, ...], str] = {}
+        self._scaled_memo: dict[tuple[Any, ...], tuple[Role, str]] = {}  # see _scaled_weight
         self.problems: Counter[str] = Counter()  # message -> occurrences
         self._ct_groups = self._prepare_ct_groups()
         self._ct_match = [(g, exact, any_match(regex)) for g, exact, regex, _ in self._ct_groups]
         self._ct_by_class = next((g for g, _, _, by_class in self._ct_groups if by_class), None)
         self._ignore_exact, self._ignore_regex = self._prepare_ignore()
         self._ignore_match = any_match(self._ignore_regex)
+        # compressed-tensors: (group, ignored) per module, keyed by the module's digit pattern when the targets and
+        # ignore list cannot tell digits apart (a per-layer rule such as "re:.*layers\\.3\\..*" keeps the full name)
+        self._ct_digit_blind = digit_blind(
+            [p for _, _, regex, _ in self._ct_groups for p in regex] + self._ignore_regex,
+            {n for _, exact, _, _ in self._ct_groups for n in exact} | self._ignore_exact,
+        )
+        self._ct_memo: dict[tuple[Any, ...], tuple[Role, tuple[str, ...]]] = {}
         self._dispatch = self._build_dispatch()
 
     # -- config helpers ------------------------------------------------------------------------------------------
@@ -381,9 +416,6 @@ class Quantizer:
                 return g
         return self._ct_by_class
 
-    def _get(self, name: str) -> TensorEntry | None:
-        return self.index.get(name)
-
     # -- entry point ---------------------------------------------------------------------------------------------
 
     def role(self, t: TensorEntry) -> Role:
@@ -408,7 +440,7 @@ class Quantizer:
             self.formats[_FP8[t.dtype]] += t.numel
             return Role(QUANTIZED, t.numel, _FP8[t.dtype])
         if t.dtype == "F8_E8M0":  # power-of-two scales (MX formats); never weights
-            return Role(OVERHEAD, 0)
+            return _BOOKKEEPING
         return Role(PARAM, t.numel)
 
     def _build_dispatch(self) -> dict[str, tuple[Any, ...]]:
@@ -444,14 +476,14 @@ class Quantizer:
         name = t.name
         if name.endswith((".qzeros", ".scales", ".g_idx")):
             stem = name.rsplit(".", 1)[0]
-            return Role(OVERHEAD, 0) if self._get(stem + ".qweight") is not None else None
+            return _BOOKKEEPING if self.index.get(stem + ".qweight") is not None else None
         if not name.endswith(".qweight"):
             return None
         stem = name[: -len(".qweight")]
         cfg_method = self.method if self.method in ("gptq", "awq") else None
         s = self.scheme
-        geo = packed_linear_geometry(t, self._get(stem + ".scales"), self._get(stem + ".qzeros"),
-                                     self._get(stem + ".g_idx"), s.bits if s else None, cfg_method,
+        geo = packed_linear_geometry(t, self.index.get(stem + ".scales"), self.index.get(stem + ".qzeros"),
+                                     self.index.get(stem + ".g_idx"), s.bits if s else None, cfg_method,
                                      s.group_size if s else None)
         if geo is None:
             bits = (self.scheme.bits if self.scheme else None) or 4
@@ -463,37 +495,56 @@ class Quantizer:
     def _compressed_packed(self, t: TensorEntry) -> Role | None:
         name = t.name
         if name.endswith(_CT_SUFFIXES):  # names only quantized checkpoints use
-            return Role(OVERHEAD, 0)
+            return _BOOKKEEPING
         if not name.endswith(".weight_packed"):
             return None
         module = name[: -len(".weight_packed")]
+        scale = self.index.get(module + ".weight_scale")
+        if not self.memo:
+            role, problems = self._compressed_packed_role(t, module, scale)
+            for problem in problems:
+                self.problems[problem] += 1
+            return role
+        # the outcome is a function of the module's config rules, the dtype and the two shapes: memoised on those
+        key = (module.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO) if self._ct_digit_blind else module, t.dtype, t.shape,
+               scale.shape if scale is not None else None)
+        hit = self._ct_memo.get(key)
+        if hit is None:
+            hit = self._ct_memo[key] = self._compressed_packed_role(t, module, scale)
+        role, problems = hit
+        for problem in problems:
+            self.problems[problem] += 1
+        return role
+
+    def _compressed_packed_role(self, t: TensorEntry, module: str, scale: TensorEntry | None) -> tuple[Role, tuple[str, ...]]:
+        """(role, problems to count) of a ``weight_packed`` tensor of ``module`` with its ``weight_scale``."""
+        problems: list[str] = []
         group = self._ct_group_for(module) if self._ct_groups else None
         bits = (group or {}).get("num_bits") or (self.scheme.bits if self.scheme else None)
         if not bits:
             bits = 4
-            self.problems["weight_packed without a config group giving num_bits; assumed 4-bit"] += 1
+            problems.append("weight_packed without a config group giving num_bits; assumed 4-bit")
         if self._ignored(module):
-            self.problems["modules listed in quantization_config ignore are stored packed"] += 1
+            problems.append("modules listed in quantization_config ignore are stored packed")
         container = _itemsize(t.dtype) * 8
         logical = t.numel * container // bits
-        scale = self._get(module + ".weight_scale")
         gsize = (group or {}).get("group_size")
         if scale is not None and gsize and len(scale.shape) == 2 and len(t.shape) == 2:
             expected_rows, width = scale.shape[0], scale.shape[1] * gsize
             if expected_rows != t.shape[0] or not (width - gsize < logical // t.shape[0] <= width):
-                self.problems["weight_packed does not match its weight_scale groups"] += 1
+                problems.append("weight_packed does not match its weight_scale groups")
         fmt = (group or {}).get("format") or (self.scheme.details.get("format") if self.scheme else None) or "pack-quantized"
         kind = (group or {}).get("type") or "int"
         label = {"nvfp4-pack-quantized": "nvfp4", "mxfp4-pack-quantized": "mxfp4"}.get(fmt, f"{kind}{bits}")
-        return Role(QUANTIZED, logical, label)
+        return Role(QUANTIZED, logical, label), tuple(problems)
 
     def _mxfp4_blocks(self, t: TensorEntry) -> Role | None:
         name = t.name
         if name.endswith("_scales") and t.dtype == "U8":
-            return Role(OVERHEAD, 0) if self._get(name[: -len("_scales")] + "_blocks") is not None else None
+            return _BOOKKEEPING if self.index.get(name[: -len("_scales")] + "_blocks") is not None else None
         if not (name.endswith("_blocks") and t.dtype == "U8"):
             return None
-        scales = self._get(name[: -len("_blocks")] + "_scales")
+        scales = self.index.get(name[: -len("_blocks")] + "_scales")
         if scales is None or t.shape[-1:] != (16,) or scales.shape != t.shape[:-1]:
             self.problems["MXFP4 *_blocks without a matching *_scales [..., in/32]"] += 1
         return Role(QUANTIZED, t.numel * 2, "mxfp4")
@@ -502,12 +553,12 @@ class Quantizer:
         name = t.name
         if ".quant_state.bitsandbytes__" in name:
             self.bnb_quant_types[name.rsplit("__", 1)[1]] += 1
-            return Role(OVERHEAD, 0)
+            return _BOOKKEEPING
         if name.endswith(_BNB4_SUFFIXES):
             if name.endswith(".nested_absmax"):
                 self.bnb_nested += 1
-            return Role(OVERHEAD, 0) if self._get(name.rsplit(".", 1)[0]) is not None else None
-        absmax = self._get(name + ".absmax")
+            return _BOOKKEEPING if self.index.get(name.rsplit(".", 1)[0]) is not None else None
+        absmax = self.index.get(name + ".absmax")
         if absmax is None:
             return None
         logical = t.numel * _itemsize(t.dtype) * 2
@@ -521,8 +572,8 @@ class Quantizer:
     def _bnb8(self, t: TensorEntry) -> Role | None:
         name = t.name
         if name.endswith((".SCB", ".weight_format")):
-            return Role(OVERHEAD, 0) if self._get(name.rsplit(".", 1)[0] + ".weight") is not None else None
-        if t.dtype == "I8" and name.endswith(".weight") and self._get(name[: -len("weight")] + "SCB") is not None:
+            return _BOOKKEEPING if self.index.get(name.rsplit(".", 1)[0] + ".weight") is not None else None
+        if t.dtype == "I8" and name.endswith(".weight") and self.index.get(name[: -len("weight")] + "SCB") is not None:
             return Role(QUANTIZED, t.numel, "bnb-int8")
         return None
 
@@ -531,9 +582,9 @@ class Quantizer:
             return None
         name = t.name
         if name.endswith((".scales", ".biases")):
-            w = self._get(name.rsplit(".", 1)[0] + ".weight")
-            return Role(OVERHEAD, 0) if w is not None and w.dtype == "U32" else None
-        if t.dtype == "U32" and name.endswith(".weight") and self._get(name[: -len("weight")] + "scales") is not None:
+            w = self.index.get(name.rsplit(".", 1)[0] + ".weight")
+            return _BOOKKEEPING if w is not None and w.dtype == "U32" else None
+        if t.dtype == "U32" and name.endswith(".weight") and self.index.get(name[: -len("weight")] + "scales") is not None:
             bits = (self.scheme.bits if self.scheme else None) or 4
             return Role(QUANTIZED, t.numel * 32 // bits, f"mlx-int{bits}")
         return None
@@ -541,29 +592,39 @@ class Quantizer:
     def _scaled_weight(self, t: TensorEntry) -> Role | None:
         """FP8 / int8 / MX weights with scale companions (per tensor, channel, 2-D block or 1x32 MX groups)."""
         name = t.name
-        for suffix in (".weight_scale_inv", ".scale"):
-            if name.endswith(suffix):
-                w = self._get(name[: -len(suffix)] + ".weight")
-                if w is not None and (w.dtype in _FP8 or w.dtype in _BYTE):
-                    return Role(OVERHEAD, 0)
-                return Role(OVERHEAD, 0) if suffix == ".weight_scale_inv" else None
+        if name.endswith(".weight_scale_inv"):
+            return _BOOKKEEPING  # with or without its weight (a scale of a weight stored unquantized is still one)
+        if name.endswith(".scale"):
+            w = self.index.get(name[: -len(".scale")] + ".weight")
+            return _BOOKKEEPING if w is not None and (w.dtype in _FP8 or w.dtype in _BYTE) else None
         if not name.endswith(".weight") or not (t.dtype in _FP8 or t.dtype in _BYTE):
             return None
         stem = name[: -len(".weight")]
-        scale = self._get(stem + ".weight_scale_inv") or self._get(stem + ".weight_scale") or self._get(stem + ".scale")
+        get = self.index.get
+        scale = get(stem + ".weight_scale_inv") or get(stem + ".weight_scale") or get(stem + ".scale")
         if scale is None:
             return None
-        mx_pack = self._mx_pack(t, scale)
-        key = (t.shape, scale.shape, mx_pack)  # the granularity is a function of the two shapes (and the scheme)
-        kind = self._scale_kind_of.get(key)
-        if kind is None:
-            kind = self._scale_kind_of[key] = self._scale_kind(t, scale, mx_pack)
+        if not self.memo:
+            role, kind = self._scaled_weight_role(t, scale)
+        else:
+            # a function of the two tensors' dtypes and shapes (and the scheme): worked out once per distinct pair
+            key = (t.dtype, t.shape, scale.dtype, scale.shape)
+            hit = self._scaled_memo.get(key)
+            if hit is None:
+                hit = self._scaled_memo[key] = self._scaled_weight_role(t, scale)
+            role, kind = hit
         self.scale_kinds[kind] += 1
+        return role
+
+    def _scaled_weight_role(self, t: TensorEntry, scale: TensorEntry) -> tuple[Role, str]:
+        """(role, scale granularity) of a byte-wide weight with its scale tensor."""
+        mx_pack = self._mx_pack(t, scale)
+        kind = self._scale_kind(t, scale, mx_pack)
         if mx_pack == 2:
-            return Role(QUANTIZED, t.numel * 2, "mxfp4")
+            return Role(QUANTIZED, t.numel * 2, "mxfp4"), kind
         if t.dtype in _FP8:
-            return Role(QUANTIZED, t.numel, "mxfp8" if mx_pack == 1 else _FP8[t.dtype])
-        return Role(QUANTIZED, t.numel, "int8")
+            return Role(QUANTIZED, t.numel, "mxfp8" if mx_pack == 1 else _FP8[t.dtype]), kind
+        return Role(QUANTIZED, t.numel, "int8"), kind
 
     def _scale_kind(self, weight: TensorEntry, scale: TensorEntry, mx_pack: int | None) -> str:
         """Scale granularity: per tensor, per channel, MX 1x32, or 2-D blocks (size from the config when it fits)."""
@@ -600,7 +661,7 @@ class Quantizer:
         return None
 
     def _activation_scale(self, t: TensorEntry) -> Role | None:
-        return Role(OVERHEAD, 0) if t.name.endswith(_ACTIVATION_SCALE_SUFFIXES) else None
+        return _BOOKKEEPING if t.name.endswith(_ACTIVATION_SCALE_SUFFIXES) else None
 
     # -- after all tensors ---------------------------------------------------------------------------------------
 

@@ -1,0 +1,178 @@
+"""The per-pattern memos of the per-tensor pass give what working out every tensor on its own gives.
+
+``Quantizer`` memoises compressed-tensors ``weight_packed`` roles per module digit pattern (only when the config's
+target/ignore rules provably cannot tell digits apart, else per full module name), and ``weight_tensors`` memoises
+each tensor's logical form per (role, count, component, dtype, shape, last name part). Both are compared with the
+tensor-by-tensor path on every fixture inventory, and the digit rule against ``re.match`` itself, so a memo keyed
+on too little fails here."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+from stubs import fixture_repo_ids, load_config, load_inventory, model_files
+
+from hfmem.api import analyze_files
+from hfmem.memory.precision import weight_tensors, weight_tensors_reference
+from hfmem.model.inventory import count_tensors, summarize
+from hfmem.model.quant import Quantizer, digit_blind
+
+
+def _inventory(files, config=None):
+    from hfmem.model.architecture import build_architecture
+
+    config = files.config if config is None else config
+    entries = [t for h in files.headers for t in h.tensors]
+    arch, _ = build_architecture(config, entries)
+    counted, scheme, notes = count_tensors(files.headers, config, arch.num_layers, arch.tie_word_embeddings,
+                                           arch.hidden_size, arch.vocab_size)
+    params = summarize(counted, scheme, notes)
+    q = scheme.quantizer if scheme is not None else None
+    seen = (dict(q.problems), dict(q.formats), q.details(), q.check(params.quantization.quantized_parameters)) if q else None
+    return counted, params, seen, arch
+
+
+def _both(files, monkeypatch, config=None):
+    fast = _inventory(files, config)
+    with monkeypatch.context() as m:
+        m.setattr(Quantizer, "memo", False)
+        slow = _inventory(files, config)
+    return fast, slow
+
+
+@pytest.mark.parametrize("repo_id", fixture_repo_ids())
+def test_memoised_pass_equals_tensor_by_tensor(repo_id, monkeypatch):
+    files = model_files(repo_id)
+    (counted, params, seen, arch), (counted_ref, params_ref, seen_ref, _) = _both(files, monkeypatch)
+    assert counted == counted_ref
+    assert params.to_dict() == params_ref.to_dict()
+    assert params.warnings == params_ref.warnings
+    assert seen == seen_ref
+    for subset in (counted, [c for c in counted if c.component != "mtp"]):
+        fast = weight_tensors(subset, params.quantization, arch.hidden_size)
+        assert fast == weight_tensors_reference(subset, params.quantization, arch.hidden_size)
+        # (and without a hidden size, which decides the rows of flattened bitsandbytes storage)
+        assert weight_tensors(subset, params.quantization) == weight_tensors_reference(subset, params.quantization)
+
+
+def _kimi_with(ignore=None, groups=None):
+    config = copy.deepcopy(load_config("moonshotai/Kimi-K3"))
+    q = config.get("quantization_config") or config["text_config"]["quantization_config"]
+    if ignore is not None:
+        q["ignore"] = ignore
+    if groups is not None:
+        q["config_groups"] = groups
+    return config
+
+
+def _packed_modules() -> list[str]:
+    return [n[: -len(".weight_packed")] for n, *_ in load_inventory("moonshotai/Kimi-K3")["tensors"]
+            if n.endswith(".weight_packed")]
+
+
+IGNORED = "modules listed in quantization_config ignore are stored packed"
+
+
+@pytest.mark.parametrize("ignore", [
+    ["re:.*layers\\.1\\.block_sparse_moe\\.experts\\.0\\..*"],  # one expert of one layer: digits decide
+    ["re:.*layers\\.[0-1]\\.block_sparse_moe\\.experts\\..*"],  # a digit range
+    ["re:.*experts\\.(\\d)\\1\\..*"],  # a backreference: expert 11, 22, ...
+    ["re:.*experts\\.1.*", "lm_head"],  # experts 1, 10-19, 100-...
+    ["re:.*experts\\.\\d\\..*"],  # digit-blind: one-digit experts only (the memo keys on the digit pattern)
+])
+def test_ignore_rules_counted_per_module(ignore, monkeypatch):
+    """The "ignored but stored packed" count equals re.match over the stored modules, memo or not."""
+    config = _kimi_with(ignore=ignore)
+    files = model_files("moonshotai/Kimi-K3", config=config)
+    (_, params, seen, _), (_, params_ref, seen_ref, _) = _both(files, monkeypatch, config)
+    pattern = re.compile(ignore[0][3:])
+    expected = sum(1 for m in _packed_modules() if pattern.match(m))
+    assert 0 < expected < len(_packed_modules())
+    assert digit_blind([pattern], set()) == ("\\d\\." in ignore[0] and "(" not in ignore[0])
+    assert seen[0].get(IGNORED, 0) == seen_ref[0].get(IGNORED, 0) == expected
+    assert params.to_dict() == params_ref.to_dict()
+
+
+def test_group_by_layer_number_gives_its_bits(monkeypatch):
+    """Layer 0-1's experts in an 8-bit group, the rest 4-bit: the logical counts follow the layer number."""
+    groups = {
+        "group_8": {"targets": ["re:.*layers\\.[0-1]\\.block_sparse_moe\\.experts\\..*"], "format": "pack-quantized",
+                    "weights": {"num_bits": 8, "type": "int", "group_size": 32}},
+        "group_4": {"targets": ["Linear"], "format": "pack-quantized",
+                    "weights": {"num_bits": 4, "type": "int", "group_size": 32}},
+    }
+    config = _kimi_with(groups=groups)
+    files = model_files("moonshotai/Kimi-K3", config=config)
+    (_, params, seen, _), (_, params_ref, seen_ref, _) = _both(files, monkeypatch, config)
+    assert params.to_dict() == params_ref.to_dict() and seen == seen_ref
+    eight = re.compile(r".*layers\.[0-1]\.block_sparse_moe\.experts\.")
+    entries = {t.name: t for h in files.headers for t in h.tensors}
+    expected = {"int8": 0, "int4": 0}
+    for name, t in entries.items():
+        if name.endswith(".weight_packed"):
+            bits = 8 if eight.match(name) else 4
+            expected[f"int{bits}"] += t.numel * 32 // bits if t.dtype == "I32" else t.numel * 8 // bits
+    assert expected["int8"] and expected["int4"]
+    assert seen[1] == expected
+
+
+NAMES = ["model.layers.0.mlp.experts.7.up_proj", "model.layers.12.mlp.experts.3.up_proj", "model.layers.1.self_attn",
+         "model.layers.10.mlp.experts.11.down_proj", "lm_head", "h.5.mlp.c_fc", "blocks.99.ffn.w2", "a0", "a1", "a10",
+         "vision_tower.blocks.3.attn.qkv", "layers.1.x", "layers.9.x", "layers.٣.x"]  # (an Arabic-Indic digit)
+
+
+@pytest.mark.parametrize("source", [
+    ".*experts.*", ".*self_attn.*", ".*mlp\\.(gate|up|gate_up|down)_proj.*", "[^.]+\\.\\w+\\.\\d+\\..*", ".*\\.\\d\\..*",
+    "(?i)MODEL\\.LAYERS\\.\\d+\\.", ".*[+-:][+-:].*", ".*\\b\\w\\b.*", "(?=.*experts)(?!.*down).*", "\\D*\\.\\d\\.[a-z]",
+    "lm_head", ".*\\.\\d\\d\\..*", "(?P<n>\\d+)?.*",
+])
+def test_digit_blind_rules_answer_alike_for_a_name_and_its_digit_pattern(source):
+    pattern = re.compile(source)
+    assert digit_blind([pattern], set())
+    for name in NAMES:
+        key = name.encode("utf-8", "surrogatepass").translate(bytes.maketrans(b"123456789", b"000000000")).decode()
+        assert bool(pattern.match(name)) == bool(pattern.match(key)), (source, name)
+
+
+@pytest.mark.parametrize("source", [
+    ".*layers\\.1\\..*", ".*[0-2].*", ".*\\x31.*", ".*\\u0031.*", "(\\d)\\1", "(?P<a>\\d)(?P=a)", ".*\\N{DIGIT ONE}.*",
+    "a{2}",
+])
+def test_digit_sensitive_rules_are_not_digit_blind(source):
+    assert not digit_blind([re.compile(source)], set())
+
+
+def test_exact_names_with_digits_are_not_digit_blind():
+    assert not digit_blind([], {"model.layers.0.mlp.down_proj"})
+    assert digit_blind([], {"lm_head"})
+
+
+def test_report_unchanged_by_memo(monkeypatch):
+    """The whole report (every number of the JSON contract) with and without the quantizer's memo."""
+    files = model_files("moonshotai/Kimi-K3")
+    fast = analyze_files(files).to_dict()
+    monkeypatch.setattr(Quantizer, "memo", False)
+    assert analyze_files(model_files("moonshotai/Kimi-K3")).to_dict() == fast
+
+
+def test_scaled_weights_keyed_on_their_scale_too(monkeypatch):
+    """Layer 0's FP8 weights given per-tensor and per-channel scales, the rest 128x128 blocks: same weight shapes,
+    other granularities, so a memo keyed on the weight alone would count them all as blocks."""
+    tensors = []
+    changed = {"tensor": 0, "channel": 0}
+    for name, dtype, shape, file in load_inventory("Qwen/Qwen3-8B-FP8")["tensors"]:
+        if name.startswith("model.layers.0.") and name.endswith(".weight_scale_inv"):
+            kind = "tensor" if "mlp" in name else "channel"
+            weight = next(s for n, _, s, _ in load_inventory("Qwen/Qwen3-8B-FP8")["tensors"]
+                          if n == name[: -len("_scale_inv")])
+            shape = [1] if kind == "tensor" else [weight[0], 1]
+            changed[kind] += 1
+        tensors.append([name, dtype, shape, file])
+    assert changed["tensor"] == 3 and changed["channel"] >= 4
+    files = model_files("Qwen/Qwen3-8B-FP8", tensors=tensors)
+    (_, params, seen, _), (_, params_ref, seen_ref, _) = _both(files, monkeypatch)
+    assert seen == seen_ref and params.to_dict() == params_ref.to_dict()
+    scales = seen[2]["scales"]
+    assert scales["tensor"] == changed["tensor"] and scales["channel"] == changed["channel"]
