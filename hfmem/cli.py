@@ -13,8 +13,8 @@ from hfmem import __version__
 from hfmem.batch import DEFAULT_JOBS, MAX_JOBS
 from hfmem.errors import HfmemError, UsageError, redact
 from hfmem.memory.gpus import DEVICES
-from hfmem.memory.kv import ENGINES, KV_DTYPES, SPECULATIVE
 from hfmem.memory.kv.llamacpp import DEFAULTS as LLAMACPP_DEFAULTS
+from hfmem.memory.kv.options import ENGINES, KV_DTYPES, SPECULATIVE
 from hfmem.memory.training import ATTENTION, FSDP, OFFLOAD, OPTIMIZERS, QLORA_EXPERTS, SSM_KERNELS
 from hfmem.memory.training import METHODS as TRAINING_METHODS
 from hfmem.memory.training import PRECISIONS as TRAINING_PRECISIONS

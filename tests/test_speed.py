@@ -306,7 +306,9 @@ def test_cache_location_follows_hf_home_or_hfmem_cache(hub_env, stub_repo, monke
 def test_help_and_version_import_nothing_heavy(flag):
     code = (
         "import sys\nfrom hfmem.cli import main\ntry:\n    main([%r])\nexcept SystemExit: pass\n"
-        "print(sorted(m for m in ('torch', 'transformers', 'huggingface_hub', 'httpx', 'httpx2', 'tabulate') if m in sys.modules))"
+        "print(sorted(m for m in ('torch', 'transformers', 'huggingface_hub', 'httpx', 'httpx2', 'tabulate',"
+        " 'hfmem.model.architecture', 'hfmem.memory.kv.estimate', 'hfmem.memory.planner', 'hfmem.api')"
+        " if m in sys.modules))"
     ) % flag
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))

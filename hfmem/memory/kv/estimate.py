@@ -21,21 +21,14 @@ from hfmem.memory.kv.layers import (
     ggml_block,
     index_bytes_per_token,
 )
-from hfmem.memory.kv.llamacpp import CACHE_TYPE_NAMES
+from hfmem.memory.kv.options import ENGINES, KV_DTYPES, SAFETENSORS_KV_DTYPES, SPECULATIVE  # noqa: F401 (re-exported)
 from hfmem.model.architecture import Architecture
 
 if TYPE_CHECKING:
     pass
 
-ENGINES = ("vllm", "transformers")
-# --speculative: None (no speculative decoding) or "mtp" (vLLM's speculative method that runs the checkpoint's own
-# multi-token-prediction layers, weights and cache: vllm/config/speculative.py, SpeculativeConfig.method).
-SPECULATIVE = (None, "mtp")
-# The dtypes vLLM / transformers estimates take (q8_0 / q4_0: llama.cpp's blocks, as an assumption).
-SAFETENSORS_KV_DTYPES = ("auto", "bf16", "fp16", "fp32", "fp8", "int8", "int4", "q8_0", "q4_0")
-# llama.cpp's own cache type names (GGUF models); f16 / f32 are fp16 / fp32 for the other engines.
+# llama.cpp's cache type names f16 / f32 are fp16 / fp32 for the other engines.
 _ALIASES = {"f16": "fp16", "f32": "fp32"}
-KV_DTYPES = tuple(dict.fromkeys(SAFETENSORS_KV_DTYPES + CACHE_TYPE_NAMES))
 
 
 @dataclass
