@@ -27,13 +27,6 @@ def normalise_config(config: dict[str, Any]) -> Normalised:
     if fast is not None:
         return fast[0], fast[1], "transformers", [CUSTOM_CODE_NOTE] if config.get("auto_map") else []
     hit = load_normalised(config)
-    if hit is None and _unknown_to_transformers(config.get("model_type")):
-        # AutoConfig.for_model would raise "Unrecognized model": the same raw reading, without the seconds of
-        # importing transformers to be told so.
-        notes = [CUSTOM_CODE_NOTE] if config.get("auto_map") else []
-        notes.append(f"model_type {config['model_type']!r} is unknown to transformers; read raw config.json")
-        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-        return config, text, "raw config.json", notes
     if hit is None:
         hit = _normalise_config(config)
         store_normalised(config, hit)
@@ -57,10 +50,13 @@ def _normalise_config(config: dict[str, Any]) -> Normalised:
     notes: list[str] = []
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
-        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-        return config, text, "raw config.json", ["config.json has no model_type; read raw"]
+        return _read_raw(config, ["config.json has no model_type; read raw"])
     if config.get("auto_map"):
         notes.append(CUSTOM_CODE_NOTE)
+    if _unknown_to_transformers(model_type):
+        # AutoConfig.for_model would raise "Unrecognized model" (below): the same raw reading, without the seconds of
+        # importing transformers to be told so
+        return _read_raw(config, [*notes, _unknown_note(model_type)])
     try:
         AutoConfig = _import_auto_config()
         from transformers.utils import logging as hf_logging
@@ -75,11 +71,20 @@ def _normalise_config(config: dict[str, Any]) -> Normalised:
         return full, text, "transformers", notes
     except (ValueError, KeyError) as exc:
         if "Unrecognized model" in str(exc) or "not recognized" in str(exc) or isinstance(exc, KeyError):
-            notes.append(f"model_type {model_type!r} is unknown to transformers; read raw config.json")
+            notes.append(_unknown_note(model_type))
         else:
             notes.append(f"transformers rejected config.json ({str(exc)[:100]}); read raw")
     except Exception as exc:  # config classes validate values; any failure falls back to the raw JSON
         notes.append(f"transformers could not load config.json ({type(exc).__name__}); read raw")
+    return _read_raw(config, notes)
+
+
+def _unknown_note(model_type: str) -> str:
+    return f"model_type {model_type!r} is unknown to transformers; read raw config.json"
+
+
+def _read_raw(config: dict[str, Any], notes: list[str]) -> Normalised:
+    """config.json as it is: its text_config (if any) is the decoder's."""
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     return config, text, "raw config.json", notes
 
