@@ -190,7 +190,7 @@ def attach_sections(
     if gpu_spec is not None and device == "cuda" and runs and plan.fits and not train:
         report.speed = _speed(report, precision, plan, batch, planner_kwargs)
     if gpu_spec is not None and device == "cuda" and engine == "vllm" and not train:
-        report.serve = _serve(report, plan, runs, planner_kwargs)
+        report.serve = _serve(report, plan, planner_kwargs)
     if every_tp and gpu_spec is not None and device == "cuda" and runs and not train:
         from hfmem.memory.parallel import DEFAULT_GPUS_PER_NODE, every_tp_size
         from hfmem.memory.planner import Planner
@@ -221,7 +221,7 @@ def _speed(report: Report, precision: str, plan: Any, batch: int, planner_kwargs
     return speed.to_dict() if speed is not None else None
 
 
-def _serve(report: Report, plan: Any, runs: bool, planner_kwargs: dict[str, Any]) -> ServeCommand:
+def _serve(report: Report, plan: Any, planner_kwargs: dict[str, Any]) -> ServeCommand:
     """The `vllm serve` command of the plan, or of the smallest setup that fits when the asked one does not."""
     from hfmem.memory.serve import ServeCommand, vllm_serve
 

@@ -418,6 +418,9 @@ class Planner:
         # model (--dtype fp32) keeps an fp32 cache
         self.kv_dtype = "fp32" if (kv_dtype == "auto" and engine == "vllm" and self.precision == "fp32") else kv_dtype
         self.gated = _gated(self.tensors)
+        # need() and concurrency() memos: the catalog asks every GPU's row the same few points
+        self._need_memo: dict[tuple[int, int], int] = {}
+        self._one_seq_memo: dict[int, tuple[int, Any]] = {}
         q = report.parameters.quantization
         # vLLM pads MXFP4 MoE experts for its kernels (hfmem/memory/vllm_weights.py): the layers that hold them
         self.mxfp4_moe_layers = (len({t.layer for t in self.tensors if t.component == "moe_experts" and t.kind == "linear"})
@@ -522,12 +525,11 @@ class Planner:
     def need(self, context: int, batch: int) -> int:
         # Memoised: the catalog asks every GPU's row the same few points (the model limit, 1 token, one block, the
         # asked context). Every input is fixed once the planner is built; for_gpu's copies get fresh memos.
-        memo = self.__dict__.setdefault("_need_memo", {})
         key = (context, batch)
-        if key not in memo:
-            memo[key] = (self.weights_bytes + self.kv(context, batch).total_bytes + self.activation(context, batch)[0]
-                         + self.overhead + self.cudagraph_memory)
-        return memo[key]
+        if key not in self._need_memo:
+            self._need_memo[key] = (self.weights_bytes + self.kv(context, batch).total_bytes
+                                    + self.activation(context, batch)[0] + self.overhead + self.cudagraph_memory)
+        return self._need_memo[key]
 
     # -- answers --------------------------------------------------------------------------------------------
     def context_limit(self) -> int:
@@ -570,10 +572,9 @@ class Planner:
 
     def concurrency(self, budget: int, context: int) -> tuple[float | None, int | None, int | None, int]:
         """(vLLM "Maximum concurrency" at ``context``, KV blocks, pool tokens, bytes available to KV)."""
-        memo = self.__dict__.setdefault("_one_seq_memo", {})
-        if context not in memo:  # the same for every budget this planner is asked about
-            memo[context] = (self.activation(context, 1)[0], self.kv(context, 1))
-        act, one = memo[context]
+        if context not in self._one_seq_memo:  # the same for every budget this planner is asked about
+            self._one_seq_memo[context] = (self.activation(context, 1)[0], self.kv(context, 1))
+        act, one = self._one_seq_memo[context]
         available = budget - self.weights_bytes - act - self.overhead - self.cudagraph_memory
         if available <= 0 or one.total_bytes <= 0:
             return (0.0 if available <= 0 else None), None, None, available
@@ -628,7 +629,7 @@ class Planner:
         if self.engine != "vllm" or self.device != "cuda" or gpu is self.gpu:
             return self
         other = copy.copy(self)
-        other.__dict__.update(_need_memo={}, _one_seq_memo={})  # a shallow copy would share them: batch sizes differ
+        other._need_memo, other._one_seq_memo = {}, {}  # a shallow copy would share them: batch sizes differ
         other.gpu = gpu
         other._pad_for_gpu()
         tokens, seqs = self.vllm.batch_defaults(gpu.memory_bytes, gpu.key)

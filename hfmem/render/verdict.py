@@ -13,6 +13,7 @@ from hfmem.units import fmt_bytes, fmt_count
 
 if TYPE_CHECKING:
     from hfmem.api import CheckResult
+    from hfmem.memory.parallel import Setup
 
 
 def _where(plan: InferencePlan) -> str:
@@ -174,17 +175,18 @@ def verdict_text(report: Report, fmt: str, verbose: bool) -> str:
 
 
 def _tp_sizes_table(report: Report) -> Table:
-    rows = [[s.label(), "yes" if s.fits else "no", fmt_bytes(s.need_bytes), fmt_bytes(s.margin_bytes),
-             f"{s.max_context:,}" if s.max_context else "-", f"{s.concurrency:.2f}" if s.concurrency is not None and s.fits else "-"]
-            for s in report.tp_sizes or []]
-    return ("Every tensor-parallel size vLLM accepts (one node)", ["setup", "fits", "per GPU", "margin", "max context", "concurrency"], rows)
+    return _setups_as_table("Every tensor-parallel size vLLM accepts (one node)", report.tp_sizes or [])
 
 
 def _setups_table(report: Report) -> Table:
+    return _setups_as_table("Setups tried (fewest GPUs first)", report.setups or [])
+
+
+def _setups_as_table(title: str, setups: list[Setup]) -> Table:
     rows = [[s.label(), "yes" if s.fits else "no", fmt_bytes(s.need_bytes), fmt_bytes(s.margin_bytes),
              f"{s.max_context:,}" if s.max_context else "-", f"{s.concurrency:.2f}" if s.concurrency is not None and s.fits else "-"]
-            for s in report.setups or []]
-    return ("Setups tried (fewest GPUs first)", ["setup", "fits", "per GPU", "margin", "max context", "concurrency"], rows)
+            for s in setups]
+    return (title, ["setup", "fits", "per GPU", "margin", "max context", "concurrency"], rows)
 
 
 def check_lines(result: CheckResult) -> list[str]:
