@@ -364,6 +364,9 @@ def test_config_properties(base, changes, nest, ctx):
         ({"architectures": "LlamaForCausalLM"}, "architectures"),
         ({"quantization_config": {"quant_method": "gptq", "bits": 0}}, "bits"),
         ({"text_config": {"num_hidden_layers": -1}}, "text_config.num_hidden_layers"),
+        # found by the config fuzzer on gpt-oss (sliding layers): the roofline compared a list with the context
+        ({"sliding_window": [None]}, "sliding_window"),
+        ({"sliding_window": -4096}, "sliding_window"),
     ],
 )
 def test_absurd_config_values_name_the_field(change, field):

@@ -30,6 +30,8 @@ _LIMITS: tuple[tuple[tuple[str, ...], int, int], ...] = (
         0, 100_000_000,
     ),
     (("vocab_size", "padded_vocab_size"), 1, 1_000_000_000),
+    # a window of tokens (0: off in some configs); the KV estimators, the planner and the roofline read it as a count
+    (("sliding_window",), 0, 1 << 40),
     (
         ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_experts_per_tok",
          "n_shared_experts", "num_shared_experts", "first_k_dense_replace", "decoder_sparse_step"),
