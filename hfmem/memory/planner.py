@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from hfmem.errors import UsageError
 from hfmem.hub.disk import folder_size
 from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
-from hfmem.memory.kv import ENGINES, SPECULATIVE, estimate_kv
+from hfmem.memory.kv import ENGINES, SPECULATIVE
+from hfmem.memory.kv.estimate import KVLayout, estimate_at, kv_layout
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
 from hfmem.memory.vllm_versions import VllmVersion, resolve_version
 from hfmem.model.architecture import Architecture
@@ -421,6 +422,7 @@ class Planner:
         # need() and concurrency() memos: the catalog asks every GPU's row the same few points
         self._need_memo: dict[tuple[int, int], int] = {}
         self._one_seq_memo: dict[int, tuple[int, Any]] = {}
+        self._kv_layout: KVLayout | None = None
         q = report.parameters.quantization
         # vLLM pads MXFP4 MoE experts for its kernels (hfmem/memory/vllm_weights.py): the layers that hold them
         self.mxfp4_moe_layers = (len({t.layer for t in self.tensors if t.component == "moe_experts" and t.kind == "linear"})
@@ -517,10 +519,11 @@ class Planner:
         return max(terms.values()) if terms else 0, terms, tokens
 
     def kv(self, context: int, batch: int) -> Any:
-        return estimate_kv(self.arch, context, batch=batch, kv_dtype=self.kv_dtype, engine=self.engine,
-                           encoder_len=self.encoder_len, tp=self.tp, block_size=self.block_size,
-                           max_batched_tokens=self.profile_tokens(context), mtp_layers=self.mtp_layers,
-                           prefix_caching=self.prefix_caching)
+        if self._kv_layout is None:  # the layers are described once; for_gpu's copies share it (same model, TP)
+            self._kv_layout = kv_layout(self.arch, self.kv_dtype, self.engine, self.encoder_len, self.tp,
+                                        mtp_layers=self.mtp_layers)
+        return estimate_at(self._kv_layout, context, batch, self.block_size, self.profile_tokens(context),
+                           self.prefix_caching)
 
     def need(self, context: int, batch: int) -> int:
         # Memoised: the catalog asks every GPU's row the same few points (the model limit, 1 token, one block, the

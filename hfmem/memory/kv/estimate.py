@@ -206,6 +206,58 @@ def _default_encoder_len(arch: Architecture) -> int | None:
     return arch.max_position_embeddings
 
 
+@dataclass
+class KVLayout:
+    """What an estimate reads of the model once its engine, KV dtype and TP size are fixed: the per-layer cache facts
+    and the notes about them. Estimates at a context are arithmetic on it, so a planner asking dozens of contexts
+    (every catalog GPU's longest context and concurrency) describes the layers once."""
+
+    arch: Architecture
+    engine: str
+    dtype: str
+    tp: int
+    encoder_len: int | None
+    layers: list[_Layer]
+    assumptions: list[str]
+    warnings: list[str]
+    memo: dict[Any, Any] = field(default_factory=dict)  # context-free facts of the engine path (vllm.py, formulas)
+
+
+def kv_layout(
+    arch: Architecture,
+    kv_dtype: str = "auto",
+    engine: str = "vllm",
+    encoder_len: int | None = None,
+    tp: int = 1,
+    weights_dtype: str | None = None,
+    mtp_layers: int = 0,
+) -> KVLayout:
+    """The per-layer cache facts :func:`estimate_kv` reads (arguments as there)."""
+    if engine not in ENGINES:
+        raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    _check_positive("tp", tp)
+    assumptions: list[str] = []
+    warnings: list[str] = []
+    dtype = _resolve_dtype(arch, kv_dtype, engine, assumptions, weights_dtype)
+    if arch.is_encoder_decoder and encoder_len is None:
+        encoder_len = _default_encoder_len(arch)
+        if encoder_len is None:
+            raise UsageError("encoder-decoder model without a maximum source length: give --encoder-len")
+    layers = describe_layers(arch, engine, tp, encoder_len, assumptions, warnings, weights_dtype)
+    if mtp_layers:
+        layers = layers + mtp_cache_layers(layers, mtp_layers, assumptions, engine)
+    if arch.is_encoder_decoder:
+        assumptions.append(f"cross-attention cache sized by an encoder input of {encoder_len:,} tokens (--encoder-len)")
+    if tp > 1:
+        assumptions.append(f"per-GPU bytes at tensor parallel size {tp} (KV heads max(1, n_kv // tp); MLA not split)")
+    return KVLayout(arch, engine, dtype, tp, encoder_len, layers, assumptions, warnings)
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"{name} must be a positive integer, got {value!r}")
+
+
 def estimate_kv(
     arch: Architecture,
     context: int,
@@ -231,25 +283,22 @@ def estimate_kv(
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     for name, value in (("context", context), ("batch", batch), ("tp", tp), ("block_size", block_size),
                         ("max_batched_tokens", max_batched_tokens)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise UsageError(f"{name} must be a positive integer, got {value!r}")
-    assumptions: list[str] = []
-    warnings: list[str] = []
-    dtype = _resolve_dtype(arch, kv_dtype, engine, assumptions, weights_dtype)
-    if arch.is_encoder_decoder and encoder_len is None:
-        encoder_len = _default_encoder_len(arch)
-        if encoder_len is None:
-            raise UsageError("encoder-decoder model without a maximum source length: give --encoder-len")
-    layers = describe_layers(arch, engine, tp, encoder_len, assumptions, warnings, weights_dtype)
-    if mtp_layers:
-        layers = layers + mtp_cache_layers(layers, mtp_layers, assumptions, engine)
+        _check_positive(name, value)
+    layout = kv_layout(arch, kv_dtype, engine, encoder_len, tp, weights_dtype, mtp_layers)
+    return estimate_at(layout, context, batch, block_size, max_batched_tokens, prefix_caching)
+
+
+def estimate_at(layout: KVLayout, context: int, batch: int = 1, block_size: int = 16, max_batched_tokens: int = 8192,
+                prefix_caching: bool = True) -> KVCacheEstimate:
+    """:func:`estimate_kv` at one context and batch, from the layout it describes the layers with."""
+    for name, value in (("context", context), ("batch", batch), ("block_size", block_size),
+                        ("max_batched_tokens", max_batched_tokens)):
+        _check_positive(name, value)
+    arch, engine, layers, dtype = layout.arch, layout.engine, layout.layers, layout.dtype
+    warnings = list(layout.warnings)
     limit = _int((arch.text_config or {}).get("max_target_positions")) or arch.max_position_embeddings
     if limit and context > limit:
         warnings.append(f"context {context:,} exceeds the model's {limit:,} positions (vLLM refuses it unless overridden)")
-    if arch.is_encoder_decoder:
-        assumptions.append(f"cross-attention cache sized by an encoder input of {encoder_len:,} tokens (--encoder-len)")
-    if tp > 1:
-        assumptions.append(f"per-GPU bytes at tensor parallel size {tp} (KV heads max(1, n_kv // tp); MLA not split)")
     # The engines build KVCacheEstimate (defined here), so they are imported when called.
     if engine == "transformers":
         from hfmem.memory.kv.dynamic_cache import _transformers
@@ -258,16 +307,20 @@ def estimate_kv(
     else:
         from hfmem.memory.kv.vllm import _vllm
 
-        est = _vllm(arch, layers, dtype, context, batch, block_size, max_batched_tokens, assumptions, warnings,
-                    prefix_caching)
+        est = _vllm(arch, layers, dtype, context, batch, block_size, max_batched_tokens, [], warnings,
+                    prefix_caching, layout.memo)
         if arch.is_encoder_decoder and arch.model_type not in ("whisper",):
             warnings.append(f"vLLM V1 may not serve {arch.model_type} (encoder-decoder support is limited to a few models)")
-    est.tp, est.encoder_len = tp, encoder_len if arch.is_encoder_decoder else None
+    est.tp, est.encoder_len = layout.tp, layout.encoder_len if arch.is_encoder_decoder else None
     if not est.formulas:  # an engine path with its own layout (vLLM DeepSeek-V4) gives its formulas itself
-        est.formulas = _formulas(layers, dtype, engine, context, max_batched_tokens, est.block_size or block_size)
-        if engine == "transformers":
-            est.formulas.update(_compressed_formulas(layers, dtype))
-    est.assumptions = list(dict.fromkeys(assumptions + est.assumptions))  # per-layer notes (e.g. replicated KV heads) once
+        key = ("formulas", max_batched_tokens, est.block_size or block_size)
+        if key not in layout.memo:  # the text depends on the layers, the batched tokens and the block size only
+            formulas = _formulas(layers, dtype, engine, context, max_batched_tokens, est.block_size or block_size)
+            if engine == "transformers":
+                formulas.update(_compressed_formulas(layers, dtype))
+            layout.memo[key] = formulas
+        est.formulas = dict(layout.memo[key])
+    est.assumptions = list(dict.fromkeys(layout.assumptions + est.assumptions))  # per-layer notes (e.g. replicated KV heads) once
     est.warnings = warnings + est.warnings
     return est
 

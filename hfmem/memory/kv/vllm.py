@@ -118,11 +118,19 @@ def _vllm_groups(specs: dict[int, _Spec], assumptions: list[str]) -> tuple[list[
     return groups, group_size, True
 
 
-def _vllm_per_request(layers: list[_Layer], specs: dict[int, _Spec], context: int, mbt: int,
-                      assumptions: list[str], state_pages: int = 1) -> tuple[int, int, dict[str, dict[str, int]], int]:
-    """(bytes one request of `context` tokens reserves, of which in growing full-attention pages, per-label split,
-    bytes of one pool block across layers: the divisor of kv_cache_utils.py: get_num_blocks and
-    get_max_concurrency_for_kv_cache_config)."""
+@dataclass(frozen=True)
+class _Groups:
+    """The KV cache groups of one set of specs and what the per-request sums need of them (context-free)."""
+
+    groups: list[tuple[_Spec, list[int]]]
+    group_size: int
+    general: bool
+    label_of: dict[int, str]
+    encoder_tokens: int | None
+    bytes_per_block: int
+
+
+def _groups_of(layers: list[_Layer], specs: dict[int, _Spec], assumptions: list[str]) -> _Groups:
     groups, group_size, general = _vllm_groups(specs, assumptions)
     label_of = {}
     for l in layers:
@@ -131,12 +139,20 @@ def _vllm_per_request(layers: list[_Layer], specs: dict[int, _Spec], context: in
         if l.states:
             label_of[-1 - l.index if l.attn else l.index] = l.label
     enc = next((l.window for l in layers if l.attn == "cross"), None)
-    by: dict[str, dict[str, int]] = {}
-    total = growing = 0
     if general:
         bytes_per_block = group_size * groups[0][0].page
     else:
         bytes_per_block = sum(spec.page * len(members) for spec, members in groups)
+    return _Groups(groups, group_size, general, label_of, enc, bytes_per_block)
+
+
+def _vllm_per_request(g: _Groups, context: int, mbt: int, state_pages: int = 1) -> tuple[int, int, dict[str, dict[str, int]], int]:
+    """(bytes one request of `context` tokens reserves, of which in growing full-attention pages, per-label split,
+    bytes of one pool block across layers: the divisor of kv_cache_utils.py: get_num_blocks and
+    get_max_concurrency_for_kv_cache_config)."""
+    groups, group_size, general, label_of, enc = g.groups, g.group_size, g.general, g.label_of, g.encoder_tokens
+    by: dict[str, dict[str, int]] = {}
+    total = growing = 0
     for spec, members in groups:
         blocks = cdiv(spec.usage(context, mbt, enc, state_pages), spec.page)  # whole blocks per request per group
         if general:  # kv_cache_utils.py: _max_memory_usage_bytes_from_groups: group_size pools, one layer of every group each
@@ -151,7 +167,7 @@ def _vllm_per_request(layers: list[_Layer], specs: dict[int, _Spec], context: in
         total += group_bytes
         if spec.kind == "full":
             growing += group_bytes
-    return total, growing, by, bytes_per_block
+    return total, growing, by, g.bytes_per_block
 
 
 def _sparse_block_size(layers: list[_Layer], dtype: str, block_size: int, assumptions: list[str]) -> int:
@@ -201,21 +217,34 @@ def _state_pages(prefix_caching: bool) -> int:
     return 2 if prefix_caching else 1
 
 
-def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, batch: int, block_size: int, mbt: int,
-          assumptions: list[str], warnings: list[str], prefix_caching: bool = True) -> KVCacheEstimate:
-    if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
-        return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, mbt)
+@dataclass(frozen=True)
+class _VllmLayout:
+    """What _vllm computes once per layer list, KV dtype, block size and prefix-caching setting."""
+
+    notes: list[str]  # block-size and padding notes, in the order vLLM's rules apply
+    block_size: int
+    hybrid: bool
+    pages: int
+    has_window: bool
+    groups: _Groups
+    full_groups: _Groups | None  # every sliding/chunked layer as full attention (page_reserved_total_bytes)
+    by: dict[str, dict[str, int]]  # per label: layers, bytes per token, state bytes
+    per_token: int
+    kv_groups: int
+
+
+def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, prefix_caching: bool) -> _VllmLayout:
     local: list[str] = []
     block_size = _sparse_block_size(layers, dtype, block_size, local)
     hybrid = any(l.attn for l in layers) and any(l.states for l in layers)
     pages = _state_pages(prefix_caching and hybrid)  # align mode checked on hybrid models only (docs/kv.md)
     specs, bs = _vllm_specs(layers, dtype, block_size, False, local)
-    per_request, growing, by_req, bytes_per_block = _vllm_per_request(layers, specs, context, mbt, local, pages)
+    groups = _groups_of(layers, specs, local)
     has_window = any(l.attn in ("sliding", "chunked") for l in layers)
-    reserved = per_request
+    full_groups = None
     if has_window:
         full_specs, _ = _vllm_specs(layers, dtype, block_size, True, [])
-        reserved, _, _, _ = _vllm_per_request(layers, full_specs, context, mbt, [], pages)
+        full_groups = _groups_of(layers, full_specs, [])
     by: dict[str, dict[str, int]] = {}
     per_token = 0
     for l in layers:
@@ -226,6 +255,27 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         if l.attn in ("full", "mla"):
             per_token += bpt
         _add(by, l.label, layers=1, bytes_per_token=bpt, state_bytes=_state_bytes(l, "vllm"))
+    return _VllmLayout(local, bs, hybrid, pages, has_window, groups, full_groups, by, per_token, _group_count(specs))
+
+
+def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, batch: int, block_size: int, mbt: int,
+          assumptions: list[str], warnings: list[str], prefix_caching: bool = True,
+          memo: dict | None = None) -> KVCacheEstimate:
+    """memo: a dict kept with `layers` (KVLayout.memo) for the context-free part of the estimate."""
+    if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
+        return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, mbt)
+    key = ("vllm", dtype, block_size, prefix_caching)
+    layout = memo.get(key) if memo is not None else None
+    if layout is None:
+        layout = _vllm_layout(layers, dtype, block_size, prefix_caching)
+        if memo is not None:
+            memo[key] = layout
+    bs, pages, has_window = layout.block_size, layout.pages, layout.has_window
+    per_request, growing, by_req, bytes_per_block = _vllm_per_request(layout.groups, context, mbt, pages)
+    reserved = per_request
+    if layout.full_groups is not None:
+        reserved, _, _, _ = _vllm_per_request(layout.full_groups, context, mbt, pages)
+    by = {label: dict(entry) for label, entry in layout.by.items()}
     for label, entry in by_req.items():
         target = by.setdefault(label, {"layers": 0})
         target["bytes"] = batch * entry.get("bytes", 0)
@@ -233,8 +283,8 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         if entry.get("padding_slots"):
             target["padding_layers"] = entry["padding_slots"]
     for entry in by.values():
-        for key in ("tokens", "bytes", "bytes_per_token", "state_bytes"):
-            entry.setdefault(key, 0)
+        for field_name in ("tokens", "bytes", "bytes_per_token", "state_bytes"):
+            entry.setdefault(field_name, 0)
     assumptions_v = [f"vLLM V1 paged KV cache: block_size {bs}, rounded up to whole blocks per layer group"]
     if has_window:
         assumptions_v.append(
@@ -256,11 +306,11 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     total_is = ("window-capped: hybrid KV cache manager on (vLLM default)" if has_window
                 else "blocks vLLM reserves for the requests")
     return KVCacheEstimate(
-        engine="vllm", dtype=dtype, context=context, batch=batch, bytes_per_token=per_token,
+        engine="vllm", dtype=dtype, context=context, batch=batch, bytes_per_token=layout.per_token,
         constant_bytes=max(0, per_request - growing), total_bytes=batch * per_request, by_layer_type=by, block_size=bs,
         page_reserved_total_bytes=batch * reserved, bytes_per_block=bytes_per_block,
-        blocks_per_request=blocks_per_request, total_is=total_is, assumptions=assumptions_v + local,
-        kv_groups=_group_count(specs),
+        blocks_per_request=blocks_per_request, total_is=total_is, assumptions=assumptions_v + list(layout.notes),
+        kv_groups=layout.kv_groups,
     )
 
 
