@@ -131,3 +131,38 @@ def test_gpu_size_is_binary_like_the_catalog(hub_env, stub_repo, cli):  # noqa: 
             break
     else:
         pytest.fail("no batch puts the 4090 near its limit")
+
+
+def test_plain_repo_ids_are_ones_huggingface_hub_accepts():
+    """read_hub skips huggingface_hub's validator (an import of its HTTP stack) for plain ids: every id the shortcut
+    accepts must be one validate_repo_id accepts, and the ids it refuses still get the library's verdict."""
+    import random
+
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    from hfmem.errors import UsageError
+    from hfmem.hub.remote import check_repo_id, is_plain_repo_id
+
+    def library_accepts(repo_id: str) -> bool:
+        try:
+            validate_repo_id(repo_id)
+        except HFValidationError:
+            return False
+        return True
+
+    rng = random.Random(15)
+    alphabet = "aZ09-_./é \n"
+    ids = ["Qwen/Qwen2-7B", "gpt2", "a/b", "a" * 96, "a" * 97, "o" * 96 + "/" + "n" * 96, "x/" + "n" * 97, "a--b",
+           "a..b", "a.git", "-a", "a-", ".a/b", "a/b.", "a/b/c", "/a", "a/", "", "é/x", "a_/b", "_a/b", "a/b_"]
+    ids += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(20000)]
+    shortcut = 0
+    for repo_id in ids:
+        if is_plain_repo_id(repo_id):
+            shortcut += 1
+            assert library_accepts(repo_id), repo_id
+            check_repo_id(repo_id)
+        elif not library_accepts(repo_id):
+            with pytest.raises(UsageError):
+                check_repo_id(repo_id)
+    assert shortcut > 1000  # the shortcut is taken for ordinary ids

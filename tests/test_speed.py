@@ -352,18 +352,21 @@ def test_cli_repeat_is_one_request_offline_zero_and_imports_no_transformers(hub_
     _serve(hub_env, stub_repo)
     code = (
         "import sys, json\nfrom hfmem.cli import main\ntry:\n    main([%r, '--format', 'json'])\nexcept SystemExit as e:\n"
-        "    assert not e.code, e.code\nprint(json.dumps(sorted(m for m in ('torch', 'transformers') if m in sys.modules)))"
+        "    assert not e.code, e.code\nprint(json.dumps(sorted(m for m in ('torch', 'transformers', 'httpx', 'httpx2',"
+        " 'huggingface_hub.utils') if m in sys.modules)))"
     ) % QWEN
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert cold.returncode == 0, cold.stderr
-    assert json.loads(cold.stdout.strip().splitlines()[-1]) == []  # qwen2 is in the compiled config table
-    for extra, requests in (({}, 1), ({"HF_HUB_OFFLINE": "1"}, 0)):
+    http = ["httpx2" if "httpx2" in cold.stdout else "httpx", "huggingface_hub.utils"]
+    # qwen2 is in the compiled config table; the HTTP stack is imported to make requests only
+    assert json.loads(cold.stdout.strip().splitlines()[-1]) == sorted(http)
+    for extra, requests, imported in (({}, 1, sorted(http)), ({"HF_HUB_OFFLINE": "1"}, 0, [])):
         hub_env.clear_log()
         warm = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env | extra, timeout=120)
         assert warm.returncode == 0, warm.stderr
         assert len(hub_env.requests) == requests, (extra, _log(hub_env))
-        assert json.loads(warm.stdout.strip().splitlines()[-1]) == [], extra
+        assert json.loads(warm.stdout.strip().splitlines()[-1]) == imported, extra
         report = lambda out: {k: v for k, v in json.loads("".join(out.splitlines(True)[:-1])).items() if k != "source"}  # noqa: E731
         assert report(warm.stdout) == report(cold.stdout), "the same report"
 

@@ -33,7 +33,13 @@ class HubErrors:
         self.repo_id = repo_id
         self.revision = revision
         self.timeout = timeout
-        self.token_sent = bool(token) or _has_saved_token()
+        self.token = token
+
+    @property
+    def token_sent(self) -> bool:
+        """Whether the requests carried a token (asked only when an error message says so: looking for a saved
+        token imports huggingface_hub's utils, which an offline repeat run never needs)."""
+        return bool(self.token) or _has_saved_token()
 
     def guard(self, call: Callable[[], T]) -> T:
         """Translate huggingface_hub/httpx failures into one-line hfmem errors (never with the token in them)."""
