@@ -5,15 +5,16 @@ The CLI calls exactly these functions, so ``report.to_dict()`` is the CLI's ``--
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hfmem.errors import HfmemError, MalformedHeader, NoConfig, NoSafetensors, UsageError
 from hfmem.gcpause import bulk
+from hfmem.hub import prefetch
 from hfmem.hub.files import ModelFiles
 from hfmem.hub.local import looks_local, read_local
-from hfmem.hub.ref import resolve_ref
+from hfmem.hub.ref import is_gguf_ref, resolve_ref
 from hfmem.hub.remote import read_hub
 from hfmem.hub.timeout import check_timeout
 from hfmem.model.architecture import build_architecture
@@ -49,6 +50,9 @@ def read_model(ref: str, revision: str | None = None, token: str | bool | None =
         check_timeout(timeout)
     if looks_local(ref):
         return read_local(ref)
+    started = prefetch.take(ref, revision, token, timeout)  # the CLI may have started this very read already
+    if started is not None:
+        return started.wait()
     return read_hub(ref, revision=revision, token=token, timeout=timeout)
 
 
@@ -85,6 +89,13 @@ def read_report(ref: str, revision: str | None = None, token: str | bool | None 
     """:func:`analyze_files` of :func:`read_model`; an error names ``ref`` (batches and logs say which model)."""
     try:
         return analyze_files(read_model(ref, revision=revision, token=token, timeout=timeout))
+    except HfmemError as exc:
+        raise _with_ref(exc, ref) from None
+
+
+def _report_of(files: Callable[[], ModelFiles] | ModelFiles, ref: str) -> Report:
+    try:
+        return analyze_files(files() if callable(files) else files)
     except HfmemError as exc:
         raise _with_ref(exc, ref) from None
 
@@ -320,16 +331,6 @@ def _with_ref(exc: HfmemError, ref: str) -> HfmemError:
     return exc
 
 
-def is_gguf_ref(ref: str, gguf_file: str | None = None, quant: str | None = None) -> bool:
-    """Whether ``ref`` names GGUF weights: a .gguf file, a folder of them without config.json, a ``*GGUF`` repo id,
-    or a GGUF file/quant was asked for."""
-    if gguf_file or quant or ref.lower().endswith(".gguf"):
-        return True
-    if os.path.isdir(ref):
-        return not os.path.exists(os.path.join(ref, "config.json")) and any(name.endswith(".gguf") for name in os.listdir(ref))
-    return ref.lower().endswith("gguf") and not os.path.exists(ref)
-
-
 def analyze_gguf(
     ref: str,
     ctx: str | int | list[int] | None = None,
@@ -438,17 +439,41 @@ def analyze(
                                        gpu=options.get("gpu"), gpus=options.get("gpus"))
     if is_gguf_ref(ref, gguf_file, quant):
         return analyze_gguf(ref, **gguf_kwargs)
+
+    def sections(report: Report) -> Report:
+        if gguf_kwargs["llamacpp_defaults"] is not None:
+            raise UsageError(f"{ref}: --llamacpp-defaults is for GGUF models (llama.cpp's cache); this is a safetensors model")
+        return attach_sections(report, ctx=ctx, batch=batch, **options)
+
+    started = None if looks_local(ref) else prefetch.take(ref, revision, token, timeout)
+    if started is not None:
+        preloaded = started.wait_preloaded()
+        if preloaded is not None:
+            # The CLI's read found the digest entry of the commit this revision named last time: the analysis runs on
+            # it while the request re-resolving the revision is in flight, and stands if the commit is unchanged
+            # (the read then returns that very entry); otherwise it runs again on what the read returned.
+            try:
+                early: Report | HfmemError = sections(analyze_files(preloaded))
+            except HfmemError as exc:
+                early = _with_ref(exc, ref)
+            try:
+                files = started.wait()
+            except HfmemError as exc:
+                raise _with_ref(exc, ref) from None
+            if files is preloaded:
+                if isinstance(early, HfmemError):
+                    raise early
+                return early
+            return sections(_report_of(files, ref))
     try:
-        report = read_report(ref, revision, token, timeout)
+        report = _report_of(started.wait, ref) if started is not None else read_report(ref, revision, token, timeout)
     except (NoSafetensors, NoConfig) as exc:
         # GGUF-only repos usually have neither config.json nor safetensors: list their GGUF files instead.
         try:
             return analyze_gguf(ref, **gguf_kwargs)
         except NoSafetensors:  # no GGUF files either: the original error is the answer
             raise exc from None
-    if gguf_kwargs["llamacpp_defaults"] is not None:
-        raise UsageError(f"{ref}: --llamacpp-defaults is for GGUF models (llama.cpp's cache); this is a safetensors model")
-    return attach_sections(report, ctx=ctx, batch=batch, **options)
+    return sections(report)
 
 
 def analyze_safetensors(

@@ -276,6 +276,10 @@ def analyze_cmd(
         raise click.BadParameter("prints one command: needs --gpu, not with --brief, -v or --format", param_hint="--recommend")
 
     def body() -> None:
+        if gguf_file is None and quant is None:
+            from hfmem.hub import prefetch
+
+            prefetch.start(model, revision, token, timeout)  # the requests go out while the code below is imported
         from hfmem.api import analyze, is_gguf_ref
         from hfmem.render.text import render
 
@@ -328,6 +332,9 @@ def check_cmd(model: str, revision: str | None, token: str | None, timeout: floa
     _require_ctx(opts)
 
     def body() -> None:
+        from hfmem.hub import prefetch
+
+        prefetch.start(model, revision, token, timeout)  # the requests go out while the code below is imported
         from hfmem.api import check
         from hfmem.render.verdict import check_lines
 

@@ -127,3 +127,19 @@ def test_offline_mode_without_cache_is_a_clear_network_error(hub_env, stub_repo,
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(errors.NetworkError, match="HF_HUB_OFFLINE"):
         hfmem.analyze(QWEN)
+
+
+@pytest.mark.parametrize("revision", [None, "main", "v1.0", "refs/pr/4", "a" * 40, "feature/x y", "rév"])
+@pytest.mark.parametrize("filename", ["config.json", "model.safetensors.index.json",
+                                      "model-00001-of-00014.safetensors", "sub dir/ünï #1.safetensors"])
+def test_file_urls_are_huggingface_hubs(hub_env, revision, filename):
+    """hfmem builds resolve URLs from huggingface_hub's own template and quoting (file_download's import is too slow
+    for the hot path): they must stay exactly hf_hub_url's, endpoint included."""
+    from huggingface_hub import hf_hub_url
+
+    from hfmem.hub.remote import HubContext
+
+    for repo_id in ("Qwen/Qwen2-7B-Instruct", "gpt2"):
+        ctx = HubContext(repo_id, revision, None, 10.0)
+        assert ctx.file_url(filename, revision) == hf_hub_url(repo_id, filename, revision=revision)
+        assert ctx.file_url(filename, revision).startswith(hub_env.url)

@@ -193,6 +193,47 @@ def test_moved_branch_refetches_headers(hub_env, stub_repo, tmp_path):
     assert cache.read_ref(QWEN, None) == "d" * 40 and cache.load(QWEN, "d" * 40) is not None
 
 
+def test_cli_repeat_on_a_moved_branch_reports_the_new_commit(hub_env, stub_repo):
+    """The CLI analyses the digest entry of the commit main named last time while the request re-resolving main is
+    in flight (hfmem/hub/prefetch.py): when main has moved to other files, that analysis must be discarded."""
+    from entry import run_cli
+
+    _serve(hub_env, stub_repo)
+    first = run_cli([QWEN, "--format", "json", "--ctx", "4k"])
+    assert first.returncode == 0, first.stderr
+    hub_env.add_repo(QWEN, RepoSpec(root=stub_repo(SMALL), sha="d" * 40))  # main now holds another model
+    hub_env.clear_log()
+    moved = run_cli([QWEN, "--format", "json", "--ctx", "4k"])
+    assert moved.returncode == 0, moved.stderr
+    _serve(hub_env, stub_repo, SMALL)
+    small = run_cli([SMALL, "--format", "json", "--ctx", "4k"])
+    assert small.returncode == 0, small.stderr
+    got, want, old = json.loads(moved.stdout), json.loads(small.stdout), json.loads(first.stdout)
+    assert got["revision"] == "d" * 40
+    assert got["parameters"] == want["parameters"] != old["parameters"]
+    assert got["kv_cache"] == want["kv_cache"] != old["kv_cache"]
+
+
+@pytest.mark.parametrize("change", ["gated", "gone"])
+def test_cli_repeat_reports_the_hubs_error_not_the_cached_answer(hub_env, stub_repo, change):
+    """A repeat run still asks the Hub: a repo that became gated or was deleted is that error (exit code and
+    message as a first run gets), even though the digest could have answered."""
+    from entry import run_cli
+
+    _serve(hub_env, stub_repo)
+    assert run_cli([QWEN, "--format", "json"]).returncode == 0
+    fresh_home = Path(os.environ["HF_HOME"]) / "fresh"
+    if change == "gated":
+        _serve(hub_env, stub_repo, gated=True)
+    else:
+        hub_env.repos.pop(QWEN)
+    repeat = run_cli([QWEN, "--format", "json"])
+    first = run_cli([QWEN, "--format", "json"], env={"HF_HOME": str(fresh_home)})
+    assert repeat.returncode == first.returncode != 0, (repeat.stderr, first.stderr)
+    assert repeat.stdout == ""
+    assert repeat.stderr == first.stderr
+
+
 @pytest.mark.parametrize(
     "damage",
     [

@@ -42,3 +42,13 @@ def resolve_ref(ref: str, revision: str | None = None) -> tuple[str, str | None]
     if revision is not None and url_rev is not None and revision != url_rev:
         raise UsageError(f"{ref}: the URL names revision {url_rev!r} but --revision is {revision!r}")
     return repo, revision if revision is not None else url_rev
+
+
+def is_gguf_ref(ref: str, gguf_file: str | None = None, quant: str | None = None) -> bool:
+    """Whether ``ref`` names GGUF weights: a .gguf file, a folder of them without config.json, a ``*GGUF`` repo id,
+    or a GGUF file/quant was asked for."""
+    if gguf_file or quant or ref.lower().endswith(".gguf"):
+        return True
+    if os.path.isdir(ref):
+        return not os.path.exists(os.path.join(ref, "config.json")) and any(name.endswith(".gguf") for name in os.listdir(ref))
+    return ref.lower().endswith("gguf") and not os.path.exists(ref)

@@ -71,7 +71,8 @@ MAX_SHARD_WORKERS = 64
 _NOT_SHARDED = "not-sharded"
 
 
-def read_hub(repo_id: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None) -> ModelFiles:
+def read_hub(repo_id: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None,
+             on_preload: Callable[[ModelFiles], None] | None = None) -> ModelFiles:
     """Config + headers of a Hub repo in as few round trips as the Hub allows (see docs/speed.md):
 
     - main, sharded: GET config.json and GET the one-shot safetensors-metadata endpoint, concurrently (2 requests);
@@ -79,13 +80,16 @@ def read_hub(repo_id: str, revision: str | None = None, token: str | bool | None
       shards concurrently, at the commit the config answered with;
     - repeat runs: the header digest cache (hfmem.hub.digest) keyed by commit sha: 1 request (the config GET that
       re-resolves the revision), 0 for a full-sha revision or with HF_HUB_OFFLINE=1.
+
+    on_preload: called (in this thread) with the digest entry of the commit the revision named last time, while the
+    request re-resolving it is in flight; read_hub returns that very object if the commit is unchanged.
     """
     from huggingface_hub import constants
 
     check_repo_id(repo_id)
     check_revision(revision)
     timeout = timeout if timeout is not None else constants.HF_HUB_DOWNLOAD_TIMEOUT
-    ctx = HubContext(repo_id, revision, token, timeout)
+    ctx = HubContext(repo_id, revision, token, timeout, on_preload)
     if constants.HF_HUB_OFFLINE:
         sha = digest.read_ref(repo_id, revision) or cached_sha(repo_id, revision)
         hit = _from_digest(repo_id, sha, None, "cache")
@@ -191,7 +195,9 @@ def _shard_guesses(index: dict[str, Any]) -> dict[str, int]:
 class HubContext:
     """Requests about one repo at one revision: retried (retry.py), bounded, and their failures translated."""
 
-    def __init__(self, repo_id: str, revision: str | None, token: str | bool | None, timeout: float):
+    def __init__(self, repo_id: str, revision: str | None, token: str | bool | None, timeout: float,
+                 on_preload: Callable[[ModelFiles], None] | None = None):
+        self.on_preload = on_preload
         self.repo_id = repo_id
         self.revision = revision
         self.token = token
@@ -247,6 +253,8 @@ class HubContext:
                 config_future = pool.submit(self.get_config)
                 try:
                     preloaded = _from_digest(self.repo_id, known, None, "hub")
+                    if preloaded is not None and self.on_preload is not None:
+                        self.on_preload(preloaded)
                 finally:
                     config_future.exception()  # wait for it either way
                 config_bytes, sha = config_future.result()
@@ -412,9 +420,14 @@ class HubContext:
             return body, response
 
     def file_url(self, filename: str, revision: str | None) -> str:
-        from huggingface_hub import hf_hub_url
+        """hf_hub_url(repo_id, filename, revision=revision) for a model repo: the same template, endpoint and quoting
+        (huggingface_hub, file_download.py: hf_hub_url), without importing file_download (tqdm, yaml, filelock,
+        asyncio: ~25 ms of a ~0.2 s run) for a URL; tests/test_fetch_hub.py holds the two equal."""
+        from huggingface_hub import constants
 
-        return hf_hub_url(self.repo_id, filename, revision=revision)
+        return constants.HUGGINGFACE_CO_URL_TEMPLATE.format(
+            repo_id=self.repo_id, revision=quote(revision or constants.DEFAULT_REVISION, safe=""), filename=quote(filename)
+        )
 
     def get_config(self) -> tuple[bytearray, str | None]:
         """config.json in one GET (hf_hub_download would add a HEAD); the commit comes from X-Repo-Commit."""
