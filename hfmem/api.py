@@ -93,6 +93,15 @@ def read_report(ref: str, revision: str | None = None, token: str | bool | None 
         raise _with_ref(exc, ref) from None
 
 
+def _import_analysis() -> None:
+    """Import the modules analyze_files and attach_sections import on first use."""
+    import hfmem.memory.hardware  # noqa: F401
+    import hfmem.memory.kv.vllm  # noqa: F401
+    import hfmem.memory.parallel  # noqa: F401
+    import hfmem.memory.planner  # noqa: F401
+    import hfmem.model.fast_config  # noqa: F401
+
+
 def _report_of(files: Callable[[], ModelFiles] | ModelFiles, ref: str) -> Report:
     try:
         return analyze_files(files() if callable(files) else files)
@@ -447,6 +456,7 @@ def analyze(
 
     started = None if looks_local(ref) else prefetch.take(ref, revision, token, timeout)
     if started is not None:
+        _import_analysis()  # while the read is in flight (these imports would otherwise follow it)
         preloaded = started.wait_preloaded()
         if preloaded is not None:
             # The CLI's read found the digest entry of the commit this revision named last time: the analysis runs on

@@ -120,11 +120,9 @@ def to_text(report: Report, fmt: str = "table") -> str:
 def render(report: Report | GGUFReport, fmt: str = "table", verbose: bool = False) -> str:
     """What ``hfmem MODEL --format FMT`` prints for a safetensors or a GGUF report. With --gpu the answer comes
     first and the body is short unless ``verbose`` (render.verdict)."""
-    from hfmem.gguf.model import GGUFReport
-
     if fmt == "json":
         return to_json(report)
-    if isinstance(report, GGUFReport):
+    if not isinstance(report, Report):  # a GGUFReport (its module is imported only for GGUF models)
         from hfmem.render.gguf import gguf_text
 
         return gguf_text(report, fmt)
