@@ -11,11 +11,13 @@ are the same as without it; a read nobody takes (the command failed first) is si
 
 from __future__ import annotations
 
+import atexit
 import threading
 from typing import Any
 
 _Key = tuple[str, "str | None", "str | bool | None", "float | None"]
 _pending: dict[_Key, _Read] = {}
+_reads: list[_Read] = []  # every read started, taken or not (their cache writes are waited for at exit)
 _lock = threading.Lock()
 
 
@@ -29,6 +31,8 @@ class _Read:
         self.error: BaseException | None = None
         self.preloaded: Any = None  # the digest entry of the commit seen last, while its revision is re-resolved
         self.preload_or_done = threading.Event()
+        self.deferred: list[Any] = []  # cache writes read_hub left to run after its answer (digest.store)
+        self.written = threading.Event()
         threading.Thread(target=self._run, name="hfmem-prefetch", daemon=True).start()
 
     def _run(self) -> None:
@@ -39,12 +43,18 @@ class _Read:
             repo_id, revision, token, timeout = self.args
             with gc_paused():
                 self.result = read_hub(repo_id, revision=revision, token=token, timeout=timeout,
-                                       on_preload=self._preloaded)
+                                       on_preload=self._preloaded, deferred=self.deferred)
         except BaseException as exc:  # handed to the taker, who raises it as read_hub would have
             self.error = exc
         finally:
             self.done.set()
             self.preload_or_done.set()
+        # The digest entry is written while the taker analyses the answer; the process waits for it at exit.
+        try:
+            for write in self.deferred:
+                write()
+        finally:
+            self.written.set()
 
     def _preloaded(self, files: Any) -> None:
         self.preloaded = files
@@ -79,7 +89,18 @@ def start(ref: str, revision: str | None, token: str | bool | None, timeout: flo
     key = (repo_id, revision, token, timeout)
     with _lock:
         if key not in _pending:
-            _pending[key] = _Read(key)
+            if not _pending and not _reads:
+                atexit.register(_finish_writes)
+            _pending[key] = read = _Read(key)
+            _reads.append(read)
+
+
+def _finish_writes() -> None:
+    """At exit: let every read that has answered finish writing its cache entry (a read still waiting on the
+    network is abandoned, as before; writes are atomic, so an interrupted one leaves no partial entry)."""
+    for read in _reads:
+        if read.done.is_set():
+            read.written.wait()
 
 
 def take(repo_id: str, revision: str | None, token: str | bool | None, timeout: float | None) -> _Read | None:

@@ -72,7 +72,8 @@ _NOT_SHARDED = "not-sharded"
 
 
 def read_hub(repo_id: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None,
-             on_preload: Callable[[ModelFiles], None] | None = None) -> ModelFiles:
+             on_preload: Callable[[ModelFiles], None] | None = None,
+             deferred: list[Callable[[], None]] | None = None) -> ModelFiles:
     """Config + headers of a Hub repo in as few round trips as the Hub allows (see docs/speed.md):
 
     - main, sharded: GET config.json and GET the one-shot safetensors-metadata endpoint, concurrently (2 requests);
@@ -83,13 +84,15 @@ def read_hub(repo_id: str, revision: str | None = None, token: str | bool | None
 
     on_preload: called (in this thread) with the digest entry of the commit the revision named last time, while the
     request re-resolving it is in flight; read_hub returns that very object if the commit is unchanged.
+    deferred: given, writing the digest entry is appended to it instead of done before returning (the caller runs
+    it while the answer is used: writing DeepSeek-V3's entry takes ~0.1 s).
     """
     from huggingface_hub import constants
 
     check_repo_id(repo_id)
     check_revision(revision)
     timeout = timeout if timeout is not None else constants.HF_HUB_DOWNLOAD_TIMEOUT
-    ctx = HubContext(repo_id, revision, token, timeout, on_preload)
+    ctx = HubContext(repo_id, revision, token, timeout, on_preload, deferred)
     if constants.HF_HUB_OFFLINE:
         sha = digest.read_ref(repo_id, revision) or cached_sha(repo_id, revision)
         hit = _from_digest(repo_id, sha, None, "cache")
@@ -196,8 +199,10 @@ class HubContext:
     """Requests about one repo at one revision: retried (retry.py), bounded, and their failures translated."""
 
     def __init__(self, repo_id: str, revision: str | None, token: str | bool | None, timeout: float,
-                 on_preload: Callable[[ModelFiles], None] | None = None):
+                 on_preload: Callable[[ModelFiles], None] | None = None,
+                 deferred: list[Callable[[], None]] | None = None):
         self.on_preload = on_preload
+        self.deferred = deferred
         self.repo_id = repo_id
         self.revision = revision
         self.token = token
@@ -309,8 +314,14 @@ class HubContext:
         else:
             headers, index_metadata = self.headers_from_index(index, at, warnings)
         if sha is not None:
-            digest.store(self.repo_id, sha, config, headers, index_metadata, warnings)
-            digest.write_ref(self.repo_id, self.revision, sha)
+            def remember(repo_id: str = self.repo_id, revision: str | None = self.revision, commit: str = sha) -> None:
+                digest.store(repo_id, commit, config, headers, index_metadata, warnings)
+                digest.write_ref(repo_id, revision, commit)
+
+            if self.deferred is not None:
+                self.deferred.append(remember)
+            else:
+                remember()
         return ModelFiles(
             repo=self.repo_id,
             revision=sha,
