@@ -120,13 +120,22 @@ def can_run(gpu: GPU, precision: str, engine: str = "vllm") -> tuple[bool, str]:
     cc = f"compute capability {sm // 10}.{sm % 10}"
     if sm < need:
         return False, f"{gpu.name} ({cc}) cannot run {precision} weights in vLLM (needs {need // 10}.{need % 10})"
-    if precision == "bf16" and sm < 80:
+    if runs_as_fp16(gpu, precision):
         return True, f"no bf16 on {gpu.name} ({cc}): runs as fp16 (vllm serve --dtype half)"
     if precision.startswith("fp8") and sm < 89:
         return True, f"no FP8 units on {gpu.name} ({cc}): FP8 weights run through vLLM's Marlin weight-only kernel"
     if precision == "mxfp4" and sm < 90:
         return True, f"MXFP4 runs through vLLM's Marlin kernel on {gpu.name} ({cc})"
     return True, ""
+
+
+def runs_as_fp16(gpu: GPU, precision: str) -> bool:
+    """bf16 weights on a CUDA GPU without bf16 (compute capability < 8.0): vLLM refuses bf16 there and serves them
+    as fp16 (vllm serve --dtype half; vllm, platforms/cuda.py: check_if_supports_dtype)."""
+    if gpu.kind in ("custom", "apple", "rocm") or precision != "bf16":
+        return False
+    hw = hardware_of(gpu)
+    return hw is not None and hw.sm is not None and hw.sm < 80
 
 
 def runnable_precisions(gpu: GPU) -> list[str]:

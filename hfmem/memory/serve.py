@@ -41,7 +41,7 @@ def vllm_serve(report: Report, plan: InferencePlan, *, tp: int, pp: int = 1, con
                max_batched_tokens: int | None = None, cudagraph: bool = True,
                revision: str | None = None) -> ServeCommand:
     """``vllm serve`` for ``plan`` on ``tp`` x ``pp`` GPUs (``concurrency``: the planned concurrent sequences)."""
-    from hfmem.memory.hardware import can_run, precision_key
+    from hfmem.memory.hardware import can_run, precision_key, runs_as_fp16
 
     why: list[str] = []
     asked = plan.precision
@@ -63,7 +63,7 @@ def vllm_serve(report: Report, plan: InferencePlan, *, tp: int, pp: int = 1, con
         ok, note = can_run(plan.gpu, precision_key(report, asked), "vllm")
         if not ok:
             return ServeCommand(None, [note])
-        if "--dtype half" in note and "--dtype" not in argv:
+        if runs_as_fp16(plan.gpu, precision_key(report, asked)) and "--dtype" not in argv:
             argv += ["--dtype", "half"]
             why.append(note)
     argv += ["--max-model-len", str(plan.context)]
