@@ -115,10 +115,10 @@ def main() -> None:
 
 def _check_ctx(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """Syntax check of --ctx before anything is fetched ('max' is resolved once the config is read)."""
-    from hfmem.memory.kv import parse_context
-
     if value is None:
         return None
+    from hfmem.memory.kv.context import parse_context
+
     for part in value.split(","):
         if part.strip().lower() != "max":
             try:

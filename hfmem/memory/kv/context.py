@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from hfmem.errors import MalformedConfig, UsageError
-from hfmem.model.architecture import Architecture
+
+if TYPE_CHECKING:  # a type only: the CLI checks --ctx before the model code is imported
+    from hfmem.model.architecture import Architecture
 
 _CTX_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 
