@@ -231,6 +231,7 @@ class InferencePlan:
     max_num_seqs: int | None = None
     cudagraph: bool | None = None
     cudagraph_bytes: int | None = None
+    cudagraph_detail: str | None = None  # how hfmem's estimate of it is made (text output)
     replicated: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # The catalog (every GPU: fit, longest context, concurrency) is ~16 rows of searches, so it is computed on first
@@ -381,10 +382,12 @@ class Planner:
         if cudagraph_memory is not None and cudagraph_memory < 0:
             raise UsageError("--cudagraph-memory must not be negative")
         # vLLM >= 0.21 subtracts its estimated CUDA-graph pool from the KV budget (gpu_worker.py
-        # determine_available_memory); hfmem does not model the estimate, so it is 0 unless given (a log's
-        # "Estimated CUDA graph memory: X GiB total")
-        self.cudagraph_memory = (cudagraph_memory or 0) if (engine == "vllm" and cudagraph and self.vllm.cudagraph_deducted) else 0
+        # determine_available_memory): a log's "Estimated CUDA graph memory: X GiB total" when given, else hfmem's
+        # estimate of it (hfmem/memory/vllm_cudagraph.py), set once the batch settings are known (_set_cudagraph)
+        self.cudagraph_deducted = engine == "vllm" and device == "cuda" and cudagraph and self.vllm.cudagraph_deducted
+        self.cudagraph_memory = (cudagraph_memory or 0) if self.cudagraph_deducted else 0
         self.cudagraph_memory_given = cudagraph_memory is not None
+        self.cudagraph_estimate: Any = None
         self.prefix_caching = prefix_caching  # vLLM: state layers reserve 2 pages per request with it, 1 without
         self.block_size = block_size
         self.encoder_len = encoder_len
@@ -427,6 +430,7 @@ class Planner:
                                  if self.precision == CHECKPOINT and q is not None and q.method.lower() == "mxfp4" else 0)
         self._weights_per_gpu()
         self._pad_for_gpu()
+        self._set_cudagraph()
 
     # -- fixed terms ----------------------------------------------------------------------------------------
     def _weights_per_gpu(self) -> None:
@@ -487,6 +491,25 @@ class Planner:
                     terms[PAD_TERM] = pad
         self.weight_terms = terms
         self.weights_bytes = sum(terms.values())
+
+    def _set_cudagraph(self) -> None:
+        """vLLM's CUDA-graph estimate for this planner's batch settings (hfmem/memory/vllm_cudagraph.py): the
+        largest capture's forward peak from the same forward phases as the profile's, per GPU."""
+        from hfmem.memory import vllm_cudagraph
+
+        self.cudagraph_estimate = None
+        if not self.cudagraph_deducted or not self.kv(1, 1).total_bytes:
+            return  # no decoder cache (an encoder-only model): no decode graphs to estimate here
+        top = vllm_cudagraph.capture_sizes(self.max_num_seqs, self.max_batched_tokens)
+        if not top:
+            return
+        terms = activation_terms(self.arch, top[-1], engine="vllm", act_bytes=self.act_bytes, tp=self.tp,
+                                 logits_rows=0, gated=self.gated)
+        terms.pop("logits", None)
+        self.cudagraph_estimate = vllm_cudagraph.estimate(self.max_num_seqs, self.max_batched_tokens,
+                                                          max(terms.values()) if terms else 0)
+        if not self.cudagraph_memory_given and self.cudagraph_estimate is not None:
+            self.cudagraph_memory = self.cudagraph_estimate.bytes
 
     def profile_tokens(self, context: int) -> int:
         """Tokens of vLLM's profiling forward (also the sliding-window admission allowance): see profile_tokens."""
@@ -639,6 +662,7 @@ class Planner:
             other.max_num_seqs = seqs
         if self.overhead_given is None:
             other.overhead = self.vllm.non_torch(self.tp, gpu.key)
+        other._set_cudagraph()
         return other
 
     def plan(self, context: int, batch: int = 1, gpu: GPU | None = None, with_catalog: bool = True) -> InferencePlan:
@@ -662,13 +686,18 @@ class Planner:
             plan.vllm_version, plan.max_num_seqs, plan.cudagraph = self.vllm.name, self.max_num_seqs, self.cudagraph
             if self.cudagraph and self.vllm.cudagraph_deducted:
                 plan.cudagraph_bytes = self.cudagraph_memory
-            if self.cudagraph and self.vllm.cudagraph_deducted and not self.cudagraph_memory_given:
-                # gpu_worker.py determine_available_memory subtracts the CUDA-graph pool it estimated by capturing;
-                # its size depends on the capture sizes, the kernels and the allocator, which hfmem does not model
+                if not self.cudagraph_memory_given and self.cudagraph_estimate is not None:
+                    plan.cudagraph_detail = f"hfmem's estimate: {self.cudagraph_estimate.detail()}"
+            est = self.cudagraph_estimate
+            if self.cudagraph_deducted and not self.cudagraph_memory_given and est is not None:
+                # gpu_worker.py determine_available_memory subtracts the pool profile_cudagraph_memory extrapolates
+                # from two captures per mode; its per-graph sample is the allocator's growth for one capture, so
+                # vLLM's own figure varies between starts of one command (hfmem/memory/vllm_cudagraph.py)
                 plan.notes.append(f"vLLM {self.vllm.name} deducts its estimated CUDA graph memory from the KV cache "
-                                  "budget; hfmem does not model it (0 here; one published log shows 1.34 GiB, another "
-                                  "6.24 GiB): the KV pool is high by that much (--cudagraph-memory to give it, "
-                                  "--enforce-eager: none)")
+                                  f"budget: {est.detail()} = {est.bytes / GiB:.2f} GiB here; vLLM extrapolates it from "
+                                  "two captures per mode, so its own figure varies between starts (up to "
+                                  f"{est.high / GiB:.2f} GiB when each graph opens a 20 MiB allocator segment): "
+                                  "--cudagraph-memory takes your log's 'Estimated CUDA graph memory'")
         if self.mxfp4_moe_layers and self.engine == "vllm" and self.device == "cuda":
             from hfmem.memory.vllm_weights import mxfp4_backend
 
