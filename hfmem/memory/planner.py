@@ -479,16 +479,20 @@ class Planner:
                 self.replicated.append(f"KV cache heads ({arch.num_kv_heads} KV heads over {self.tp} GPUs)")
 
     def _pad_for_gpu(self) -> None:
-        """The weight term vLLM's kernels add on this GPU over the checkpoint's bytes (MXFP4 experts on Marlin)."""
-        from hfmem.memory.vllm_weights import PAD_TERM, marlin_padding_bytes, mxfp4_backend
+        """The weight term vLLM's kernels add on this GPU over the checkpoint's bytes (MXFP4 experts: Marlin or Triton layout)."""
+        from hfmem.memory.vllm_weights import PAD_TERM, TRITON_TERM, marlin_padding_bytes, mxfp4_backend, triton_layout_bytes
 
-        terms = {k: v for k, v in self.weight_terms.items() if k != PAD_TERM}
+        terms = {k: v for k, v in self.weight_terms.items() if k not in (PAD_TERM, TRITON_TERM)}
         if self.mxfp4_moe_layers and self.engine == "vllm" and self.device == "cuda" and self.gpu is not None:
             backend = mxfp4_backend(self.gpu)
             if backend == "marlin":
                 pad = marlin_padding_bytes(self.arch, self.mxfp4_moe_layers, self.tp)
                 if pad:
                     terms[PAD_TERM] = pad
+            elif backend is not None:  # get_mxfp4_backend's default on 9.x/10.x: Triton
+                pad = triton_layout_bytes(self.arch, self.mxfp4_moe_layers, self.tp)
+                if pad:
+                    terms[TRITON_TERM] = pad
         self.weight_terms = terms
         self.weights_bytes = sum(terms.values())
 
@@ -699,14 +703,19 @@ class Planner:
                                   f"{est.high / GiB:.2f} GiB when each graph opens a 20 MiB allocator segment): "
                                   "--cudagraph-memory takes your log's 'Estimated CUDA graph memory'")
         if self.mxfp4_moe_layers and self.engine == "vllm" and self.device == "cuda":
-            from hfmem.memory.vllm_weights import mxfp4_backend
+            from hfmem.memory.vllm_weights import marlin_padding_bytes, mxfp4_backend
 
             backend = mxfp4_backend(self.gpu) if self.gpu is not None else None
             if backend != "marlin":
+                # get_mxfp4_backend falls back to Marlin on 9.x/10.x without triton_kernels or torch >= 2.8 (or with
+                # VLLM_MXFP4_USE_MARLIN), and FlashInfer is an opt-in/installed choice: the plan cannot see which
                 where = f"on {self.gpu.name}" if self.gpu is not None else "without --gpu"
-                plan.notes.append(f"MXFP4 experts {where}: vLLM's MoE backend (Triton or FlashInfer, whichever is "
-                                  "installed) may pad them beyond the checkpoint's bytes; not modelled (on Marlin "
-                                  "GPUs, below compute capability 9.0, the padding is counted)")
+                marlin = marlin_padding_bytes(self.arch, self.mxfp4_moe_layers, self.tp)
+                plan.notes.append(f"MXFP4 experts {where}: counted in vLLM's default Triton MoE layout (fp32 biases, "
+                                  "intermediate padded to 64; triton_kernels' own swizzle padding not counted); if "
+                                  "vLLM falls back to Marlin (no triton_kernels, torch < 2.8 or VLLM_MXFP4_USE_MARLIN; "
+                                  f"its log says 'leveraging the Marlin kernel') the experts take {marlin / GiB:.2f} GiB "
+                                  "more per GPU than the checkpoint, and FlashInfer's layouts pad to 128/256")
         limit = self.arch.max_position_embeddings
         if limit and context > limit:
             plan.notes.append(f"context {context:,} exceeds the model's max_position_embeddings {limit:,}")
