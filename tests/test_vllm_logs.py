@@ -331,6 +331,11 @@ def test_mxfp4_layout_follows_the_backend_vllm_picks():
     # gpt-oss-20b: 24 layers x 32 experts x (5760 + 2880) bias elements, 2 more bytes each; 2880 is already a
     # multiple of 64 at TP 1
     assert plan.weight_terms[TRITON_TERM] == 24 * 32 * (5760 + 2880) * 2
+    # TP 2: 1440 intermediate rows per rank pad to 1472 (values 4 bits, one scale byte per 32) and fp32 biases
+    tp2 = plan_of(dataclasses.replace(h100, name=h100.name + "-tp2", tp=2))
+    values = 32 * 3 * (1472 - 1440) * 2880
+    biases = 32 * ((2 * 1472 + 2880) * 4 - (2 * 1440 + 2880) * 2)
+    assert tp2.weight_terms[TRITON_TERM] == 24 * (values // 2 + values // 32 + biases)
     assert plan.weights_bytes == a100.weights_bytes - a100.weight_terms[PAD_TERM] + plan.weight_terms[TRITON_TERM]
     marlin = marlin_padding_bytes(Planner(analyze_files(model_files(row.repo)), gpu=row.gpu).arch, 24, 1)
     assert any("MXFP4 experts on H100" in n and f"{marlin / GiB:.2f} GiB more" in n for n in plan.notes)
