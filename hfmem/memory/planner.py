@@ -388,6 +388,7 @@ class Planner:
         self.cudagraph_memory = (cudagraph_memory or 0) if self.cudagraph_deducted else 0
         self.cudagraph_memory_given = cudagraph_memory is not None
         self.cudagraph_estimate: Any = None
+        self._decoder_cache: bool | None = None  # whether the model has a decoder KV/state cache (_set_cudagraph)
         self.prefix_caching = prefix_caching  # vLLM: state layers reserve 2 pages per request with it, 1 without
         self.block_size = block_size
         self.encoder_len = encoder_len
@@ -502,7 +503,11 @@ class Planner:
         from hfmem.memory import vllm_cudagraph
 
         self.cudagraph_estimate = None
-        if not self.cudagraph_deducted or not self.kv(1, 1).total_bytes:
+        if not self.cudagraph_deducted:
+            return
+        if self._decoder_cache is None:  # the same on every GPU: for_gpu's copies keep it
+            self._decoder_cache = bool(self.kv(1, 1).total_bytes)
+        if not self._decoder_cache:
             return  # no decoder cache (an encoder-only model): no decode graphs to estimate here
         top = vllm_cudagraph.capture_sizes(self.max_num_seqs, self.max_batched_tokens)
         if not top:
