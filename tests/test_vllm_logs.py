@@ -295,6 +295,23 @@ def test_tokens_from_the_logged_pool(name, url, repo, tp, ctx, kv_gib, tokens):
     assert abs(blocks * est.block_size / tokens - 1) <= 0.02
 
 
+def test_hybrid_tokens_from_the_logged_pool():
+    """Qwen3.5-4B (Gated DeltaNet + full attention), vLLM 0.22.0, max_model_len 1024, enable_prefix_caching=False (its
+    engine config line), from a FastAPI streaming notes log found with find_string: "Setting attention block size to
+    528 tokens", "Available KV cache memory: 12.85 GiB", "GPU KV cache size: 163,225 tokens", "Maximum concurrency for
+    1,024 tokens per request: 159.40x". hfmem's page alignment, blocks per request and concurrency-form token count
+    from that pool: exact. Held out (the pool itself is not a row: the GPU is not named and the profile ran the
+    vision encoder, which hfmem's torch peak does not model)."""
+    from hfmem.memory.kv import estimate_kv
+    from hfmem.model.architecture import build_architecture
+
+    arch = build_architecture(load_config("Qwen/Qwen3.5-4B"))[0]
+    est = estimate_kv(arch, 1024, engine="vllm", max_batched_tokens=2048, prefix_caching=False)
+    assert est.block_size == 528
+    concurrency = (int(12.85 * GiB) // est.bytes_per_block) / est.blocks_per_request
+    assert f"{concurrency:.2f}" == "159.40" and int(concurrency * 1024) == 163_225
+
+
 def test_held_out_rows_are_most_of_the_table():
     """The table's point is held-out agreement: rows that chose a constant are named, and are the minority."""
     held_in = [r for r in ROWS if r.held_in]
