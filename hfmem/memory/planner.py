@@ -25,6 +25,7 @@ from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, round_up
 
 if TYPE_CHECKING:
+    from hfmem.memory.vllm_cudagraph import CudagraphEstimate
     from hfmem.report import Report
 
 DEFAULT_GPU_UTIL = 0.9  # transformers/CPU plans ignore it; vLLM's default comes from the version table
@@ -387,7 +388,7 @@ class Planner:
         self.cudagraph_deducted = engine == "vllm" and device == "cuda" and cudagraph and self.vllm.cudagraph_deducted
         self.cudagraph_memory = (cudagraph_memory or 0) if self.cudagraph_deducted else 0
         self.cudagraph_memory_given = cudagraph_memory is not None
-        self.cudagraph_estimate: Any = None
+        self.cudagraph_estimate: CudagraphEstimate | None = None
         self._decoder_cache: bool | None = None  # whether the model has a decoder KV/state cache (_set_cudagraph)
         self.prefix_caching = prefix_caching  # vLLM: state layers reserve 2 pages per request with it, 1 without
         self.block_size = block_size

@@ -63,8 +63,8 @@ class CudagraphEstimate:
 
 
 def estimate(max_num_seqs: int, max_num_batched_tokens: int, forward_peak: int) -> CudagraphEstimate | None:
-    """vLLM's estimate for these batch settings; ``forward_peak(tokens)``-style bytes of the largest capture's
-    forward are passed in (the planner's forward phases at that token count). None where nothing is captured."""
+    """vLLM's estimate for these batch settings. ``forward_peak``: the forward-activation peak in bytes at the
+    largest capture size (the planner's forward phases at that token count). None where nothing is captured."""
     sizes = capture_sizes(max_num_seqs, max_num_batched_tokens)
     if not sizes:
         return None
