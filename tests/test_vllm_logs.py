@@ -145,6 +145,24 @@ ROWS = [
               "starts of this one command (its two-capture extrapolation; the tokens imply ~1.25 GiB here, ~0.30 GiB "
               "on the next start, which hfmem's 0.26 GiB matches): no single figure can hold both rows"),
     LogRow(
+        "qwen3-8b-a5000-v0.21-logged-graphs", "https://github.com/LMCache/LMCache/issues/3430",
+        "Qwen/Qwen3-8B", "0.21", _gpu("a5000", 23.57, "RTX A5000 24GB (24,564 MiB: the RTX 3090 row's logged 23.58 GiB "
+                                                       "less the 12 MiB nvidia-smi difference)"),
+        1, 0.9764, 16_384, {"max_batched_tokens": 8192, "max_num_seqs": 256, "cudagraph_memory": int(0.52 * GiB)},
+        ("vllm 0.21.0, LLM class through LMCache's CPU-offload example, Qwen/Qwen3-8B, RTX A5000",
+         "Profiling CUDA graph memory: PIECEWISE=51 (largest=512), FULL=35 (largest=256)",
+         "Estimated CUDA graph memory: 0.52 GiB total", "Available KV cache memory: 6.37 GiB",
+         "The current --gpu-memory-utilization=0.9764 is equivalent to --gpu-memory-utilization=0.9543 without CUDA "
+         "graph memory profiling", "GPU KV cache size: 46,368 tokens",
+         "Maximum concurrency for 16,384 tokens per request: 2.83x"),
+        6.37, 46_368,
+        notes=("the CUDA-graph estimate is the log's own (as --cudagraph-memory takes it; hfmem's 0.26 GiB is the lower "
+               "end of vLLM's varying figure, tests/test_vllm_cudagraph.py): this row checks the other terms at 0.21 "
+               "(weights, the LLM class's 8192-token profile with its sampler, non-torch, the concurrency-form token "
+               "count) on a GPU no other row has",
+               "the log's utilisation line implies a total of 0.52 / (0.9764 - 0.9543) = 23.53 GiB (+-0.35 from its "
+               "rounding), consistent with the 23.57 GiB used")),
+    LogRow(
         "llama31-8b-a100-40-v0.10.1-fp16", "(vLLM request-flow notes, Vertex workbench; found with find_string)",
         "meta-llama/Llama-3.1-8B-Instruct", "0.10.1", resolve_gpu("a100-40gb"),
         1, 0.9, 131_072, {"max_batched_tokens": 2048, "max_num_seqs": 256},
@@ -237,7 +255,8 @@ def plan_of(row: LogRow):
         s = dict(row.settings)
         planner = Planner(report, "auto", tp=row.tp, gpu_util=row.util, vllm_version=row.version, gpu=row.gpu,
                           max_batched_tokens=s.get("max_batched_tokens"), max_num_seqs=s.get("max_num_seqs"),
-                          cudagraph=s.get("cudagraph", True), prefix_caching=s.get("prefix_caching", True))
+                          cudagraph=s.get("cudagraph", True), prefix_caching=s.get("prefix_caching", True),
+                          cudagraph_memory=s.get("cudagraph_memory"))
         _PLANS[row.name] = planner.plan(row.max_model_len, 1, row.gpu, with_catalog=False)
     return _PLANS[row.name]
 
