@@ -178,7 +178,7 @@ def planner_options(f: Callable) -> Callable:
                           "a later X.Y uses the newest family at or below it).")(f)
     f = click.option("--cudagraph-memory", default=None,
                      help="vLLM >= 0.21: the CUDA-graph estimate it deducts from the KV budget, e.g. 0.58GiB (its log: "
-                          "'Estimated CUDA graph memory'); default 0, not modelled (a note says so).")(f)
+                          "'Estimated CUDA graph memory'); default: hfmem's estimate from vLLM's capture sizes (a note gives its range).")(f)
     f = click.option("--cudagraph/--enforce-eager", "cudagraph", default=None,
                      help="vLLM CUDA graphs (default on); --enforce-eager: none captured, nothing deducted for them.")(f)
     f = click.option("--speculative", type=click.Choice([s for s in SPECULATIVE if s]), default=None,

@@ -129,7 +129,7 @@ def test_planner_reproduces_44376(stub_repo):
     p = Planner(report, engine="vllm", tp=2, kv_dtype="fp8", block_size=256, max_batched_tokens=16_384,
                 gpu_util=1.0, overhead=GiB)
     act = p.activation(30_000, 1)[0]
-    gpu = GPU("test", "test", p.weights_bytes + act + GiB + 5_554 * 1_051_776)
+    gpu = GPU("test", "test", p.weights_bytes + act + GiB + p.cudagraph_memory + 5_554 * 1_051_776)
     plan = p.plan(30_000, 1, gpu)
     assert plan.kv_available_bytes == 5_554 * 1_051_776
     assert plan.kv_blocks == 5_554

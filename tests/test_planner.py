@@ -42,7 +42,7 @@ def _report(stub_repo, repo):
 ])
 def test_reproduces_vllm_10517_log(stub_repo, max_len, log_peak_gib, log_kv_gib, log_blocks, fits):
     p = Planner(_report(stub_repo, LLAMA), "bf16", engine="vllm", max_batched_tokens=max_len,
-                overhead=int(0.35 * GiB), gpu_util=0.9)
+                overhead=int(0.35 * GiB), gpu_util=0.9, vllm_version="0.6")  # a V0 log: no CUDA-graph deduction
     plan = p.plan(max_len, 1, resolve_gpu("rtx3090"))
     assert round(plan.weights_bytes / GiB, 4) == 14.9888  # "Loading model weights took 14.9888 GB"
     assert plan.weight_terms["rotary cos/sin cache"] == 131072 * 128 * 2
@@ -75,7 +75,9 @@ def test_vllm_h100_worked_example(stub_repo):
 def test_totals_are_the_sum_of_shown_terms(stub_repo):
     p = Planner(_report(stub_repo, QWEN), "int4")
     plan = p.plan(32768, 4, resolve_gpu("4090"))
-    assert plan.total_bytes == plan.weights_bytes + plan.kv_bytes + plan.activation_bytes + plan.overhead_bytes
+    assert plan.cudagraph_bytes  # vLLM 0.25 deducts its CUDA-graph estimate: a shown term too
+    assert plan.total_bytes == (plan.weights_bytes + plan.kv_bytes + plan.activation_bytes + plan.overhead_bytes
+                                + plan.cudagraph_bytes)
     assert plan.weights_bytes == sum(plan.weight_terms.values())
     assert plan.activation_bytes == max(plan.activation_terms.values())
     assert plan.kv_bytes == 4 * 57_344 * 32768  # Qwen2-7B: 56 KiB per token (28 x 4 x 256 x 2)

@@ -100,9 +100,10 @@ def test_cuda_graphs_deducted_only_where_vllm_does():
     given = Planner(_report(), vllm_version="0.25", cudagraph_memory=GiB).plan(32_768, 1, gpu)
     older = Planner(_report(), vllm_version="0.19", gpu_util=0.92, cudagraph_memory=GiB).plan(32_768, 1, gpu)
     assert eager.cudagraph_bytes is None and not any("CUDA graph" in n for n in eager.notes)
-    assert graphs.cudagraph_bytes == 0 and any("CUDA graph" in n for n in graphs.notes)
-    assert given.kv_available_bytes == graphs.kv_available_bytes - GiB and not any("CUDA graph" in n for n in given.notes)
-    assert older.cudagraph_bytes is None and older.kv_available_bytes == graphs.kv_available_bytes  # not deducted < 0.21
+    assert graphs.cudagraph_bytes and any("Estimated CUDA graph memory" in n for n in graphs.notes)
+    assert eager.kv_available_bytes == graphs.kv_available_bytes + graphs.cudagraph_bytes
+    assert given.kv_available_bytes == eager.kv_available_bytes - GiB and not any("CUDA graph" in n for n in given.notes)
+    assert older.cudagraph_bytes is None and older.kv_available_bytes == eager.kv_available_bytes  # not deducted < 0.21
     with pytest.raises(UsageError):
         Planner(_report(), cudagraph_memory=-1)
 

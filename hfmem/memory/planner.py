@@ -26,6 +26,7 @@ from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, round_up
 
 if TYPE_CHECKING:
+    from hfmem.memory.vllm_cudagraph import CudagraphEstimate
     from hfmem.report import Report
 
 DEFAULT_GPU_UTIL = 0.9  # transformers/CPU plans ignore it; vLLM's default comes from the version table
@@ -232,6 +233,7 @@ class InferencePlan:
     max_num_seqs: int | None = None
     cudagraph: bool | None = None
     cudagraph_bytes: int | None = None
+    cudagraph_detail: str | None = None  # how hfmem's estimate of it is made (text output)
     replicated: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # The catalog (every GPU: fit, longest context, concurrency) is ~16 rows of searches, so it is computed on first
@@ -382,10 +384,13 @@ class Planner:
         if cudagraph_memory is not None and cudagraph_memory < 0:
             raise UsageError("--cudagraph-memory must not be negative")
         # vLLM >= 0.21 subtracts its estimated CUDA-graph pool from the KV budget (gpu_worker.py
-        # determine_available_memory); hfmem does not model the estimate, so it is 0 unless given (a log's
-        # "Estimated CUDA graph memory: X GiB total")
-        self.cudagraph_memory = (cudagraph_memory or 0) if (engine == "vllm" and cudagraph and self.vllm.cudagraph_deducted) else 0
+        # determine_available_memory): a log's "Estimated CUDA graph memory: X GiB total" when given, else hfmem's
+        # estimate of it (hfmem/memory/vllm_cudagraph.py), set once the batch settings are known (_set_cudagraph)
+        self.cudagraph_deducted = engine == "vllm" and device == "cuda" and cudagraph and self.vllm.cudagraph_deducted
+        self.cudagraph_memory = (cudagraph_memory or 0) if self.cudagraph_deducted else 0
         self.cudagraph_memory_given = cudagraph_memory is not None
+        self.cudagraph_estimate: CudagraphEstimate | None = None
+        self._decoder_cache: bool | None = None  # whether the model has a decoder KV/state cache (_set_cudagraph)
         self.prefix_caching = prefix_caching  # vLLM: state layers reserve 2 pages per request with it, 1 without
         self.block_size = block_size
         self.encoder_len = encoder_len
@@ -429,6 +434,7 @@ class Planner:
                                  if self.precision == CHECKPOINT and q is not None and q.method.lower() == "mxfp4" else 0)
         self._weights_per_gpu()
         self._pad_for_gpu()
+        self._set_cudagraph()
 
     # -- fixed terms ----------------------------------------------------------------------------------------
     def _weights_per_gpu(self) -> None:
@@ -477,18 +483,45 @@ class Planner:
                 self.replicated.append(f"KV cache heads ({arch.num_kv_heads} KV heads over {self.tp} GPUs)")
 
     def _pad_for_gpu(self) -> None:
-        """The weight term vLLM's kernels add on this GPU over the checkpoint's bytes (MXFP4 experts on Marlin)."""
-        from hfmem.memory.vllm_weights import PAD_TERM, marlin_padding_bytes, mxfp4_backend
+        """The weight term vLLM's kernels add on this GPU over the checkpoint's bytes (MXFP4 experts: Marlin or Triton layout)."""
+        from hfmem.memory.vllm_weights import PAD_TERM, TRITON_TERM, marlin_padding_bytes, mxfp4_backend, triton_layout_bytes
 
-        terms = {k: v for k, v in self.weight_terms.items() if k != PAD_TERM}
+        terms = {k: v for k, v in self.weight_terms.items() if k not in (PAD_TERM, TRITON_TERM)}
         if self.mxfp4_moe_layers and self.engine == "vllm" and self.device == "cuda" and self.gpu is not None:
             backend = mxfp4_backend(self.gpu)
             if backend == "marlin":
                 pad = marlin_padding_bytes(self.arch, self.mxfp4_moe_layers, self.tp)
                 if pad:
                     terms[PAD_TERM] = pad
+            elif backend is not None:  # get_mxfp4_backend's default on 9.x/10.x: Triton
+                pad = triton_layout_bytes(self.arch, self.mxfp4_moe_layers, self.tp)
+                if pad:
+                    terms[TRITON_TERM] = pad
         self.weight_terms = terms
         self.weights_bytes = sum(terms.values())
+
+    def _set_cudagraph(self) -> None:
+        """vLLM's CUDA-graph estimate for this planner's batch settings (hfmem/memory/vllm_cudagraph.py): the
+        largest capture's forward peak from the same forward phases as the profile's, per GPU."""
+        from hfmem.memory import vllm_cudagraph
+
+        self.cudagraph_estimate = None
+        if not self.cudagraph_deducted:
+            return
+        if self._decoder_cache is None:  # the same on every GPU: for_gpu's copies keep it
+            self._decoder_cache = bool(self.kv(1, 1).total_bytes)
+        if not self._decoder_cache:
+            return  # no decoder cache (an encoder-only model): no decode graphs to estimate here
+        top = vllm_cudagraph.capture_sizes(self.max_num_seqs, self.max_batched_tokens)
+        if not top:
+            return
+        terms = activation_terms(self.arch, top[-1], engine="vllm", act_bytes=self.act_bytes, tp=self.tp,
+                                 logits_rows=0, gated=self.gated)
+        terms.pop("logits", None)
+        self.cudagraph_estimate = vllm_cudagraph.estimate(self.max_num_seqs, self.max_batched_tokens,
+                                                          max(terms.values()) if terms else 0)
+        if not self.cudagraph_memory_given and self.cudagraph_estimate is not None:
+            self.cudagraph_memory = self.cudagraph_estimate.bytes
 
     def profile_tokens(self, context: int) -> int:
         """Tokens of vLLM's profiling forward (also the sliding-window admission allowance): see profile_tokens."""
@@ -642,6 +675,7 @@ class Planner:
             other.max_num_seqs = seqs
         if self.overhead_given is None:
             other.overhead = self.vllm.non_torch(self.tp, gpu.key)
+        other._set_cudagraph()
         return other
 
     def plan(self, context: int, batch: int = 1, gpu: GPU | None = None, with_catalog: bool = True) -> InferencePlan:
@@ -665,22 +699,32 @@ class Planner:
             plan.vllm_version, plan.max_num_seqs, plan.cudagraph = self.vllm.name, self.max_num_seqs, self.cudagraph
             if self.cudagraph and self.vllm.cudagraph_deducted:
                 plan.cudagraph_bytes = self.cudagraph_memory
-            if self.cudagraph and self.vllm.cudagraph_deducted and not self.cudagraph_memory_given:
-                # gpu_worker.py determine_available_memory subtracts the CUDA-graph pool it estimated by capturing;
-                # its size depends on the capture sizes, the kernels and the allocator, which hfmem does not model
+                if not self.cudagraph_memory_given and self.cudagraph_estimate is not None:
+                    plan.cudagraph_detail = f"hfmem's estimate: {self.cudagraph_estimate.detail()}"
+            est = self.cudagraph_estimate
+            if self.cudagraph_deducted and not self.cudagraph_memory_given and est is not None:
+                # gpu_worker.py determine_available_memory subtracts the pool profile_cudagraph_memory extrapolates
+                # from two captures per mode; its per-graph sample is the allocator's growth for one capture, so
+                # vLLM's own figure varies between starts of one command (hfmem/memory/vllm_cudagraph.py)
                 plan.notes.append(f"vLLM {self.vllm.name} deducts its estimated CUDA graph memory from the KV cache "
-                                  "budget; hfmem does not model it (0 here; one published log shows 1.34 GiB, another "
-                                  "6.24 GiB): the KV pool is high by that much (--cudagraph-memory to give it, "
-                                  "--enforce-eager: none)")
+                                  f"budget: {est.detail()} = {est.bytes / GiB:.2f} GiB here; vLLM extrapolates it from "
+                                  "two captures per mode, so its own figure varies between starts (up to "
+                                  f"{est.high / GiB:.2f} GiB when each graph opens a 20 MiB allocator segment): "
+                                  "--cudagraph-memory takes your log's 'Estimated CUDA graph memory'")
         if self.mxfp4_moe_layers and self.engine == "vllm" and self.device == "cuda":
-            from hfmem.memory.vllm_weights import mxfp4_backend
+            from hfmem.memory.vllm_weights import marlin_padding_bytes, mxfp4_backend
 
             backend = mxfp4_backend(self.gpu) if self.gpu is not None else None
             if backend != "marlin":
+                # get_mxfp4_backend falls back to Marlin on 9.x/10.x without triton_kernels or torch >= 2.8 (or with
+                # VLLM_MXFP4_USE_MARLIN), and FlashInfer is an opt-in/installed choice: the plan cannot see which
                 where = f"on {self.gpu.name}" if self.gpu is not None else "without --gpu"
-                plan.notes.append(f"MXFP4 experts {where}: vLLM's MoE backend (Triton or FlashInfer, whichever is "
-                                  "installed) may pad them beyond the checkpoint's bytes; not modelled (on Marlin "
-                                  "GPUs, below compute capability 9.0, the padding is counted)")
+                marlin = marlin_padding_bytes(self.arch, self.mxfp4_moe_layers, self.tp)
+                plan.notes.append(f"MXFP4 experts {where}: counted in vLLM's default Triton MoE layout (fp32 biases, "
+                                  "intermediate padded to 64; triton_kernels' own swizzle padding not counted); if "
+                                  "vLLM falls back to Marlin (no triton_kernels, torch < 2.8 or VLLM_MXFP4_USE_MARLIN; "
+                                  f"its log says 'leveraging the Marlin kernel') the experts take {marlin / GiB:.2f} GiB "
+                                  "more per GPU than the checkpoint, and FlashInfer's layouts pad to 128/256")
         limit = self.arch.max_position_embeddings
         if limit and context > limit:
             plan.notes.append(f"context {context:,} exceeds the model's max_position_embeddings {limit:,}")

@@ -4,11 +4,17 @@ MXFP4 MoE experts (gpt-oss style, ``quant_method: mxfp4``): ``Mxfp4MoEMethod.cre
 (vllm/model_executor/layers/quantization/mxfp4.py) allocates ``w13`` ``[E, 2 * I_pad, H_pad / 2]`` and ``w2``
 ``[E, H_pad, I_pad / 2]`` uint8 with one uint8 scale per 32 values and bf16 biases ``[E, 2 * I_pad]``, ``[E, H_pad]``,
 where ``I`` is the intermediate size per tensor-parallel rank. The padding depends on the MoE backend it picks
-(``get_mxfp4_backend``): the Marlin kernel (CUDA GPUs outside the compute capability 9.0-10.x range, where the Triton
-kernels are not used) needs ``n % 256 == 0`` and ``k % 128 == 0``, so ``I_pad = round_up(I, 128)`` and
-``H_pad = round_up(H, 256)``; the Triton backend pads ``I`` to a multiple of 64 only; the FlashInfer backends (Hopper /
-Blackwell with FlashInfer) pad both to 128 or 256. Only the Marlin case is modelled: the other backends depend on
-which optional kernels are installed, which the plan does not know (a note says so)."""
+(``get_mxfp4_backend``):
+
+- Marlin (CUDA below compute capability 9.0 and from 11.0; on 9.x/10.x too when ``triton_kernels`` is missing, torch
+  is older than 2.8 or ``VLLM_MXFP4_USE_MARLIN`` is set): the kernel needs ``n % 256 == 0`` and ``k % 128 == 0``, so
+  ``I_pad = round_up(I, 128)`` and ``H_pad = round_up(H, 256)``.
+- Triton (the default on 9.x/10.x without FlashInfer's opt-in environment variables): ``I_pad = round_up(I, 64)``,
+  ``H`` unpadded; ``process_weights_after_loading`` then replaces both biases by fp32 copies (2 more bytes each) and
+  re-lays the values and scales out for triton_kernels (``_swizzle_mxfp4``; that layout's own padding is not
+  counted: a note says so).
+- FlashInfer (SM90 with ``VLLM_USE_FLASHINFER_MOE_MXFP4_BF16``, SM100 with FlashInfer installed) pads both to 128
+  or 256: an installation choice the plan cannot see, named in the note."""
 
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ if TYPE_CHECKING:
 
 MXFP4_BLOCK = 32
 PAD_TERM = "MXFP4 experts padded for vLLM's Marlin MoE kernel"
+TRITON_TERM = "MXFP4 experts in vLLM's Triton MoE layout (fp32 biases, intermediate padded to 64)"
 
 
 def mxfp4_backend(gpu: GPU) -> str | None:
@@ -32,26 +39,41 @@ def mxfp4_backend(gpu: GPU) -> str | None:
     sm = hw.sm if hw else None
     if sm is None:
         return None
-    # get_mxfp4_backend: Triton kernels are used for (9, 0) <= capability < (11, 0), FlashInfer on 9.0 / 10.x when
-    # installed; everything else on CUDA falls to Marlin
+    # get_mxfp4_backend: Triton kernels for 9.0 <= capability < 11.0 (FlashInfer only where opted in or installed);
+    # everything else on CUDA falls to Marlin
     return "triton-or-flashinfer" if 90 <= sm < 110 else "marlin"
 
 
-def _expert_bytes(experts: int, inter: int, hidden: int) -> int:
-    """w13 + w2 (4-bit values and their per-32 scales) and the two bf16 biases of one MoE layer's experts."""
+def _expert_bytes(experts: int, inter: int, hidden: int, bias_bytes: int = 2) -> int:
+    """w13 + w2 (4-bit values and their per-32 scales) and the two biases of one MoE layer's experts."""
     values = experts * 3 * inter * hidden  # 2*I x H + H x I
-    return values // 2 + values // MXFP4_BLOCK + experts * (2 * inter + hidden) * 2
+    return values // 2 + values // MXFP4_BLOCK + experts * (2 * inter + hidden) * bias_bytes
+
+
+def _per_rank(arch: Architecture, moe_layers: int, tp: int) -> tuple[int, int, int] | None:
+    if not arch.moe or not moe_layers or not arch.hidden_size:
+        return None
+    inter = arch.moe.moe_intermediate_size or arch.intermediate_size
+    if not inter or inter % tp:
+        return None
+    return arch.moe.num_experts, inter // tp, arch.hidden_size
 
 
 def marlin_padding_bytes(arch: Architecture, moe_layers: int, tp: int) -> int:
     """Bytes per GPU that Marlin's padded MXFP4 expert layout adds over the checkpoint's (0 where nothing pads)."""
-    if not arch.moe or not moe_layers or not arch.hidden_size:
+    shape = _per_rank(arch, moe_layers, tp)
+    if shape is None:
         return 0
-    inter = arch.moe.moe_intermediate_size or arch.intermediate_size
-    if not inter or inter % tp:
+    experts, per_rank, hidden = shape
+    padded = _expert_bytes(experts, round_up(per_rank, 128), round_up(hidden, 256))
+    return moe_layers * (padded - _expert_bytes(experts, per_rank, hidden))
+
+
+def triton_layout_bytes(arch: Architecture, moe_layers: int, tp: int) -> int:
+    """Bytes per GPU the Triton backend adds: the intermediate size per rank padded to 64 and fp32 biases."""
+    shape = _per_rank(arch, moe_layers, tp)
+    if shape is None:
         return 0
-    per_rank = inter // tp
-    hidden = arch.hidden_size
-    padded = _expert_bytes(arch.moe.num_experts, round_up(per_rank, 128), round_up(hidden, 256))
-    stored = _expert_bytes(arch.moe.num_experts, per_rank, hidden)
-    return moe_layers * (padded - stored)
+    experts, per_rank, hidden = shape
+    padded = _expert_bytes(experts, round_up(per_rank, 64), hidden, bias_bytes=4)
+    return moe_layers * (padded - _expert_bytes(experts, per_rank, hidden))

@@ -71,10 +71,12 @@ def inference_tables(plan: InferencePlan) -> list[Table]:
         rows.append(_row(f"non-torch forward increase memory{per}", plan.overhead_bytes,
                          f"cuBLAS/NCCL/all-reduce buffers, vLLM {plan.vllm_version} at TP {plan.gpus} (--overhead)"))
         if plan.cudagraph_bytes:
-            rows.append(_row(f"CUDA graph memory{per}", plan.cudagraph_bytes, "deducted by vLLM (--cudagraph-memory)"))
+            rows.append(_row(f"CUDA graph memory{per}", plan.cudagraph_bytes,
+                             f"deducted by vLLM; {plan.cudagraph_detail}" if plan.cudagraph_detail
+                             else "deducted by vLLM (--cudagraph-memory)"))
         else:
             graphs = ("--enforce-eager: none" if not plan.cudagraph
-                      else "deducted by vLLM, not modelled (see notes)" if plan.cudagraph_bytes is not None
+                      else "deducted by vLLM, none captured" if plan.cudagraph_bytes is not None
                       else f"captured after the KV budget in vLLM {plan.vllm_version}, not deducted")
             rows.append(["CUDA graph memory", "-", "-", graphs])
     else:

@@ -1,0 +1,119 @@
+"""vLLM's CUDA-graph estimate (hfmem/memory/vllm_cudagraph.py) against real start-up logs of vLLM >= 0.21.
+
+The graph counts are exact: the logs' "Profiling CUDA graph memory: PIECEWISE=N (largest=L), FULL=M (largest=K)"
+line against the capture sizes hfmem derives from vllm/config/vllm.py _set_cudagraph_sizes. The estimate itself is
+vLLM's own two-sample extrapolation, which varies between starts of one command, so what is asserted is that each
+logged "Estimated CUDA graph memory" lies between hfmem's estimate (one 2 MiB step per further graph) and its high
+end (a 20 MiB large-block segment per further graph as well). None of these lines chose anything in the module.
+"""
+
+from __future__ import annotations
+
+import pytest
+from stubs import load_config, model_files
+
+from hfmem.api import analyze_files
+from hfmem.memory.gpus import GiB, resolve_gpu
+from hfmem.memory.planner import Planner
+from hfmem.memory.vllm_cudagraph import capture_sizes
+
+# (where, max_num_seqs, max_num_batched_tokens, the log's PIECEWISE count/largest, FULL count/largest)
+COUNT_ROWS = [
+    ("https://github.com/LMCache/LMCache/issues/3430 (vLLM 0.21.0, LLM class, Qwen3-8B, default 256 seqs): "
+     "Profiling CUDA graph memory: PIECEWISE=51 (largest=512), FULL=35 (largest=256)", 256, 8192, (51, 512), (35, 256)),
+    ("a vLLM 0.22.0 AsyncLLMEngine log of Qwen3.5-4B (FastAPI streaming notes, found with find_string): "
+     "max_num_batched_tokens=2048, max_cudagraph_capture_size 256 (max_num_seqs 128); Profiling CUDA graph memory: "
+     "PIECEWISE=35 (largest=256), FULL=19 (largest=128)", 128, 2048, (35, 256), (19, 128)),
+]
+
+
+@pytest.mark.parametrize("where, seqs, tokens, piecewise, full", COUNT_ROWS, ids=["lmcache-3430", "qwen35-4b-0.22"])
+def test_graph_counts_match_the_logs_profiling_line(where, seqs, tokens, piecewise, full):
+    sizes = capture_sizes(seqs, tokens)
+    decode = [s for s in sizes if s <= seqs]
+    assert (len(sizes), sizes[-1]) == piecewise, where
+    assert (len(decode), decode[-1]) == full, where
+
+
+def test_capture_sizes_follow_the_source_rule():
+    """[1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16), max = min(2 x max_num_seqs, 512, max tokens)."""
+    assert capture_sizes(8, 2048) == [1, 2, 4, 8, 16]
+    assert capture_sizes(1024, 8192)[-1] == 512 and len(capture_sizes(1024, 8192)) == 51
+    assert capture_sizes(256, 128)[-1] == 128  # capped at max_num_batched_tokens
+    assert capture_sizes(1, 2048) == [1, 2]
+
+
+# (where, repo, max_num_seqs, max_num_batched_tokens, the log's "Estimated CUDA graph memory" in GiB)
+ESTIMATE_ROWS = [
+    ("https://github.com/LMCache/LMCache/issues/3430: Qwen3-8B, RTX A5000 24 GB, vLLM 0.21.0, PIECEWISE=51, FULL=35",
+     "Qwen/Qwen3-8B", 256, 8192, 0.52),
+    ("the vLLM 0.22.0 Qwen3.5-4B log above: 0.40 GiB estimated; its real capture then took 0.35 GiB ('CUDA graph pool "
+     "memory: 0.35 GiB (actual), 0.4 GiB (estimated)')", "Qwen/Qwen3.5-4B", 128, 2048, 0.40),
+    ("thunderagent STEPS notes (2x RTX 5090, vLLM 0.24, Qwen3-8B, 256 seqs / 2048 tokens): two starts of one command; "
+     "the second start's token count implies ~0.30 GiB", "Qwen/Qwen3-8B", 256, 2048, 0.30),
+    ("same notes, first start: its token count implies ~1.25 GiB", "Qwen/Qwen3-8B", 256, 2048, 1.25),
+]
+
+
+def _estimate(repo: str, seqs: int, tokens: int):
+    """hfmem's estimate from the model's config alone (bf16, gated MLP, TP 1), as the planner makes it."""
+    from hfmem.memory import vllm_cudagraph
+    from hfmem.memory.planner import activation_terms
+    from hfmem.model.architecture import build_architecture
+
+    arch = build_architecture(load_config(repo))[0]
+    top = capture_sizes(seqs, tokens)[-1]
+    terms = activation_terms(arch, top, engine="vllm", act_bytes=2, logits_rows=0)
+    terms.pop("logits")
+    return vllm_cudagraph.estimate(seqs, tokens, max(terms.values()))
+
+
+@pytest.mark.parametrize("where, repo, seqs, tokens, logged", ESTIMATE_ROWS,
+                         ids=["qwen3-8b-a5000-0.21", "qwen35-4b-0.22", "qwen3-8b-5090-start2", "qwen3-8b-5090-start1"])
+def test_logged_estimate_lies_in_hfmems_range(where, repo, seqs, tokens, logged):
+    est = _estimate(repo, seqs, tokens)
+    assert est is not None
+    assert est.bytes <= logged * GiB <= est.high, f"{where}: {est.bytes / GiB:.2f}..{est.high / GiB:.2f} GiB"
+
+
+def test_the_planner_deducts_that_estimate():
+    report = analyze_files(model_files("Qwen/Qwen3-8B", config=load_config("Qwen/Qwen3-8B")))
+    planner = Planner(report, vllm_version="0.24", max_num_seqs=256, max_batched_tokens=2048, gpu=resolve_gpu("rtx5090"))
+    assert planner.cudagraph_estimate == _estimate("Qwen/Qwen3-8B", 256, 2048)
+    assert planner.cudagraph_memory == planner.cudagraph_estimate.bytes
+
+
+def test_no_estimate_where_vllm_deducts_none():
+    report = analyze_files(model_files("Qwen/Qwen3-8B", config=load_config("Qwen/Qwen3-8B")))
+    assert Planner(report, vllm_version="0.19").cudagraph_memory == 0  # captured after the KV budget before 0.21
+    assert Planner(report, vllm_version="0.25", cudagraph=False).cudagraph_estimate is None
+    given = Planner(report, vllm_version="0.25", cudagraph_memory=GiB)
+    assert given.cudagraph_memory == GiB and given.cudagraph_estimate is not None
+
+
+def test_first_capture_is_the_largest_captures_forward_twice():
+    """Warm-up + capture of the largest size, from the planner's own forward phases at that token count."""
+    from hfmem.memory.planner import activation_terms
+
+    report = analyze_files(model_files("Qwen/Qwen3-8B", config=load_config("Qwen/Qwen3-8B")))
+    planner = Planner(report, vllm_version="0.25", max_num_seqs=256, max_batched_tokens=2048)
+    terms = activation_terms(planner.arch, 512, engine="vllm", act_bytes=2, logits_rows=0)
+    terms.pop("logits")
+    assert planner.cudagraph_estimate.first_capture == 2 * max(terms.values())
+    assert planner.cudagraph_estimate.bytes == 2 * max(terms.values()) + (50 + 34) * 2 * (1 << 20)
+
+
+@pytest.mark.xfail(strict=True, reason="TP 4 over PCIe: 2.73 GiB logged (the real capture then took 2.62 GiB) against "
+                   "hfmem's 0.25..1.89 GiB (10.8x its estimate, 1.44x its high end): with custom all-reduce disabled "
+                   "on more than two PCIe GPUs every piecewise graph captures NCCL all-reduces (80 layers); the per-graph "
+                   "memory that adds (most likely NCCL's own allocations under capture) is not modelled")
+def test_logged_estimate_tp4_pcie_qwen25_72b():
+    """Qwen2.5-72B-Instruct, vLLM 0.19.0, 4 x L40S (the eks-agentic-ai lesson log, also a row of
+    tests/test_vllm_logs.py): PIECEWISE=51 (largest=512), FULL=35 (largest=256), "Estimated CUDA graph memory: 2.73
+    GiB total"."""
+    report = analyze_files(model_files("Qwen/Qwen2.5-72B-Instruct", config=load_config("Qwen/Qwen2.5-72B-Instruct")))
+    planner = Planner(report, tp=4, vllm_version="0.25", max_num_seqs=256, max_batched_tokens=2048,
+                      gpu=resolve_gpu("l40s"))
+    est = planner.cudagraph_estimate
+    assert est is not None and (est.piecewise, est.full) == (51, 35)
+    assert est.bytes <= 2.73 * GiB <= est.high
