@@ -11,8 +11,8 @@ run 2, ...), so load on a shared machine hits them alike:
   https://huggingface.co prefix to the local hub (nothing else changes); fresh HF_HOME every run (it has no cache);
 - accelerate estimate-memory (PyPI, with --accelerate): honours HF_ENDPOINT; cold and warm (its HF cache kept).
 
-Per tool and repo it prints the median wall time of --runs runs, the requests the hub saw and the body bytes it
-sent, and hf-mem's median as a multiple of the tool's (how many times faster than hf-mem); then start-up times.
+Per tool and repo it prints the median wall time of --runs runs, the CPU time the process used (user + system, its
+threads together: what a loaded machine cannot hide), the requests the hub saw and the body bytes it sent, and hf-mem's median as a multiple of the tool's (how many times faster than hf-mem); then start-up times.
 
     python benchmarks/bench_hub.py --latency 0.05 --runs 3 --markdown /tmp/bench.md
 
@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -52,6 +53,7 @@ class Result:
     walls: list[float] = field(default_factory=list)
     requests: list[int] = field(default_factory=list)
     bytes: list[int] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)  # user + system CPU seconds of the process
     error: str | None = None
 
     @property
@@ -71,21 +73,28 @@ def base_env(url: str) -> dict[str, str]:
     return env
 
 
-def run_once(hub: LocalHub, cmd: list[str], env: dict[str, str], timeout: float) -> tuple[float, int, int, int, str]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(hub: LocalHub, cmd: list[str], env: dict[str, str], timeout: float) -> tuple[float, int, int, int, str, float]:
     hub.clear_log()
+    cpu0 = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
     wall = time.perf_counter() - start
+    cpu = _children_cpu() - cpu0
     log = hub.requests
     rc = proc.returncode
     if rc == 0 and not proc.stdout.strip():  # a command that ran nothing must not time as fast
         rc = -1
-    return wall, len(log), sum(r.bytes_sent for r in log), rc, (proc.stderr or proc.stdout or "no output")[-400:]
+    return wall, len(log), sum(r.bytes_sent for r in log), rc, (proc.stderr or proc.stdout or "no output")[-400:], cpu
 
 
 def prime(hub, make_cmd, env, timeout) -> str | None:
     """One unmeasured run (fills a cache); the error line if it failed."""
-    _, _, _, rc, tail = run_once(hub, make_cmd(), env, timeout)
+    _, _, _, rc, tail, _ = run_once(hub, make_cmd(), env, timeout)
     return None if rc == 0 else f"exit {rc}: {tail.strip().splitlines()[-1] if tail.strip() else ''}"
 
 
@@ -96,7 +105,7 @@ def measure_interleaved(hub, tools, runs, timeout) -> list[Result]:
             if res.error:
                 continue
             try:
-                wall, nreq, nbytes, rc, tail = run_once(hub, make_cmd(), make_env(i), timeout)
+                wall, nreq, nbytes, rc, tail, cpu = run_once(hub, make_cmd(), make_env(i), timeout)
             except subprocess.TimeoutExpired:
                 res.error = f"timed out after {timeout:.0f} s"
                 continue
@@ -106,6 +115,7 @@ def measure_interleaved(hub, tools, runs, timeout) -> list[Result]:
             res.walls.append(wall)
             res.requests.append(nreq)
             res.bytes.append(nbytes)
+            res.cpus.append(cpu)
     return [t[0] for t in tools]
 
 
@@ -244,16 +254,16 @@ def render(results: list[Result], start_rows, args, peers: bool) -> list[str]:
     for repo in args.repos:
         rows = [r for r in results if r.repo == repo]
         ref = next((r.median for r in rows if r.tool.startswith("hf-mem") and r.median), None)
-        out += [f"## {repo}", "", "| tool | wall (median) | walls | requests | bytes received | × faster than hf-mem |",
-                "|---|---:|---|---:|---:|---:|"]
+        out += [f"## {repo}", "", "| tool | wall (median) | walls | CPU (median) | requests | bytes received | × faster than hf-mem |",
+                "|---|---:|---|---:|---:|---:|---:|"]
         for r in rows:
             if r.error:
-                out.append(f"| {r.tool} | – ({r.error}) | – | – | – | – |")
+                out.append(f"| {r.tool} | – ({r.error}) | – | – | – | – | – |")
                 continue
             ratio = f"{ref / r.median:.2f}" if ref else "–"
             walls = ", ".join(f"{w:.2f}" for w in r.walls)
-            out.append(f"| {r.tool} | {r.median:.3f} s | {walls} | {statistics.median(r.requests):.0f} | "
-                       f"{fmt_bytes(int(statistics.median(r.bytes)))} | {ratio} |")
+            out.append(f"| {r.tool} | {r.median:.3f} s | {walls} | {statistics.median(r.cpus):.3f} s | "
+                       f"{statistics.median(r.requests):.0f} | {fmt_bytes(int(statistics.median(r.bytes)))} | {ratio} |")
         out.append("")
     base = start_rows[0][1]
     out += ["## Start-up", "", "| command | wall (median) | × `import click, tabulate` |", "|---|---:|---:|"]
