@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hfmem.errors import HfmemError, MalformedHeader, NoConfig, NoSafetensors, UsageError
 from hfmem.gcpause import bulk
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from hfmem.memory.curve import MemoryCurves
     from hfmem.memory.serve import ServeCommand
     from hfmem.memory.summary import ComparisonRow, ModelCard
+
+R = TypeVar("R")
 
 # Keyword options of the training section (``train=`` must be given for them to apply).
 TRAINING_OPTIONS = ("seq", "micro_batch", "grad_checkpointing", "optimizer", "train_precision", "lora_rank", "lora_targets",
@@ -102,9 +104,9 @@ def _import_analysis() -> None:
     import hfmem.model.fast_config  # noqa: F401
 
 
-def _report_of(files: Callable[[], ModelFiles] | ModelFiles, ref: str) -> Report:
+def _report_of(files: ModelFiles, ref: str) -> Report:
     try:
-        return analyze_files(files() if callable(files) else files)
+        return analyze_files(files)
     except HfmemError as exc:
         raise _with_ref(exc, ref) from None
 
@@ -454,36 +456,44 @@ def analyze(
             raise UsageError(f"{ref}: --llamacpp-defaults is for GGUF models (llama.cpp's cache); this is a safetensors model")
         return attach_sections(report, ctx=ctx, batch=batch, **options)
 
-    started = None if looks_local(ref) else prefetch.take(ref, revision, token, timeout)
-    if started is not None:
-        _import_analysis()  # while the read is in flight (these imports would otherwise follow it)
-        preloaded = started.wait_preloaded()
-        if preloaded is not None:
-            # The CLI's read found the digest entry of the commit this revision named last time: the analysis runs on
-            # it while the request re-resolving the revision is in flight, and stands if the commit is unchanged
-            # (the read then returns that very entry); otherwise it runs again on what the read returned.
-            try:
-                early: Report | HfmemError = sections(analyze_files(preloaded))
-            except HfmemError as exc:
-                early = _with_ref(exc, ref)
-            try:
-                files = started.wait()
-            except HfmemError as exc:
-                raise _with_ref(exc, ref) from None
-            if files is preloaded:
-                if isinstance(early, HfmemError):
-                    raise early
-                return early
-            return sections(_report_of(files, ref))
     try:
-        report = _report_of(started.wait, ref) if started is not None else read_report(ref, revision, token, timeout)
-    except (NoSafetensors, NoConfig) as exc:
+        return _read_then(ref, revision, token, timeout, sections)
+    except (NoSafetensors, NoConfig) as exc:  # reading's errors (sections raises neither)
         # GGUF-only repos usually have neither config.json nor safetensors: list their GGUF files instead.
         try:
             return analyze_gguf(ref, **gguf_kwargs)
         except NoSafetensors:  # no GGUF files either: the original error is the answer
             raise exc from None
-    return sections(report)
+
+
+def _read_then(ref: str, revision: str | None, token: str | bool | None, timeout: float | None,
+               finish: Callable[[Report], R]) -> R:
+    """finish(read_report(ref, revision, token, timeout)), errors naming ``ref``.
+
+    When the CLI has started this read (hfmem/hub/prefetch.py) and it found the digest entry of the commit the
+    revision named last time, finish runs on that entry while the request re-resolving the revision is in flight;
+    its result (or error) stands if the read returns that very entry (the commit is unchanged), else finish runs
+    again on what the read returned. A read that fails is that failure, whatever the entry gave."""
+    started = None if looks_local(ref) else prefetch.take(ref, revision, token, timeout)
+    if started is None:
+        return finish(read_report(ref, revision, token, timeout))
+    _import_analysis()  # while the read is in flight (these imports would otherwise follow it)
+    preloaded = started.wait_preloaded()
+    early: R | HfmemError | None = None
+    if preloaded is not None:
+        try:
+            early = finish(_report_of(preloaded, ref))
+        except HfmemError as exc:
+            early = _with_ref(exc, ref)
+    try:
+        files = started.wait()
+    except HfmemError as exc:  # the read's own failure
+        raise _with_ref(exc, ref) from None
+    if preloaded is not None and files is preloaded:
+        if isinstance(early, HfmemError):
+            raise early
+        return early  # type: ignore[return-value]
+    return finish(_report_of(files, ref))
 
 
 def analyze_safetensors(
@@ -496,7 +506,7 @@ def analyze_safetensors(
     **options: Any,
 ) -> Report:
     """:func:`analyze` for a safetensors model only (always a :class:`Report`; no GGUF routing)."""
-    return attach_sections(read_report(ref, revision, token, timeout), ctx=ctx, batch=batch, **options)
+    return _read_then(ref, revision, token, timeout, lambda report: attach_sections(report, ctx=ctx, batch=batch, **options))
 
 
 @dataclass

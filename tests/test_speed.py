@@ -212,6 +212,13 @@ def test_cli_repeat_on_a_moved_branch_reports_the_new_commit(hub_env, stub_repo)
     assert got["revision"] == "d" * 40
     assert got["parameters"] == want["parameters"] != old["parameters"]
     assert got["kv_cache"] == want["kv_cache"] != old["kv_cache"]
+    # check takes the same path: its verdict is the new commit's
+    hub_env.add_repo(QWEN, RepoSpec(root=stub_repo(QWEN), sha="e" * 40))
+    assert run_cli(["check", QWEN, "--gpu", "8GB", "--ctx", "4k"]).returncode == 1  # a 7B does not fit 8 GB
+    hub_env.add_repo(QWEN, RepoSpec(root=stub_repo(SMALL), sha="f" * 40))
+    verdict = run_cli(["check", QWEN, "--gpu", "8GB", "--ctx", "4k"])
+    assert verdict.returncode == 0, verdict.stdout + verdict.stderr  # the 0.5B the branch now holds does
+    assert verdict.stdout.replace(QWEN, SMALL) == run_cli(["check", SMALL, "--gpu", "8GB", "--ctx", "4k"]).stdout
 
 
 @pytest.mark.parametrize("change", ["gated", "gone"])
