@@ -1,9 +1,10 @@
 """Start reading a Hub repo before the analysis code is imported.
 
-A Hub run spends most of its wall clock importing huggingface_hub's HTTP stack, building its client (the TLS
-context loads the CA bundle, in C, without the GIL) and waiting for the round trip. None of that needs the analysis
-code, and importing the analysis code needs none of it, so the CLI starts the read in a thread as soon as it knows
-the model and imports the rest meanwhile; ``read_model`` then takes the result instead of starting the same read.
+A Hub run spends most of its wall clock importing huggingface_hub's HTTP stack, building its client (its TLS
+context loads the CA bundle) and waiting for the round trip. None of that needs the analysis code, and importing the
+analysis code needs none of it, so the CLI starts the read in a thread as soon as it knows the model and imports the
+rest meanwhile; ``read_model`` (or ``api._read_then``, which analyses a repeat run's cached entry while the request
+re-resolving its revision is in flight) then takes the result instead of starting the same read.
 
 The thread runs exactly ``read_hub`` with the arguments ``read_model`` will pass, so requests, errors and exit codes
 are the same as without it; a read nobody takes (the command failed first) is simply abandoned with the process.
