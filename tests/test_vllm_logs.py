@@ -184,6 +184,25 @@ ROWS = [
               "whose buffers NCCL sizes at run time; vLLM's source gives no figure, and the 0.09 GiB log (TP 4 on "
               "24 GB cards, 0.11.1) had custom all-reduce off too; not tuned away"),
     LogRow(
+        "qwen3-vl-30b-a3b-3090-tp4-v0.11", "(Sipeed NanoKVM-Pro AI-agent docs, vllm serve log; found with find_string)",
+        "Qwen/Qwen3-VL-30B-A3B-Instruct", "0.11.0", resolve_gpu("3090"),
+        4, 0.9, 65_536, {"max_batched_tokens": 2048, "max_num_seqs": 256},
+        ("vllm serve Qwen3-VL-30B-A3B-Instruct --tensor-parallel-size 4 --gpu-memory-utilization 0.90 "
+         "--max-model-len 65536 (API server version 0.11.0; fused_moe config name: NVIDIA_GeForce_RTX_3090)",
+         "Custom allreduce is disabled because it's not supported on more than two PCIe-only GPUs",
+         "Chunked prefill is enabled with max_num_batched_tokens=2048", "Model loading took 14.7708 GiB",
+         "Encoder cache will be initialized with a budget of 153600 tokens, and profiled with 1 video items of the "
+         "maximum feature size", "Available KV cache memory: 2.31 GiB", "GPU KV cache size: 100,752 tokens",
+         "num_gpu_blocks is: 6297"),
+        2.31, 100_752,
+        xfail="pool 2.2494, tokens 2.2533: vLLM's profile ran the vision encoder on a video of the maximum feature "
+              "size (the log's 'profiled with 1 video items'), a peak hfmem's forward phases do not model (the log "
+              "leaves ~4.1 GiB for peak and non-torch, hfmem 1.48 GiB); the KV arithmetic itself agrees "
+              "(test_tokens_from_the_logged_pool, 1.0016)",
+        notes=("GPU total: catalog RTX 3090 (23.58 GiB); the log prints none",
+               "weights not asserted: logged 14.7708 GiB against hfmem's 14.55 GiB (0.985), with the vision tower "
+               "and merger split 4 ways; vLLM 0.11's layout of the vision side is not traced here")),
+    LogRow(
         "llama31-8b-a100-40-v0.10.1-fp16", "(vLLM request-flow notes, Vertex workbench; found with find_string)",
         "meta-llama/Llama-3.1-8B-Instruct", "0.10.1", resolve_gpu("a100-40gb"),
         1, 0.9, 131_072, {"max_batched_tokens": 2048, "max_num_seqs": 256},
@@ -238,6 +257,10 @@ TOKEN_ROWS = [
     # "GPU KV cache size: 46,368 tokens", "Maximum concurrency for 16,384 tokens per request: 2.83x" (the pool itself is
     # not a row: the GPU's total and LMCache's own GPU buffers are not in the log)
     ("qwen3-8b-a5000-v0.21", "https://github.com/LMCache/LMCache/issues/3430", "Qwen/Qwen3-8B", 1, 16_384, 6.37, 46_368),
+    # vLLM 0.11.0, Qwen3-VL-30B-A3B at TP 4 on four RTX 3090 (4 KV heads, one per GPU): "Available KV cache memory:
+    # 2.31 GiB", "GPU KV cache size: 100,752 tokens" (the LogRow of the same log above)
+    ("qwen3-vl-30b-a3b-tp4-v0.11", "(Sipeed NanoKVM-Pro AI-agent docs)", "Qwen/Qwen3-VL-30B-A3B-Instruct", 4, 65_536,
+     2.31, 100_752),
 ]
 
 
