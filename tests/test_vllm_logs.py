@@ -71,10 +71,13 @@ ROWS = [
          "model weights take 30.71GiB; non_torch_memory takes 0.30GiB; PyTorch activation peak memory takes 1.26GiB; "
          "the rest of the memory reserved for KV Cache is 7.71GiB.", "# CUDA blocks: 3947"),
         7.71, 3947 * 16, 30.7098, held_in="V0 non-torch at TP >= 2 (0.30 GiB)",
+        xfail="pool 0.9591, tokens 0.9590: V0's profile peak -- hfmem's V0 sampler peak (1.55 GiB) is 0.29 GiB above "
+              "the logged 1.26 GiB; weights (30.73 vs 30.71 GiB) and non-torch (0.30 GiB, read from this log) agree. "
+              "It was within 2 % only while hfmem's weights were 0.19 GiB low (the allocator's block rounding, now "
+              "counted), which cancelled the peak",
         notes=("Qwen2.5-32B-Instruct: base-model config, shapes derived from it (the repo stores no header here)",
-               "within 2 % partly by cancellation: hfmem's V0 sampler peak (1.54 GiB) is 0.28 GiB above the logged "
-               "1.26 GiB and its weights 0.16 GiB below the logged 30.71 GiB; the same 1.26 GiB appears for an 8B "
-               "at TP 1 and 2 (the 10511 rows), so V0's profile peak is not reproduced")),
+               "the same 1.26 GiB appears for an 8B at TP 1 and 2 (the 10511 rows), so V0's profile peak is not "
+               "reproduced; test_v0_miss_of_the_32b_row_is_the_profile_peak pins that the rest agrees")),
     LogRow(
         "llama3-8b-h100-v0-tp1", "https://github.com/vllm-project/vllm/pull/10511",
         "meta-llama/Meta-Llama-3-8B", "0.6", _gpu("h100-80gb", 79.22, "H100 (log: total_gpu_memory 79.22GiB)"),
@@ -133,15 +136,15 @@ ROWS = [
          "second start: C_total=95,936 at runtime"),
         None, 95_936, 15.27,
         notes=("held out for the CUDA-graph estimate (hfmem/memory/vllm_cudagraph.py, from vLLM's "
-               "profile_cudagraph_memory and capture sizes; nothing taken from this row): tokens 1.0230 without it, "
-               "1.0035 with its 0.26 GiB",)),
+               "profile_cudagraph_memory and capture sizes; nothing taken from this row): tokens 1.0228 without it, "
+               "1.0033 with its 0.26 GiB",)),
     LogRow(
         "qwen3-8b-5090-v0.24-start1", "(same notes, first start)",
         "Qwen/Qwen3-8B", "0.24", resolve_gpu("5090"),
         1, 0.92, 32_768, {"max_batched_tokens": 2048, "max_num_seqs": 256},
         ("GPU KV cache size: 89,040 tokens (kv_cache_utils.py:2146)", "Model loading took 15.27 GiB"),
         None, 89_040, 15.27,
-        xfail="tokens 1.0812 (1.1022 before the CUDA-graph term): vLLM's own CUDA-graph estimate varies between "
+        xfail="tokens 1.0810 (1.1021 before the CUDA-graph term): vLLM's own CUDA-graph estimate varies between "
               "starts of this one command (its two-capture extrapolation; the tokens imply ~1.25 GiB here, ~0.30 GiB "
               "on the next start, which hfmem's 0.26 GiB matches): no single figure can hold both rows"),
     LogRow(
@@ -174,10 +177,31 @@ ROWS = [
          "GPU KV cache size: 67,024 tokens", "Maximum concurrency for 8,192 tokens per request: 8.18x",
          "CUDA graph pool memory: 2.62 GiB (actual), 2.73 GiB (estimated)"),
         5.11, 67_024, 33.98,
-        xfail="pool 1.0539, tokens 1.0530: hfmem keeps 0.27 GiB more per GPU than the log: its weights are 0.11 GiB "
-              "low (33.87 vs 33.98 GiB; the TP 4 split of this 72B not traced further) and the remaining ~0.16 GiB is "
-              "non-torch/peak above the 0.09 GiB PCIe-class constant (NCCL without custom all-reduce on 4 PCIe GPUs); "
-              "not tuned away"),
+        xfail="pool 1.0309, tokens 1.0301 (1.0539 / 1.0530 before the allocator's block rounding was counted; "
+              "weights now 33.98 GiB as logged): hfmem keeps 0.16 GiB more per GPU than the log, all in non-torch "
+              "memory or the torch peak above the 0.09 GiB PCIe-class constant. Custom all-reduce is off on more "
+              "than two PCIe GPUs (custom_all_reduce.py CustomAllreduce.__init__), so every all-reduce is NCCL's, "
+              "whose buffers NCCL sizes at run time; vLLM's source gives no figure, and the 0.09 GiB log (TP 4 on "
+              "24 GB cards, 0.11.1) had custom all-reduce off too; not tuned away"),
+    LogRow(
+        "qwen3-vl-30b-a3b-3090-tp4-v0.11", "(Sipeed NanoKVM-Pro AI-agent docs, vllm serve log; found with find_string)",
+        "Qwen/Qwen3-VL-30B-A3B-Instruct", "0.11.0", resolve_gpu("3090"),
+        4, 0.9, 65_536, {"max_batched_tokens": 2048, "max_num_seqs": 256},
+        ("vllm serve Qwen3-VL-30B-A3B-Instruct --tensor-parallel-size 4 --gpu-memory-utilization 0.90 "
+         "--max-model-len 65536 (API server version 0.11.0; fused_moe config name: NVIDIA_GeForce_RTX_3090)",
+         "Custom allreduce is disabled because it's not supported on more than two PCIe-only GPUs",
+         "Chunked prefill is enabled with max_num_batched_tokens=2048", "Model loading took 14.7708 GiB",
+         "Encoder cache will be initialized with a budget of 153600 tokens, and profiled with 1 video items of the "
+         "maximum feature size", "Available KV cache memory: 2.31 GiB", "GPU KV cache size: 100,752 tokens",
+         "num_gpu_blocks is: 6297"),
+        2.31, 100_752,
+        xfail="pool 2.2494, tokens 2.2533: vLLM's profile ran the vision encoder on a video of the maximum feature "
+              "size (the log's 'profiled with 1 video items'), a peak hfmem's forward phases do not model (the log "
+              "leaves ~4.1 GiB for peak and non-torch, hfmem 1.48 GiB); the KV arithmetic itself agrees "
+              "(test_tokens_from_the_logged_pool, 1.0016)",
+        notes=("GPU total: catalog RTX 3090 (23.58 GiB); the log prints none",
+               "weights not asserted: logged 14.7708 GiB against hfmem's 14.55 GiB (0.985), with the vision tower "
+               "and merger split 4 ways; vLLM 0.11's layout of the vision side is not traced here")),
     LogRow(
         "llama31-8b-a100-40-v0.10.1-fp16", "(vLLM request-flow notes, Vertex workbench; found with find_string)",
         "meta-llama/Llama-3.1-8B-Instruct", "0.10.1", resolve_gpu("a100-40gb"),
@@ -219,7 +243,8 @@ ROWS = [
         36.56, None, 13.72,
         notes=("GPU total: catalog A100 80GB (79.15 GiB)",
                "held out for the MXFP4 padding: vLLM's Marlin MoE layout (Mxfp4MoEMethod.create_weights, derived from "
-               "the source) puts the 12.83 GiB checkpoint at 13.69 GiB; the log says 13.72 GiB")),
+               "the source) and the allocator's block rounding put the 12.83 GiB checkpoint at 13.71 GiB; the log says "
+               "13.72 GiB")),
 ]
 
 # Token counts from a logged pool (the pool itself needs a GPU the log does not name): KV bytes per token and the
@@ -232,6 +257,10 @@ TOKEN_ROWS = [
     # "GPU KV cache size: 46,368 tokens", "Maximum concurrency for 16,384 tokens per request: 2.83x" (the pool itself is
     # not a row: the GPU's total and LMCache's own GPU buffers are not in the log)
     ("qwen3-8b-a5000-v0.21", "https://github.com/LMCache/LMCache/issues/3430", "Qwen/Qwen3-8B", 1, 16_384, 6.37, 46_368),
+    # vLLM 0.11.0, Qwen3-VL-30B-A3B at TP 4 on four RTX 3090 (4 KV heads, one per GPU): "Available KV cache memory:
+    # 2.31 GiB", "GPU KV cache size: 100,752 tokens" (the LogRow of the same log above)
+    ("qwen3-vl-30b-a3b-tp4-v0.11", "(Sipeed NanoKVM-Pro AI-agent docs)", "Qwen/Qwen3-VL-30B-A3B-Instruct", 4, 65_536,
+     2.31, 100_752),
 ]
 
 
@@ -302,10 +331,65 @@ def test_kv_pool_and_tokens_match_the_log(row: LogRow):
 
 
 @pytest.mark.parametrize("row", [r for r in ROWS if r.weights_gib and r.kv_gib], ids=lambda r: r.name)
-def test_weights_within_half_a_percent(row: LogRow):
-    """'Model loading took X' against hfmem's weights per GPU (MXFP4 with vLLM's Marlin padding on the A100)."""
+def test_weights_within_a_fifth_of_a_percent(row: LogRow):
+    """'Model loading took X' against hfmem's weights per GPU (MXFP4 with vLLM's Marlin padding on the A100), the
+    CUDA caching allocator's block rounding included: without it Qwen2.5-7B, -32B (TP 2), -72B (TP 4) and gpt-oss-20b
+    are 0.24-0.53 % low."""
     ratio = plan_of(row).weights_bytes / GiB / row.weights_gib
-    assert abs(ratio - 1) <= 0.006, f"{row.name}: weights hfmem/log = {ratio:.4f}"
+    assert abs(ratio - 1) <= 0.002, f"{row.name}: weights hfmem/log = {ratio:.4f}"
+
+
+def test_allocator_blocks_follow_the_caching_allocator():
+    """c10/cuda/CUDACachingAllocator.cpp: ``round_size`` to 512 B; below 10 MiB (kMinLargeAlloc) blocks are split off
+    2/20 MiB segments; from 10 MiB a fresh segment is rounded to 2 MiB (``get_allocation_size``) and its tail split
+    off only when more than 1 MiB (kSmallSize) remains (``should_split``)."""
+    from hfmem.memory.vllm_weights import cuda_block_bytes
+
+    mib = 1 << 20
+    assert [cuda_block_bytes(n) for n in (1, 5120, 5121)] == [512, 5120, 5632]
+    assert cuda_block_bytes(5 * mib + 1) == 5 * mib + 512  # split off a 20 MiB segment
+    assert cuda_block_bytes(40 * mib) == 40 * mib
+    assert cuda_block_bytes(231 * mib) == 232 * mib  # a 1 MiB tail is not "more than 1 MiB": kept
+    assert cuda_block_bytes(115 * mib + mib // 2) == 116 * mib
+    assert cuda_block_bytes(742 * mib + mib // 2) == 742 * mib + mib // 2  # 1.5 MiB tail: split off
+
+
+def test_vllm_parameters_are_the_fused_ones():
+    """The allocator's unit is vLLM's parameter: q/k/v load into QKVParallelLinear's one weight, gate/up into
+    MergedColumnParallelLinear's, per-expert tensors into FusedMoE's stacked w13/w2 (the models' load_weights
+    ``stacked_params_mapping`` / ``expert_params_mapping``)."""
+    from hfmem.memory.vllm_weights import vllm_parameter
+
+    got = {vllm_parameter(f"model.layers.3.self_attn.{p}_proj.{w}") for p in "qkv" for w in ("weight", "bias")}
+    assert got == {".model.layers.3.self_attn.qkv_proj.weight", ".model.layers.3.self_attn.qkv_proj.bias"}
+    assert vllm_parameter("model.layers.0.mlp.up_proj.weight") == vllm_parameter("model.layers.0.mlp.gate_proj.weight")
+    assert vllm_parameter("model.layers.0.mlp.experts.7.up_proj.weight") == ".model.layers.0.mlp.experts.w13.weight"
+    assert vllm_parameter("model.layers.0.block_sparse_moe.experts.1.w2.weight") == \
+        ".model.layers.0.block_sparse_moe.experts.w2.weight"
+    assert vllm_parameter("model.layers.0.mlp.shared_experts.down_proj.weight") == \
+        ".model.layers.0.mlp.shared_experts.down_proj.weight"
+
+
+def test_allocator_blocks_of_the_72b_row():
+    """Qwen2.5-72B at TP 4: per layer gate_up is 2 x 7392 x 8192 bf16 = 231 MiB and down 115.5 MiB, each ending 1 MiB
+    or less below a 2 MiB boundary, so the allocator holds 1.5 MiB more per layer; qkv (40 MiB), o_proj (32 MiB) and
+    the 594 MiB vocab shards are whole 2 MiB multiples. 80 x 1.5 MiB = 0.117 GiB: the gap between the parameters'
+    33.87 GiB and the logged 33.98 GiB."""
+    from hfmem.memory.vllm_weights import ALLOC_TERM
+
+    row = next(r for r in ROWS if r.name == "qwen25-72b-l40s-tp4-v0.19")
+    plan = plan_of(row)
+    assert plan.weight_terms[ALLOC_TERM] == 80 * 3 * (1 << 19)
+    assert abs((plan.weights_bytes - plan.weight_terms[ALLOC_TERM]) / GiB / row.weights_gib - 1) > 0.003
+
+
+def test_v0_miss_of_the_32b_row_is_the_profile_peak():
+    """Qwen2.5-32B on V0 (vllm#15815) logs every term: weights 30.71, non-torch 0.30, activation peak 1.26 GiB. With
+    the log's peak in place of hfmem's, the pool is the log's within 0.5 %: the row's miss is V0's profile peak."""
+    row = next(r for r in ROWS if r.name == "qwen25-32b-l40s-tp2-v0")
+    plan = plan_of(row)
+    pool = plan.kv_available_bytes + plan.activation_bytes - int(1.26 * GiB)
+    assert abs(pool / GiB / row.kv_gib - 1) <= 0.005
 
 
 def test_non_weight_terms_of_the_mxfp4_row():
@@ -358,7 +442,7 @@ def ratio_table() -> list[tuple[str, str, str, str]]:
     out = []
     for r in ROWS:
         got = ratios(r)
-        status = "held-in" if r.held_in else ("xfail" if r.xfail else "held-out")
+        status = ("held-in" if r.held_in else "held-out") if not r.xfail else ("held-in, xfail" if r.held_in else "xfail")
         out.append((r.name, f"{got['kv_pool']:.4f}" if "kv_pool" in got else "-",
                     f"{got['tokens']:.4f}" if "tokens" in got else "-", status))
     return out

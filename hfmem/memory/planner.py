@@ -441,6 +441,7 @@ class Planner:
         arch = self.arch
         moe = bool(arch.moe)
         from hfmem.memory.precision import _GGUFContext  # the GGUF type mix depends on model facts
+        from hfmem.memory.vllm_weights import ALLOC_TERM, allocator_rounding_bytes, vllm_parameter
 
         gctx = None
         if self.precision in ("q8_0", "q6_k", "q5_k_m", "q4_k_m"):
@@ -449,6 +450,7 @@ class Planner:
         total = 0
         replicated: dict[str, int] = {}
         memo: dict[tuple, int] = {}
+        per_parameter: dict[str, int] = {}  # vLLM parameter -> bytes on one rank (the allocator's unit)
         for t in self.tensors:
             sig = (t.kind, t.component, t.out, t.inn, t.count, t.stored_bytes, t.layer if gctx else None, t.name.rsplit(".", 1)[-1] if gctx else None)
             b = memo.get(sig)
@@ -456,6 +458,8 @@ class Planner:
                 b = memo[sig] = tensor_bytes(t, self.precision, moe=moe, gguf=gctx)
             per, rule = shard(t, b, arch, self.tp)
             total += per
+            key = vllm_parameter(t.name)
+            per_parameter[key] = per_parameter.get(key, 0) + per
             if self.tp > 1 and rule in ("replicated", "kv-heads") and per:
                 label = {"norms": "norms", "moe_router": "MoE routers"}.get(t.component, t.name.split(".")[-2] if "." in t.name else t.name)
                 if rule == "kv-heads" and arch.num_kv_heads < self.tp:
@@ -472,6 +476,10 @@ class Planner:
             rope = _rope_cache_bytes(arch, self.act_bytes)
             if rope:
                 terms["rotary cos/sin cache"] = rope
+                per_parameter["rotary cos/sin cache"] = rope
+            blocks = allocator_rounding_bytes(per_parameter)
+            if blocks:
+                terms[ALLOC_TERM] = blocks
         self.weight_terms = terms
         self.weights_bytes = sum(terms.values())
         self.replicated = sorted(replicated)

@@ -77,3 +77,59 @@ def triton_layout_bytes(arch: Architecture, moe_layers: int, tp: int) -> int:
     experts, per_rank, hidden = shape
     padded = _expert_bytes(experts, round_up(per_rank, 64), hidden, bias_bytes=4)
     return moe_layers * (padded - _expert_bytes(experts, per_rank, hidden))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The CUDA caching allocator's blocks
+#
+# "Model loading took X GiB" is ``DeviceMemoryProfiler.consumed_memory`` around ``model_loader.load_model``
+# (vllm/v1/worker/gpu_model_runner.py load_model): ``torch.cuda.max_memory_allocated`` after a peak reset
+# (vllm/platforms/cuda.py get_current_memory_usage), i.e. the sizes of the caching allocator's live blocks, not the
+# tensors' bytes. Every vLLM parameter is its own allocation, and c10/cuda/CUDACachingAllocator.cpp rounds each:
+# ``round_size`` to 512 bytes; a request of 10 MiB or more (kMinLargeAlloc) without a cached block gets a new
+# segment rounded to 2 MiB (``get_allocation_size``), and ``should_split`` splits the tail off only when more than
+# 1 MiB (kSmallSize) remains -- so a tensor ending 1 MiB or less below a 2 MiB boundary holds the whole segment.
+# vLLM leaves expandable segments off (PYTORCH_CUDA_ALLOC_CONF is the user's), where every tail would be split.
+ALLOC_TERM = "CUDA allocator block rounding"
+_MIN_BLOCK = 512
+_SMALL_SIZE = 1 << 20
+_MIN_LARGE_ALLOC = 10 << 20
+_ROUND_LARGE = 2 << 20
+
+# checkpoint names -> the one parameter vLLM fuses them into (QKVParallelLinear, MergedColumnParallelLinear and
+# FusedMoE's w13/w2: the models' ``stacked_params_mapping`` / ``expert_params_mapping`` in load_weights)
+_FUSED = ((".q_proj.", ".qkv_proj."), (".k_proj.", ".qkv_proj."), (".v_proj.", ".qkv_proj."),
+          (".gate_proj.", ".gate_up_proj."), (".up_proj.", ".gate_up_proj."))
+_EXPERT_FUSED = ((".gate_proj.", ".w13."), (".up_proj.", ".w13."), (".w1.", ".w13."), (".w3.", ".w13."),
+                 (".down_proj.", ".w2."))
+
+
+def cuda_block_bytes(nbytes: int) -> int:
+    """Bytes the caching allocator counts as allocated for one fresh ``nbytes`` tensor (see above)."""
+    size = max(_MIN_BLOCK, round_up(nbytes, _MIN_BLOCK))
+    if size < _MIN_LARGE_ALLOC:
+        return size  # packed into 2 MiB / 20 MiB segments and split off
+    segment = round_up(size, _ROUND_LARGE)
+    return segment if segment - size <= _SMALL_SIZE else size
+
+
+def vllm_parameter(name: str) -> str:
+    """The vLLM parameter a checkpoint tensor loads into (fused projections and stacked experts share one)."""
+    key = f".{name}"
+    if ".experts." in key:
+        head, _, tail = key.partition(".experts.")
+        index, dot, rest = tail.partition(".")
+        if index.isdigit() and dot:  # per-expert checkpoint tensors: one stacked FusedMoE parameter per layer
+            tail = "." + rest
+            for old, new in _EXPERT_FUSED:
+                tail = tail.replace(old, new)
+            return head + ".experts" + tail
+        return key
+    for old, new in _FUSED:
+        key = key.replace(old, new)
+    return key
+
+
+def allocator_rounding_bytes(parameters: dict[str, int]) -> int:
+    """Bytes the allocator's blocks hold beyond the parameters' own (per GPU: vLLM parameter -> bytes on one rank)."""
+    return sum(cuda_block_bytes(b) - b for b in parameters.values() if b)
