@@ -67,9 +67,11 @@ def test_the_cli_shows_the_bound_with_its_label(cli):  # noqa: F811
     out = cli(["fixtures/models/Qwen/Qwen2-7B-Instruct", "--ctx", "32k", "--gpu", "4090", "--format", "json"])
     data = json.loads(out.stdout)
     speed = data["speed"]
-    assert speed["upper_bound"] is True and speed["bandwidth_gbs"] == 1008 and speed["batch"] == 4  # 4.19 sequences fit
-    # decode at 4 sequences: 4 x 32k tokens of KV and the weights but the 1.02 GiB embedding table, per step
-    kv3 = 4 * data["kv_cache"]["total_bytes"]
+    seqs = data["inference"]["max_concurrency"]  # whole sequences that fit (3.99 -> 3)
+    assert seqs == int(data["inference"]["concurrency"]) >= 2
+    assert speed["upper_bound"] is True and speed["bandwidth_gbs"] == 1008 and speed["batch"] == seqs
+    # decode at that many sequences: their 32k tokens of KV and the weights but the 1.02 GiB embedding table, per step
+    kv3 = seqs * data["kv_cache"]["total_bytes"]
     weights = data["inference"]["weight_terms"]["parameters"] - 544_997_376 * 2
     assert speed["decode_read_bytes"] == weights + kv3
     assert speed["decode_tokens_per_s"] == pytest.approx(1008e9 / (weights + kv3), rel=1e-3)
