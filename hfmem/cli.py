@@ -371,6 +371,9 @@ def card_cmd(model: str, revision: str | None, token: str | None, timeout: float
         import json
         from pathlib import Path
 
+        from hfmem.hub import prefetch
+
+        prefetch.start(model, revision, token, timeout)  # the requests go out while the code below is imported
         from hfmem.api import card
         from hfmem.render.card import card_markdown
         from hfmem.render.markers import update_block
@@ -490,6 +493,9 @@ def plot_cmd(model: str, revision: str | None, token: str | None, timeout: float
     def body() -> None:
         import json
 
+        from hfmem.hub import prefetch
+
+        prefetch.start(model, revision, token, timeout)  # the requests go out while the code below is imported
         from hfmem.api import memory_curves
         from hfmem.render.svg import curves_svg
 

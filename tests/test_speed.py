@@ -193,6 +193,21 @@ def test_moved_branch_refetches_headers(hub_env, stub_repo, tmp_path):
     assert cache.read_ref(QWEN, None) == "d" * 40 and cache.load(QWEN, "d" * 40) is not None
 
 
+@pytest.mark.parametrize("command", [[], ["check", "--gpu", "h100"], ["card"], ["plot", "--format", "json"]])
+def test_each_cli_command_reads_once(hub_env, stub_repo, tmp_path, command):
+    """The CLI starts the Hub read early (hfmem/hub/prefetch.py) and the command takes it: still one read, the three
+    requests of a first run on main, and one on a repeat, whichever command reads the model."""
+    from entry import run_cli
+
+    _serve(hub_env, stub_repo)
+    args = (command[:1] + [QWEN] + command[1:]) if command else [QWEN, "--format", "json"]
+    for home, requests in (("cold", 3), ("cold", 1)):
+        hub_env.clear_log()
+        out = run_cli(args, env={"HF_HOME": str(tmp_path / home)})
+        assert out.returncode in (0, 1), out.stderr  # check: 1 = does not fit
+        assert len(hub_env.requests) == requests, (command, _log(hub_env))
+
+
 def test_cli_repeat_on_a_moved_branch_reports_the_new_commit(hub_env, stub_repo):
     """The CLI analyses the digest entry of the commit main named last time while the request re-resolving main is
     in flight (hfmem/hub/prefetch.py): when main has moved to other files, that analysis must be discarded."""
