@@ -195,9 +195,13 @@ ROWS = [
          "maximum feature size", "Available KV cache memory: 2.31 GiB", "GPU KV cache size: 100,752 tokens",
          "num_gpu_blocks is: 6297"),
         2.31, 100_752,
-        xfail="pool 2.2494, tokens 2.2533: vLLM's profile ran the vision encoder on a video of the maximum feature "
-              "size (the log's 'profiled with 1 video items'), a peak hfmem's forward phases do not model (the log "
-              "leaves ~4.1 GiB for peak and non-torch, hfmem 1.48 GiB); the KV arithmetic itself agrees "
+        xfail="pool 2.1683, tokens 2.1720 (2.2494 / 2.2533 before the profile's vision-encoder run was counted): "
+              "the log leaves ~4.05 GiB for the torch peak beside 0.09 GiB non-torch; hfmem's phases are the encoder "
+              "run on the dummy video (49,152 patches, the log's 153,600-token budget exactly; 1.49 GiB with its "
+              "inputs, one block's activations at TP 4 and the deepstack features) and the sampler with the encoder "
+              "outputs alive (1.57 GiB). The missing ~2.5 GiB is not in those tensors; a candidate not measured here "
+              "is the patch embedding's Conv3d over 49,152 patches, whose cuDNN workspace is chosen at run time; not "
+              "tuned away. The KV arithmetic itself agrees "
               "(test_tokens_from_the_logged_pool, 1.0016)",
         notes=("GPU total: catalog RTX 3090 (23.58 GiB); the log prints none",
                "weights not asserted: logged 14.7708 GiB against hfmem's 14.55 GiB (0.985), with the vision tower "
@@ -514,3 +518,34 @@ def test_mxfp4_marlin_layout_on_gpt_oss_120b():
     assert (marlin.weights_bytes - marlin.weight_terms[PAD_TERM]) / GiB / 65.9651 < 0.93
     h100 = Planner(report, vllm_version="0.10.1", gpu=resolve_gpu("h100")).plan(4096, 1, resolve_gpu("h100"))
     assert any(f"{marlin.weight_terms[PAD_TERM] / GiB:.2f} GiB more" in n for n in h100.notes)
+
+
+def test_qwen3_vl_encoder_budget_is_the_logged_one():
+    """The Qwen3-VL row's log: "Encoder cache will be initialized with a budget of 153600 tokens, and profiled with 1
+    video items of the maximum feature size". hfmem's dummy item from the config's vision_config (patch 16, temporal
+    patch 2, merge 2) and Qwen3-VL's video max pixels (24576 x 32 x 32, vLLM qwen3_vl.py / the checkpoint's video
+    preprocessor): 49,152 patches, 12,288 embeddings, x 12.5 = 153,600; the modality video. Held out: the log's
+    figure was not an input."""
+    row = next(r for r in ROWS if r.name == "qwen3-vl-30b-a3b-3090-tp4-v0.11")
+    plan = plan_of(row)
+    assert "multimodal encoder (dummy video run)" in plan.activation_terms
+    note = next(n for n in plan.notes if "dummy video" in n)
+    assert "49,152 patches -> 12,288 embeddings" in note and "153,600 tokens" in note
+
+
+def test_encoder_phase_terms_of_the_qwen3_vl_row():
+    """The encoder run's parts at TP 4 in bf16, from the shapes (Qwen3-VL-30B vision: hidden 1152, intermediate 4304,
+    out 2048, 3 deepstack levels): float32 pixels and their bf16 cast [49152, 1536]; the attention step's all-gather
+    (block input, norm1, local qkv 864 wide, gathered shards and their concatenation 2 x 3456); outputs kept
+    12,288 x 2048 x 4 levels."""
+    from hfmem.memory.vllm_encoder import encoder_profile
+
+    cfg = load_config("Qwen/Qwen3-VL-30B-A3B-Instruct")
+    enc = encoder_profile(cfg["vision_config"], 2, 4)
+    n = 49_152
+    assert enc is not None and enc.modality == "video" and enc.patches == n
+    assert enc.phases["inputs"] == n * 1536 * (4 + 2)
+    assert enc.phases["attention"] == n * 2 * (2 * 1152 + 864 + 6 * 1152)
+    assert enc.phases["mlp"] == n * 2 * (2 * 1152 + 2 * 1076)
+    assert enc.cache_bytes == 12_288 * 2048 * 4 * 2
+    assert encoder_profile({"model_type": "siglip_vision_model", "hidden_size": 1152}, 2, 1) is None
