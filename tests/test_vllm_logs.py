@@ -424,7 +424,7 @@ def test_hybrid_tokens_from_the_logged_pool():
     528 tokens", "Available KV cache memory: 12.85 GiB", "GPU KV cache size: 163,225 tokens", "Maximum concurrency for
     1,024 tokens per request: 159.40x". hfmem's page alignment, blocks per request and concurrency-form token count
     from that pool: exact. Held out (the pool itself is not a row: the GPU is not named and the profile ran the
-    vision encoder, which hfmem's torch peak does not model)."""
+    vision encoder, which hfmem's torch peak models for Qwen3-VL's tower only)."""
     from hfmem.memory.kv import estimate_kv
     from hfmem.model.architecture import build_architecture
 
