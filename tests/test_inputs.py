@@ -122,9 +122,10 @@ def test_gpu_size_is_binary_like_the_catalog(hub_env, stub_repo, cli):  # noqa: 
     assert abs(typed["max_context"] - card["max_context"]) <= 0.01 * card["max_context"] or typed["max_context_capped"]
     bf16 = {g: plan(g, "32k") for g in ("4090", "24GB", "24e9B")}
     assert bf16["4090"]["fits"] == bf16["24GB"]["fits"]
-    # find a batch where the 4090 fits with less than 1 GiB to spare: 24GB agrees, 24e9B does not
+    # find a batch where the 4090 fits with less than 1 GiB to spare: 24GB agrees, 24e9B does not (at 16k a sequence's
+    # KV is 0.88 GiB, a step under 1 GiB, so some batch lands there whatever the fixed terms are)
     for batch in range(1, 64):
-        out = {g: json.loads(cli([QWEN, "--ctx", "32k", "--batch", str(batch), "--gpu", g, "--format", "json"]).stdout)["inference"]
+        out = {g: json.loads(cli([QWEN, "--ctx", "16k", "--batch", str(batch), "--gpu", g, "--format", "json"]).stdout)["inference"]
                for g in ("4090", "24GB", "24e9B")}
         if out["4090"]["fits"] and out["4090"]["margin_bytes"] < 2**30:
             assert out["24GB"]["fits"] and not out["24e9B"]["fits"]
