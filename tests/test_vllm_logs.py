@@ -207,6 +207,27 @@ ROWS = [
                "weights not asserted: logged 14.7708 GiB against hfmem's 14.55 GiB (0.985), with the vision tower "
                "and merger split 4 ways; vLLM 0.11's layout of the vision side is not traced here")),
     LogRow(
+        "qwen3-vl-30b-a3b-h100nvl-v0.13", "(vLLM 0.13.0 serve log of a Qwen3VLMoe checkpoint served as 'qwen-custom', "
+        "13 shards; found with find_string)",
+        "Qwen/Qwen3-VL-30B-A3B-Instruct", "0.13.0", _gpu("h100-nvl", 93.58, "H100 NVL (fused_moe config name: "
+                                                                           "NVIDIA_H100_NVL; 95,830 MiB total)"),
+        1, 0.9, 8192, {"max_batched_tokens": 8192, "max_num_seqs": 1024},
+        ("vLLM API server version 0.13.0; non-default args: model, dtype bfloat16, max_model_len 8192",
+         "Resolved architecture: Qwen3VLMoeForConditionalGeneration", "tensor_parallel_size=1",
+         "Chunked prefill is enabled with max_num_batched_tokens=8192", "Model loading took 58.2299 GiB memory",
+         "Encoder cache will be initialized with a budget of 16384 tokens, and profiled with 1 image items of the "
+         "maximum feature size", "Available KV cache memory: 19.40 GiB", "GPU KV cache size: 211,936 tokens",
+         "Maximum concurrency for 8,192 tokens per request: 25.87x"),
+        19.40, 211_936,
+        xfail="pool 1.0551, tokens 1.0549: hfmem leaves ~1.07 GiB more for KV than the log, 0.29 GiB of it in the "
+              "weights (hfmem 57.94 GiB against the logged 58.23: the vision side's layout, as in the TP 4 row) and "
+              "~0.78 GiB in the torch peak (hfmem's is the 1,024-row dummy sampler with the encoder outputs alive, "
+              "5.80 GiB; the encoder run on the dummy image is 2.08 GiB) or the GPU total, which the log does not "
+              "print (95,830 MiB assumed); not tuned away",
+        notes=("held out: the checkpoint is a Qwen3-VL-30B-A3B-shaped MoE (13 shards, 58.23 GiB at TP 1, the "
+               "Qwen3VLMoe architecture); its encoder budget line is reproduced exactly "
+               "(test_qwen3_vl_encoder_budget_of_013_is_the_image)",)),
+    LogRow(
         "llama31-8b-a100-40-v0.10.1-fp16", "(vLLM request-flow notes, Vertex workbench; found with find_string)",
         "meta-llama/Llama-3.1-8B-Instruct", "0.10.1", resolve_gpu("a100-40gb"),
         1, 0.9, 131_072, {"max_batched_tokens": 2048, "max_num_seqs": 256},
@@ -265,6 +286,8 @@ TOKEN_ROWS = [
     # 2.31 GiB", "GPU KV cache size: 100,752 tokens" (the LogRow of the same log above)
     ("qwen3-vl-30b-a3b-tp4-v0.11", "(Sipeed NanoKVM-Pro AI-agent docs)", "Qwen/Qwen3-VL-30B-A3B-Instruct", 4, 65_536,
      2.31, 100_752),
+    ("qwen3-vl-30b-a3b-h100nvl-v0.13", "(vLLM 0.13.0 log, 'qwen-custom')", "Qwen/Qwen3-VL-30B-A3B-Instruct", 1,
+     8192, 19.40, 211_936),
 ]
 
 
@@ -541,7 +564,7 @@ def test_encoder_phase_terms_of_the_qwen3_vl_row():
     from hfmem.memory.vllm_encoder import encoder_profile
 
     cfg = load_config("Qwen/Qwen3-VL-30B-A3B-Instruct")
-    enc = encoder_profile(cfg["vision_config"], 2, 4)
+    enc = encoder_profile(cfg["vision_config"], 2, 4, (0, 11))
     n = 49_152
     assert enc is not None and enc.modality == "video" and enc.patches == n
     assert enc.phases["inputs"] == n * 1536 * (4 + 2)
@@ -549,3 +572,17 @@ def test_encoder_phase_terms_of_the_qwen3_vl_row():
     assert enc.phases["mlp"] == n * 2 * (2 * 1152 + 2 * 1076)
     assert enc.cache_bytes == 12_288 * 2048 * 4 * 2
     assert encoder_profile({"model_type": "siglip_vision_model", "hidden_size": 1152}, 2, 1) is None
+    newest = encoder_profile(cfg["vision_config"], 2, 4)  # no release given: the newest code's image dummy
+    assert newest is not None and newest.modality == "image" and newest.patches == 65_536
+
+
+def test_qwen3_vl_encoder_budget_of_013_is_the_image():
+    """The 0.13.0 row's log: "Encoder cache will be initialized with a budget of 16384 tokens, and profiled with 1
+    image items of the maximum feature size". Without 0.11's x 12.5 the video's budget is its 12,288 embeddings, below
+    one image at Qwen3-VL's 16,777,216-pixel cap (65,536 patches, 16,384 embeddings), so the dummy is that image. Held
+    out: the log's figure was not an input."""
+    row = next(r for r in ROWS if r.name == "qwen3-vl-30b-a3b-h100nvl-v0.13")
+    plan = plan_of(row)
+    assert "multimodal encoder (dummy image run)" in plan.activation_terms
+    note = next(n for n in plan.notes if "dummy image" in n)
+    assert "65,536 patches -> 16,384 embeddings" in note and "budget 16,384 tokens" in note

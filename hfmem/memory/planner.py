@@ -380,6 +380,7 @@ class Planner:
         self.engine, self.device, self.tp = engine, device, tp
         self.gpu = gpu
         self.vllm: VllmVersion = resolve_version(vllm_version)
+        self.vllm_release = vllm_version  # the release asked for (the encoder's dummy item differs inside a family)
         self.cudagraph = cudagraph
         if cudagraph_memory is not None and cudagraph_memory < 0:
             raise UsageError("--cudagraph-memory must not be negative")
@@ -542,7 +543,14 @@ class Planner:
         vision = self.arch.vision_config
         if not vision or self.engine != "vllm" or self.device != "cuda" or self.vllm.engine != "V1":
             return
-        self.encoder = encoder_profile(vision, self.act_bytes, self.tp)
+        release = None
+        if self.vllm_release:
+            try:
+                major, minor = (int(p) for p in self.vllm_release.strip().lstrip("v").split(".")[:2])
+                release = (major, minor)
+            except ValueError:
+                release = None  # resolve_version already refused malformed names
+        self.encoder = encoder_profile(vision, self.act_bytes, self.tp, release)
         if self.encoder is None:
             kind = vision.get("model_type") or "this model's"
             self.encoder_note = (f"vLLM's profile also runs the {kind} vision tower on a dummy input of the maximum "

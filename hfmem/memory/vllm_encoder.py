@@ -47,14 +47,25 @@ def is_qwen3_vl(vision: dict[str, Any]) -> bool:
     return str(vision.get("model_type", "")).startswith("qwen3_vl")
 
 
-def encoder_profile(vision: dict[str, Any], act_bytes: int, tp: int) -> EncoderProfile | None:
+# The first release whose Qwen3-VL video budget is its plain embedding count (no x 12.5): 0.11.0 has the factor
+# (qwen3_vl.py at 0.11.0, and the 0.11.0 log's 153,600-token budget), 0.13.0 does not (its log profiles "1 image
+# items" at 16,384 tokens); the release between them that dropped it is not pinned down here.
+VIDEO_FACTOR_DROPPED = (0, 12)
+
+
+def encoder_profile(vision: dict[str, Any], act_bytes: int, tp: int,
+                    release: tuple[int, int] | None = None) -> EncoderProfile | None:
     """The dummy item and the encoder run's peak for Qwen3-VL's vision tower; None for any other tower.
 
-    The dummy item: video (its budget, 12.5 x its embeddings, beats an image's 16,384). ``Qwen3VLDummyInputsBuilder``
-    sizes it with ``video_smart_resize``, which caps frames x height x width at the video's max pixels; the frame
-    count is the ``_MAX_FRAMES_PER_VIDEO`` cap (24,576 frames of 32 x 32), so the cap is met exactly: patches =
-    max pixels / (patch_size² x temporal_patch_size). Qwen3-VL-30B: 49,152 patches, 12,288 embeddings, budget 153,600
-    (the 0.11.0 log's figure).
+    The dummy item, by vLLM release (``release`` None: the newest):
+    - before VIDEO_FACTOR_DROPPED: a video, whose budget (12.5 x its embeddings) beats an image's 16,384.
+      ``Qwen3VLDummyInputsBuilder`` sizes it with ``video_smart_resize``, which caps frames x height x width at the
+      video's max pixels; the frame count is the ``_MAX_FRAMES_PER_VIDEO`` cap (24,576 frames of 32 x 32), so the
+      cap is met exactly: patches = max pixels / (patch_size² x temporal_patch_size). Qwen3-VL-30B: 49,152 patches,
+      12,288 embeddings, budget 153,600 (the 0.11.0 log's figure);
+    - from it: the video's budget is its 12,288 embeddings, below the image's, so the dummy is one image at the
+      image processor's cap: 16,777,216 pixels = 65,536 patches (one 4096 x 4096 frame pair), 16,384 embeddings
+      (the 0.13.0 log: "budget of 16384 tokens, and profiled with 1 image items").
 
     The run, per GPU (the vision linears are Column/RowParallel split TP ways, vLLM's default mm_encoder_tp_mode
     "weights"; attention is FlashAttention/xFormers/SDPA varlen per frame, no score matrix is stored):
@@ -83,10 +94,11 @@ def encoder_profile(vision: dict[str, Any], act_bytes: int, tp: int) -> EncoderP
     a = act_bytes
     patches = QWEN3_VL_VIDEO_MAX_PIXELS // (patch * patch * temporal)
     tokens = patches // (merge * merge)
-    budget = int(tokens * QWEN3_VL_VIDEO_TOKEN_FACTOR)
+    old_budget = release is not None and release < VIDEO_FACTOR_DROPPED
+    budget = int(tokens * QWEN3_VL_VIDEO_TOKEN_FACTOR) if old_budget else tokens
     image_tokens = QWEN3_VL_IMAGE_MAX_PIXELS // (patch * merge) ** 2
     modality = "video" if budget >= image_tokens else "image"
-    if modality == "image":  # a tower whose image budget wins: its dummy is one image at the image cap
+    if modality == "image":  # the image's budget wins: the dummy is one image at the image processor's cap
         patches, tokens, budget = image_tokens * merge * merge, image_tokens, image_tokens
     pixels = patches * channels * temporal * patch * patch
     inputs = pixels * 4 + pixels * a
