@@ -586,3 +586,15 @@ def test_qwen3_vl_encoder_budget_of_013_is_the_image():
     assert "multimodal encoder (dummy image run)" in plan.activation_terms
     note = next(n for n in plan.notes if "dummy image" in n)
     assert "65,536 patches -> 16,384 embeddings" in note and "budget 16,384 tokens" in note
+
+
+def test_encoder_run_is_a_note_where_it_is_not_modelled():
+    """V0 (dummy multimodal data inside the profiling sequences) and vision towers other than Qwen3-VL's: no encoder
+    phase, and one note that the run is not counted; transformers plans carry neither."""
+    row = next(r for r in ROWS if r.name == "qwen3-vl-30b-a3b-3090-tp4-v0.11")
+    v0 = plan_of(dataclasses.replace(row, name=row.name + "-v0", version="0.6"))
+    assert not any("multimodal encoder" in k for k in v0.activation_terms)
+    assert sum("V0's profile also runs the vision tower" in n for n in v0.notes) == 1
+    report = analyze_files(model_files(row.repo))
+    hf = Planner(report, engine="transformers").plan(4096, 1, resolve_gpu("h100"))
+    assert not any("vision tower" in n for n in hf.notes)

@@ -541,7 +541,13 @@ class Planner:
         self.encoder = None
         self.encoder_note = None
         vision = self.arch.vision_config
-        if not vision or self.engine != "vllm" or self.device != "cuda" or self.vllm.engine != "V1":
+        if not vision or self.engine != "vllm" or self.device != "cuda":
+            return
+        if self.vllm.engine != "V1":
+            # V0 (worker/model_runner.py profile_run) puts dummy multimodal data into the profiling sequences
+            self.encoder_note = ("vLLM V0's profile also runs the vision tower on dummy multimodal inputs of the "
+                                 "maximum size; hfmem does not count that run under V0, so the KV pool shown may be "
+                                 "too large by its peak")
             return
         release = None
         if self.vllm_release:
