@@ -380,6 +380,7 @@ class Planner:
         self.engine, self.device, self.tp = engine, device, tp
         self.gpu = gpu
         self.vllm: VllmVersion = resolve_version(vllm_version)
+        self.vllm_release = vllm_version  # the release asked for (the encoder's dummy item differs inside a family)
         self.cudagraph = cudagraph
         if cudagraph_memory is not None and cudagraph_memory < 0:
             raise UsageError("--cudagraph-memory must not be negative")
@@ -435,6 +436,7 @@ class Planner:
         self._weights_per_gpu()
         self._pad_for_gpu()
         self._set_cudagraph()
+        self._set_encoder()
 
     # -- fixed terms ----------------------------------------------------------------------------------------
     def _weights_per_gpu(self) -> None:
@@ -531,6 +533,38 @@ class Planner:
         if not self.cudagraph_memory_given and self.cudagraph_estimate is not None:
             self.cudagraph_memory = self.cudagraph_estimate.bytes
 
+    def _set_encoder(self) -> None:
+        """vLLM V1's profile also runs the vision tower on one dummy item of the maximum size
+        (hfmem/memory/vllm_encoder.py); modelled for Qwen3-VL's tower, said in a note for any other."""
+        from hfmem.memory.vllm_encoder import encoder_profile
+
+        self.encoder = None
+        self.encoder_note = None
+        vision = self.arch.vision_config
+        if not vision or self.engine != "vllm" or self.device != "cuda":
+            return
+        if self.vllm.engine != "V1":
+            # V0 (worker/model_runner.py profile_run) puts dummy multimodal data into the profiling sequences
+            self.encoder_note = ("vLLM V0's profile also runs the vision tower on dummy multimodal inputs of the "
+                                 "maximum size; hfmem does not count that run under V0, so the KV pool shown may be "
+                                 "too large by its peak")
+            return
+        release = None
+        if self.vllm_release:
+            try:
+                major, minor = (int(p) for p in self.vllm_release.strip().lstrip("v").split(".")[:2])
+                release = (major, minor)
+            except ValueError:
+                release = None  # resolve_version already refused malformed names
+        self.encoder = encoder_profile(vision, self.act_bytes, self.tp, release)
+        if self.encoder is None:
+            kind = vision.get("model_type") or "this model's"
+            self.encoder_note = (f"vLLM's profile also runs the {kind} vision tower on a dummy input of the maximum "
+                                 "feature size and keeps its outputs through the forward ('Encoder cache will be "
+                                 "initialized with a budget of N tokens'); hfmem models that run for Qwen3-VL's tower "
+                                 "only, so here its peak is not counted and the KV pool shown may be too large by it "
+                                 "(--limit-mm-per-prompt / skip_mm_profiling change it in vLLM)")
+
     def profile_tokens(self, context: int) -> int:
         """Tokens of vLLM's profiling forward (also the sliding-window admission allowance): see profile_tokens."""
         if self.engine != "vllm":
@@ -557,6 +591,12 @@ class Planner:
             h = self.arch.hidden_size
             terms["sampler (dummy run)"] = (rows * self.arch.vocab_size * self.vllm.sampler_bytes(self.act_bytes, rows)
                                             + (tokens + 2 * rows) * h * self.act_bytes)
+            enc = self.encoder
+            if enc is not None:
+                # profile_run runs the vision tower first and keeps its outputs in encoder_cache through the text
+                # dummy run and the sampler run (hfmem/memory/vllm_encoder.py)
+                terms = {k: v + enc.cache_bytes for k, v in terms.items()}
+                terms[f"multimodal encoder (dummy {enc.modality} run)"] = enc.run_bytes
         return max(terms.values()) if terms else 0, terms, tokens
 
     def kv(self, context: int, batch: int) -> Any:
@@ -733,6 +773,14 @@ class Planner:
                                   "vLLM falls back to Marlin (no triton_kernels, torch < 2.8 or VLLM_MXFP4_USE_MARLIN; "
                                   f"its log says 'leveraging the Marlin kernel') the experts take {marlin / GiB:.2f} GiB "
                                   "more per GPU than the checkpoint, and FlashInfer's layouts pad to 128/256")
+        if self.engine == "vllm" and self.device == "cuda":
+            if self.encoder is not None:
+                plan.notes.append(f"vLLM's profile runs the vision tower on {self.encoder.detail()}: its peak "
+                                  f"{self.encoder.run_bytes / GiB:.2f} GiB per GPU is one phase of the torch peak, and "
+                                  f"its outputs ({self.encoder.cache_bytes / GiB:.2f} GiB) stay alive through the "
+                                  "forward and sampler phases")
+            elif self.encoder_note:
+                plan.notes.append(self.encoder_note)
         limit = self.arch.max_position_embeddings
         if limit and context > limit:
             plan.notes.append(f"context {context:,} exceeds the model's max_position_embeddings {limit:,}")

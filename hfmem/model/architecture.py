@@ -83,6 +83,9 @@ class Architecture:
     index_head_dim: int | None = field(default=None, repr=False)
     # The lines cross_check wrote where the weights overrode a cache-shaping config value (reported as warnings).
     weight_overrides: list[str] = field(default_factory=list, repr=False)
+    # The config's vision_config as stored (vLLM's profile runs the vision tower: hfmem/memory/vllm_encoder.py).
+    # Not in to_dict (the JSON contract).
+    vision_config: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -250,6 +253,7 @@ def build_architecture(config: dict[str, Any], entries: list[TensorEntry] | None
         mla=mla,
         normalised_by=how,
         text_config=as_dict(text),
+        vision_config=dict(config["vision_config"]) if isinstance(config.get("vision_config"), dict) else {},
     )
     if entries:
         warnings.extend(cross_check(arch, entries))
