@@ -238,10 +238,9 @@ def count_tensors(
     # one component per prefix; the name rules below decide the rest
     parts = structural_parts(config, entries, hidden_size, vocab_size, _owned_by_name_rules)
     prefixes = tuple(sorted(parts, key=len, reverse=True))
+    facts_of = _NameFactsMemo(num_layers, parts, prefixes)
     for t in entries:
-        component, layer, buffer = name_facts(t.name, num_layers)
-        if prefixes and t.name.startswith(prefixes):  # (tower blocks past num_hidden_layers are not MTP layers)
-            component = next(parts[p] for p in prefixes if t.name.startswith(p))
+        component, layer, buffer = facts_of(t.name)
         if buffer:
             counted.append(CountedTensor(t, component, 0, "buffer", layer))
             continue
@@ -274,6 +273,75 @@ def count_tensors(
             "stored bytes counted, parameters not"
         )
     return counted, scheme, notes
+
+
+# The first layer-stack number of a name pattern (numeric parts replaced by ".#"): _LAYER_RE on the pattern.
+_LAYER_IN_PATTERN_RE = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks|block)\.#\.")
+_NUMBERS_RE = re.compile(r"\.(\d+)(?=\.)")  # the numeric parts _NUMERIC_PART_RE replaces, in order
+_NO_MTP_RULE = frozenset({"speech_generator", "mtp", "vision", "audio", "projector"})
+
+
+class _NameFactsMemo:
+    """``name_facts`` plus the structural prefix rule of ``count_tensors``, worked out once per name pattern.
+
+    Everything but the layer number is a function of the pattern (numeric parts replaced by ".#"): the name rules
+    (see name_facts), and which numeric part _LAYER_RE picks in the name and in its lower-case form (the pattern
+    keeps every character but the digits of numeric parts, so a match in the name is a match at the same place in
+    the pattern). A structural prefix with no digit and no "#" starts the name exactly when it starts the pattern
+    (the two first differ at a digit of the name, which such a prefix cannot hold). So per tensor: one
+    substitution, one dictionary look-up, and the numeric parts only when a layer number is needed. Names this
+    reasoning does not cover (non-ASCII, whose lower-casing may change lengths; a literal "#"; prefixes with
+    digits) take name_facts tensor by tensor."""
+
+    memo = True  # False: every name worked out on its own (tests compare the two)
+
+    def __init__(self, num_layers: int | None, parts: dict[str, str], prefixes: tuple[str, ...]):
+        self.num_layers = num_layers
+        self.parts = parts
+        self.prefixes = prefixes
+        self.facts: dict[str, tuple[str, bool, int | None, int | None, str | None]] = {}
+        self.by_pattern = self.memo and not any(ch.isdigit() or ch == "#" for p in prefixes for ch in p)
+
+    def __call__(self, name: str) -> tuple[str, int | None, bool]:
+        if not self.by_pattern or not name.isascii() or "#" in name:
+            return self._per_name(name)
+        key = _NUMERIC_PART_RE.sub(".#", name)
+        facts = self.facts.get(key)
+        if facts is None:
+            facts = self.facts[key] = self._pattern(key)
+        component, buffer, at, mtp_at, override = facts
+        if at is None and mtp_at is None:
+            return component, None, buffer
+        numbers = _NUMBERS_RE.findall(name)
+        layer = int(numbers[at]) if at is not None else None
+        if override is not None:
+            return override, layer, buffer
+        if mtp_at is not None and int(numbers[mtp_at]) >= self.num_layers:  # type: ignore[operator]
+            return "mtp", layer, buffer
+        return component, layer, buffer
+
+    def _per_name(self, name: str) -> tuple[str, int | None, bool]:
+        component, layer, buffer = name_facts(name, self.num_layers)
+        if self.prefixes and name.startswith(self.prefixes):  # (tower blocks past num_hidden_layers are not MTP layers)
+            component = next(self.parts[p] for p in self.prefixes if name.startswith(p))
+        return component, layer, buffer
+
+    def _pattern(self, key: str) -> tuple[str, bool, int | None, int | None, str | None]:
+        """(component without the MTP layer rule, buffer, position of the layer number among the numeric parts, of
+        the number the MTP rule compares (in the lower-case name) or None when the rule cannot apply, prefix part)."""
+        base, buffer = _pattern_facts(key)
+        m = _LAYER_IN_PATTERN_RE.search(key)
+        at = key.count(".#", 0, m.end()) - 1 if m else None
+        mtp_at = None
+        if self.num_layers is not None and base not in _NO_MTP_RULE:
+            lower = key.lower()
+            m_lower = m if lower == key else _LAYER_IN_PATTERN_RE.search(lower)
+            mtp_at = lower.count(".#", 0, m_lower.end()) - 1 if m_lower else None
+        override = None
+        if self.prefixes and key.startswith(self.prefixes):
+            override = next(self.parts[p] for p in self.prefixes if key.startswith(p))
+            mtp_at = None
+        return base, buffer, at, mtp_at, override
 
 
 def _owned_by_name_rules(prefix: str) -> bool:
