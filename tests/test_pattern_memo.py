@@ -15,7 +15,7 @@ import pytest
 from stubs import fixture_repo_ids, load_config, load_inventory, model_files
 
 from hfmem.api import analyze_files
-from hfmem.memory.precision import weight_tensors, weight_tensors_reference
+from hfmem.memory.precision import group_tensors, weight_tensors, weight_tensors_reference
 from hfmem.model.inventory import _NameFactsMemo, count_tensors, name_facts, summarize
 from hfmem.model.quant import Quantizer, digit_blind
 
@@ -53,7 +53,11 @@ def test_memoised_pass_equals_tensor_by_tensor(repo_id, monkeypatch):
     assert seen == seen_ref
     for subset in (counted, [c for c in counted if c.component != "mtp"]):
         fast = weight_tensors(subset, params.quantization, arch.hidden_size)
-        assert fast == weight_tensors_reference(subset, params.quantization, arch.hidden_size)
+        reference = weight_tensors_reference(subset, params.quantization, arch.hidden_size)
+        assert fast == reference
+        # group_tensors' per-pattern categories: the same groups as categorising every tensor by its name
+        assert all(t.pattern is None for t in reference)
+        assert group_tensors(fast, arch.num_layers or 1) == group_tensors(reference, arch.num_layers or 1)
         # (and without a hidden size, which decides the rows of flattened bitsandbytes storage)
         assert weight_tensors(subset, params.quantization) == weight_tensors_reference(subset, params.quantization)
 
@@ -203,4 +207,6 @@ def test_name_facts_per_pattern_equal_name_by_name(num_layers, parts):
         component, layer, buffer = name_facts(name, num_layers)
         if prefixes and name.startswith(prefixes):
             component = next(parts[p] for p in prefixes if name.startswith(p))
-        assert memo(name) == (component, layer, buffer), name
+        got = memo(name)
+        assert got[:3] == (component, layer, buffer), name
+        assert got[3] is None or got[3] == re.sub(r"\.\d+(?=\.)", ".#", name)

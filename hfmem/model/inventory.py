@@ -92,6 +92,9 @@ class CountedTensor:
     logical: int  # logical parameters (0 for overhead and buffers)
     role: str  # "param" | "quant_overhead" | "buffer" | "tied_duplicate"
     layer: int | None
+    # the name with its numeric parts replaced by ".#" (one shared string per pattern), for later per-pattern memos;
+    # None where the name is outside _NameFactsMemo's reasoning. Derived from the name: not part of the value.
+    pattern: str | None = field(default=None, compare=False)
 
 
 _PROJECTOR_KEYS = (
@@ -240,9 +243,9 @@ def count_tensors(
     prefixes = tuple(sorted(parts, key=len, reverse=True))
     facts_of = _NameFactsMemo(num_layers, parts, prefixes)
     for t in entries:
-        component, layer, buffer = facts_of(t.name)
+        component, layer, buffer, pattern = facts_of(t.name)
         if buffer:
-            counted.append(CountedTensor(t, component, 0, "buffer", layer))
+            counted.append(CountedTensor(t, component, 0, "buffer", layer, pattern))
             continue
         if (
             component == "lm_head"
@@ -251,7 +254,7 @@ def count_tensors(
             and t.shape == embed.shape
             and t.name.endswith("weight")
         ):
-            counted.append(CountedTensor(t, component, 0, "tied_duplicate", layer))
+            counted.append(CountedTensor(t, component, 0, "tied_duplicate", layer, pattern))
             notes.append(
                 f"{t.name} is stored although tie_word_embeddings is true; counted once (shares {embed.name})"
             )
@@ -259,10 +262,10 @@ def count_tensors(
         role, logical, _ = quantizer.role(t)
         if role == PARAM and t.dtype in _INDEX_DTYPES:
             # Integer/bool tensors that no quantized layout claims are lookup tables or masks, not trainable weights.
-            counted.append(CountedTensor(t, component, 0, "buffer", layer))
+            counted.append(CountedTensor(t, component, 0, "buffer", layer, pattern))
             index_tables.append(t.name)
             continue
-        counted.append(CountedTensor(t, component, logical, role, layer))
+        counted.append(CountedTensor(t, component, logical, role, layer, pattern))
     # The quantizer lives on in the scheme (for summarize), in a reference cycle (its dispatch table holds its bound
     # methods); its name index is no longer needed, and released here it is freed with the report instead of waiting
     # for a full cyclic collection (half a second at exit on a 500k-tensor checkpoint).
@@ -299,26 +302,27 @@ class _NameFactsMemo:
         self.num_layers = num_layers
         self.parts = parts
         self.prefixes = prefixes
-        self.facts: dict[str, tuple[str, bool, int | None, int | None, str | None]] = {}
+        self.facts: dict[str, tuple[str, bool, int | None, int | None, str | None, str]] = {}
         self.by_pattern = self.memo and not any(ch.isdigit() or ch == "#" for p in prefixes for ch in p)
 
-    def __call__(self, name: str) -> tuple[str, int | None, bool]:
+    def __call__(self, name: str) -> tuple[str, int | None, bool, str | None]:
+        """(component, layer, buffer, pattern or None)."""
         if not self.by_pattern or not name.isascii() or "#" in name:
-            return self._per_name(name)
+            return (*self._per_name(name), None)
         key = _NUMERIC_PART_RE.sub(".#", name)
         facts = self.facts.get(key)
         if facts is None:
-            facts = self.facts[key] = self._pattern(key)
-        component, buffer, at, mtp_at, override = facts
+            facts = self.facts[key] = (*self._pattern(key), key)
+        component, buffer, at, mtp_at, override, key = facts  # the memo's key string: one object per pattern
         if at is None and mtp_at is None:
-            return component, None, buffer
+            return component, None, buffer, key
         numbers = _NUMBERS_RE.findall(name)
         layer = int(numbers[at]) if at is not None else None
         if override is not None:
-            return override, layer, buffer
+            return override, layer, buffer, key
         if mtp_at is not None and int(numbers[mtp_at]) >= self.num_layers:  # type: ignore[operator]
-            return "mtp", layer, buffer
-        return component, layer, buffer
+            return "mtp", layer, buffer, key
+        return component, layer, buffer, key
 
     def _per_name(self, name: str) -> tuple[str, int | None, bool]:
         component, layer, buffer = name_facts(name, self.num_layers)
