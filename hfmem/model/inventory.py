@@ -363,29 +363,43 @@ def _find_input_embedding(entries: list[TensorEntry]) -> TensorEntry | None:
 
 
 def summarize(counted: list[CountedTensor], scheme: QuantScheme | None, notes: list[str]) -> Parameters:
+    # One pass adding up (bytes, elements, logical parameters) per (role, component, dtype), a few dozen keys, then
+    # the totals from those sums (the same additions, grouped).
+    sums: dict[tuple[str, str, str], list[int]] = {}
+    get = sums.get
+    for c in counted:
+        e = c.entry
+        key = (c.role, c.component, e.dtype)
+        acc = get(key)
+        if acc is None:
+            sums[key] = [e.nbytes, e.numel, c.logical]
+        else:
+            acc[0] += e.nbytes
+            acc[1] += e.numel
+            acc[2] += c.logical
     by_dtype: Counter[str] = Counter()
     by_component: Counter[str] = Counter()
     bytes_by_component: Counter[str] = Counter()
     total = stored_bytes = stored_elements = buffers = tied = 0
     overhead = quantized_params = 0
-    for c in counted:
-        stored_bytes += c.entry.nbytes
-        stored_elements += c.entry.numel
-        if c.role == "buffer":
-            buffers += c.entry.numel
+    for (role, component, dtype), (nbytes, numel, logical) in sums.items():
+        stored_bytes += nbytes
+        stored_elements += numel
+        if role == "buffer":
+            buffers += numel
             continue
-        if c.role == "tied_duplicate":
-            tied += c.entry.numel
+        if role == "tied_duplicate":
+            tied += numel
             continue
-        bytes_by_component[c.component] += c.entry.nbytes
-        if c.role == OVERHEAD:
-            overhead += c.entry.nbytes
+        bytes_by_component[component] += nbytes
+        if role == OVERHEAD:
+            overhead += nbytes
             continue
-        by_dtype[c.entry.dtype] += c.entry.numel
-        by_component[c.component] += c.logical
-        total += c.logical
-        if c.role == QUANTIZED:
-            quantized_params += c.logical
+        by_dtype[dtype] += numel
+        by_component[component] += logical
+        total += logical
+        if role == QUANTIZED:
+            quantized_params += logical
     quantization = None
     warnings: list[str] = []
     if scheme is not None:
