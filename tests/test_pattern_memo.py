@@ -209,4 +209,5 @@ def test_name_facts_per_pattern_equal_name_by_name(num_layers, parts):
             component = next(parts[p] for p in prefixes if name.startswith(p))
         got = memo(name)
         assert got[:3] == (component, layer, buffer), name
+        assert got[4] is None
         assert got[3] is None or got[3] == re.sub(r"\.\d+(?=\.)", ".#", name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -16,7 +16,7 @@ from typing import Any
 from hfmem.hub.header import FileHeader, TensorEntry
 from hfmem.model.components import structural_parts
 from hfmem.model.moe import MoeSummary
-from hfmem.model.quant import OVERHEAD, PARAM, QUANTIZED, Quantization, Quantizer, QuantScheme, detect_scheme
+from hfmem.model.quant import NUMEL_PARAM, OVERHEAD, PARAM, QUANTIZED, Quantization, Quantizer, QuantScheme, Role, detect_scheme
 
 # Non-parameter buffers that checkpoints sometimes carry.
 _BUFFER_RE = re.compile(
@@ -241,9 +241,9 @@ def count_tensors(
     # one component per prefix; the name rules below decide the rest
     parts = structural_parts(config, entries, hidden_size, vocab_size, _owned_by_name_rules)
     prefixes = tuple(sorted(parts, key=len, reverse=True))
-    facts_of = _NameFactsMemo(num_layers, parts, prefixes)
+    facts_of = _NameFactsMemo(num_layers, parts, prefixes, quantizer.name_only_role)
     for t in entries:
-        component, layer, buffer, pattern = facts_of(t.name)
+        component, layer, buffer, pattern, fixed = facts_of(t.name)
         if buffer:
             counted.append(CountedTensor(t, component, 0, "buffer", layer, pattern))
             continue
@@ -259,7 +259,12 @@ def count_tensors(
                 f"{t.name} is stored although tie_word_embeddings is true; counted once (shares {embed.name})"
             )
             continue
-        role, logical, _ = quantizer.role(t)
+        if fixed is None:
+            role, logical, _ = quantizer.role(t)
+        elif fixed is NUMEL_PARAM:
+            role, logical = PARAM, t.numel
+        else:
+            role, logical = fixed.role, fixed.logical
         if role == PARAM and t.dtype in _INDEX_DTYPES:
             # Integer/bool tensors that no quantized layout claims are lookup tables or masks, not trainable weights.
             counted.append(CountedTensor(t, component, 0, "buffer", layer, pattern))
@@ -298,31 +303,34 @@ class _NameFactsMemo:
 
     memo = True  # False: every name worked out on its own (tests compare the two)
 
-    def __init__(self, num_layers: int | None, parts: dict[str, str], prefixes: tuple[str, ...]):
+    def __init__(self, num_layers: int | None, parts: dict[str, str], prefixes: tuple[str, ...],
+                 name_role: Callable[[str], Role | None] | None = None):
         self.num_layers = num_layers
         self.parts = parts
         self.prefixes = prefixes
-        self.facts: dict[str, tuple[str, bool, int | None, int | None, str | None, str]] = {}
+        self.name_role = name_role  # Quantizer.name_only_role: the same for every name of a pattern (same last part)
+        self.facts: dict[str, tuple[str, bool, int | None, int | None, str | None, str, Role | None]] = {}
         self.by_pattern = self.memo and not any(ch.isdigit() or ch == "#" for p in prefixes for ch in p)
 
-    def __call__(self, name: str) -> tuple[str, int | None, bool, str | None]:
-        """(component, layer, buffer, pattern or None)."""
+    def __call__(self, name: str) -> tuple[str, int | None, bool, str | None, Role | None]:
+        """(component, layer, buffer, pattern or None, name_role's answer or None)."""
         if not self.by_pattern or not name.isascii() or "#" in name:
-            return (*self._per_name(name), None)
+            return (*self._per_name(name), None, None)
         key = _NUMERIC_PART_RE.sub(".#", name)
         facts = self.facts.get(key)
         if facts is None:
-            facts = self.facts[key] = (*self._pattern(key), key)
-        component, buffer, at, mtp_at, override, key = facts  # the memo's key string: one object per pattern
+            # (a numeric part is followed by a dot, so the last part of the pattern is the name's own)
+            facts = self.facts[key] = (*self._pattern(key), key, self.name_role(key) if self.name_role else None)
+        component, buffer, at, mtp_at, override, key, role = facts  # the memo's key string: one object per pattern
         if at is None and mtp_at is None:
-            return component, None, buffer, key
+            return component, None, buffer, key, role
         numbers = _NUMBERS_RE.findall(name)
         layer = int(numbers[at]) if at is not None else None
         if override is not None:
-            return override, layer, buffer, key
+            return override, layer, buffer, key, role
         if mtp_at is not None and int(numbers[mtp_at]) >= self.num_layers:  # type: ignore[operator]
-            return "mtp", layer, buffer, key
-        return component, layer, buffer, key
+            return "mtp", layer, buffer, key, role
+        return component, layer, buffer, key, role
 
     def _per_name(self, name: str) -> tuple[str, int | None, bool]:
         component, layer, buffer = name_facts(name, self.num_layers)
