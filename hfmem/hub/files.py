@@ -99,9 +99,13 @@ def json_depth(obj: Any) -> int:
 def index_shards(index: dict[str, Any], file: str) -> list[str]:
     """The shard files an index's weight_map names, each checked to stay inside the model folder."""
     weight_map = index.get("weight_map")
-    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+    try:  # checked on the distinct values (a few hundred files for 500k tensors); a list or object is unhashable
+        files = set(weight_map.values()) if isinstance(weight_map, dict) else None
+    except TypeError:
+        files = None
+    if files is None or not all(isinstance(v, str) for v in files):
         raise MalformedHeader(f"{file}: weight_map must map tensor names to file names", path=file)
-    shards = sorted(set(weight_map.values()))
+    shards = sorted(files)
     for shard in shards:
         if shard.startswith("/") or ".." in Path(shard).parts:
             raise MalformedHeader(f"{file}: shard path {shard!r} leaves the model folder", path=file)

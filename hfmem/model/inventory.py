@@ -309,7 +309,7 @@ class _NameFactsMemo:
         self.parts = parts
         self.prefixes = prefixes
         self.name_role = name_role  # Quantizer.name_only_role: the same for every name of a pattern (same last part)
-        self.facts: dict[str, tuple[str, bool, int | None, int | None, str | None, str, Role | None]] = {}
+        self.facts: dict[str, tuple[str, bool, int | None, int | None, str | None, str, Role | None, int | None]] = {}
         self.by_pattern = self.memo and not any(ch.isdigit() or ch == "#" for p in prefixes for ch in p)
 
     def __call__(self, name: str) -> tuple[str, int | None, bool, str | None, Role | None]:
@@ -320,15 +320,24 @@ class _NameFactsMemo:
         facts = self.facts.get(key)
         if facts is None:
             # (a numeric part is followed by a dot, so the last part of the pattern is the name's own)
-            facts = self.facts[key] = (*self._pattern(key), key, self.name_role(key) if self.name_role else None)
-        component, buffer, at, mtp_at, override, key, role = facts  # the memo's key string: one object per pattern
+            at, mtp_at = self._pattern(key)[2:4]
+            # where the first numeric part starts, when the numbers asked for are that one (names before it agree)
+            first = key.index("#") if {at, mtp_at} <= {0, None} and (at, mtp_at) != (None, None) else None
+            facts = self.facts[key] = (*self._pattern(key), key, self.name_role(key) if self.name_role else None, first)
+        component, buffer, at, mtp_at, override, key, role, first = facts  # key: the memo's, one string per pattern
         if at is None and mtp_at is None:
             return component, None, buffer, key, role
-        numbers = _NUMBERS_RE.findall(name)
-        layer = int(numbers[at]) if at is not None else None
+        if first is not None:  # the number is the first numeric part, which starts where the pattern's first "#" is
+            number = int(name[first : name.find(".", first)])
+            layer = number if at is not None else None
+            mtp_number = number if mtp_at is not None else None
+        else:
+            numbers = _NUMBERS_RE.findall(name)
+            layer = int(numbers[at]) if at is not None else None
+            mtp_number = int(numbers[mtp_at]) if mtp_at is not None else None
         if override is not None:
             return override, layer, buffer, key, role
-        if mtp_at is not None and int(numbers[mtp_at]) >= self.num_layers:  # type: ignore[operator]
+        if mtp_number is not None and mtp_number >= self.num_layers:  # type: ignore[operator]
             return "mtp", layer, buffer, key, role
         return component, layer, buffer, key, role
 
