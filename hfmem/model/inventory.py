@@ -241,7 +241,7 @@ def count_tensors(
     # one component per prefix; the name rules below decide the rest
     parts = structural_parts(config, entries, hidden_size, vocab_size, _owned_by_name_rules)
     prefixes = tuple(sorted(parts, key=len, reverse=True))
-    facts_of = _NameFactsMemo(num_layers, parts, prefixes, quantizer.name_only_role)
+    facts_of = _NameFactsMemo(num_layers, parts, prefixes, quantizer.name_only_role, quantizer.pattern_recogniser)
     for t in entries:
         component, layer, buffer, pattern, fixed = facts_of(t.name)
         if buffer:
@@ -263,8 +263,10 @@ def count_tensors(
             role, logical, _ = quantizer.role(t)
         elif fixed is NUMEL_PARAM:
             role, logical = PARAM, t.numel
-        else:
+        elif type(fixed) is Role:
             role, logical = fixed.role, fixed.logical
+        else:
+            role, logical, _ = fixed(t)
         if role == PARAM and t.dtype in _INDEX_DTYPES:
             # Integer/bool tensors that no quantized layout claims are lookup tables or masks, not trainable weights.
             counted.append(CountedTensor(t, component, 0, "buffer", layer, pattern))
@@ -304,16 +306,19 @@ class _NameFactsMemo:
     memo = True  # False: every name worked out on its own (tests compare the two)
 
     def __init__(self, num_layers: int | None, parts: dict[str, str], prefixes: tuple[str, ...],
-                 name_role: Callable[[str], Role | None] | None = None):
+                 name_role: Callable[[str], Role | None] | None = None,
+                 recogniser: Callable[[str], Callable[[TensorEntry], Role] | None] | None = None):
         self.num_layers = num_layers
         self.parts = parts
         self.prefixes = prefixes
         self.name_role = name_role  # Quantizer.name_only_role: the same for every name of a pattern (same last part)
-        self.facts: dict[str, tuple[str, bool, int | None, int | None, str | None, str, Role | None, int | None]] = {}
+        self.recogniser = recogniser  # Quantizer.pattern_recogniser: role() per tensor, faster, for one pattern
+        self.facts: dict[str, tuple[str, bool, int | None, int | None, str | None, str, Any, int | None]] = {}
         self.by_pattern = self.memo and not any(ch.isdigit() or ch == "#" for p in prefixes for ch in p)
 
-    def __call__(self, name: str) -> tuple[str, int | None, bool, str | None, Role | None]:
-        """(component, layer, buffer, pattern or None, name_role's answer or None)."""
+    def __call__(self, name: str) -> tuple[str, int | None, bool, str | None, Any]:
+        """(component, layer, buffer, pattern or None, the role for every name of the pattern or the recogniser
+        that stands in for role() on them, or None: role() itself)."""
         if not self.by_pattern or not name.isascii() or "#" in name:
             return (*self._per_name(name), None, None)
         key = _NUMERIC_PART_RE.sub(".#", name)
@@ -323,7 +328,10 @@ class _NameFactsMemo:
             at, mtp_at = self._pattern(key)[2:4]
             # where the first numeric part starts, when the numbers asked for are that one (names before it agree)
             first = key.index("#") if {at, mtp_at} <= {0, None} and (at, mtp_at) != (None, None) else None
-            facts = self.facts[key] = (*self._pattern(key), key, self.name_role(key) if self.name_role else None, first)
+            role_of = self.name_role(key) if self.name_role else None
+            if role_of is None and self.recogniser is not None:
+                role_of = self.recogniser(key)
+            facts = self.facts[key] = (*self._pattern(key), key, role_of, first)
         component, buffer, at, mtp_at, override, key, role, first = facts  # key: the memo's, one string per pattern
         if at is None and mtp_at is None:
             return component, None, buffer, key, role

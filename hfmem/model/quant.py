@@ -466,6 +466,32 @@ class Quantizer:
             return _BOOKKEEPING  # _scaled_weight: name.endswith(".weight_scale_inv")
         return None
 
+    def pattern_recogniser(self, pattern: str) -> Callable[[TensorEntry], Role] | None:
+        """A faster stand-in for role() on every tensor whose name has this pattern (numeric parts replaced by
+        ".#", inventory.CountedTensor.pattern), or None. Only for compressed-tensors ``weight_packed``: role() would
+        dispatch on the last name part to _compressed_packed alone, which tests the suffixes the pattern already
+        shows; the stand-in does the rest of _compressed_packed, with the same memo and key, and role()'s count."""
+        if not (self.memo and pattern.endswith(".weight_packed")):
+            return None
+        if self._dispatch.get("weight_packed") != (self._compressed_packed,):
+            return None
+        return self._packed_weight
+
+    def _packed_weight(self, t: TensorEntry) -> Role:
+        """role() of a tensor named ``*.weight_packed`` (see pattern_recogniser)."""
+        module = t.name[: -len(".weight_packed")]
+        scale = self.index.get(module + ".weight_scale")
+        key = (module.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO) if self._ct_digit_blind else module, t.dtype, t.shape,
+               scale.shape if scale is not None else None)
+        hit = self._ct_memo.get(key)
+        if hit is None:
+            hit = self._ct_memo[key] = self._compressed_packed_role(t, module, scale)
+        role, problems = hit
+        for problem in problems:
+            self.problems[problem] += 1
+        self.formats[role.fmt] += role.logical  # type: ignore[index]  # always QUANTIZED with a format
+        return role
+
     def _build_dispatch(self) -> dict[str, tuple[Any, ...]]:
         """Last name component -> the recognisers that may claim it (each still checks its own siblings)."""
         if self.scheme is None:
