@@ -229,7 +229,8 @@ def count_tensors(
     """
     entries = [t for h in headers for t in h.tensors]
     scheme = detect_scheme(config, entries)
-    index = {t.name: t for t in entries}
+    # sibling look-ups by name are the recognisers' (without a scheme role() answers from the tensor alone)
+    index = {t.name: t for t in entries} if scheme is not None else {}
     quantizer = Quantizer(scheme, index)
     if scheme is not None:
         scheme.quantizer = quantizer
