@@ -435,11 +435,12 @@ def weights_by_precision(tensors: list[WeightTensor], *, num_layers: int, moe: b
         k: _GGUFContext(k, num_layers, n_expert, tied, model_type == "llama" and num_layers == 80)
         for k in ("q8_0", "q6_k", "q5_k_m", "q4_k_m")
     }
-    total_params = sum(t.numel for t in tensors if t.kind != "bookkeeping")
+    groups = group_tensors(tensors, num_layers)
+    # (a group's tensors share kind and count x out x inn)
+    total_params = sum(t.numel * mult for t, mult in groups if t.kind != "bookkeeping")
     out: dict[str, int] = {}
     qparams: dict[str, int] = {}
     by_kind: dict[str, dict[str, int]] = {}
-    groups = group_tensors(tensors, num_layers)
     for key in keys:
         total = 0
         q = 0
