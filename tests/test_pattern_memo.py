@@ -193,6 +193,7 @@ _ODD_NAMES = [
     "model.layers.4.0.weight", "model.layers..3.weight", "model.layers.3", "layers.3.", "block.99.norm.weight",
     "vision_tower.blocks.80.attn.qkv.weight", "visual.blocks.70.mlp.fc1.weight", "model.layers.70.rotary_emb.inv_freq",
     "a.1.b.2.layers.3.c.weight", "blocks.3.layers.4.mlp.weight", "lm_head.weight", "model.layers.70.1.weight",
+    "vision_tower.patch_embed.proj.weight", "mm.merger.ln_q.weight", "mm.layers.2.mlp.weight",  # prefixes, no number
 ]
 
 

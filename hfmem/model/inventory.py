@@ -357,8 +357,9 @@ class _NameFactsMemo:
         return component, layer, buffer
 
     def _pattern(self, key: str) -> tuple[str, bool, int | None, int | None, str | None]:
-        """(component without the MTP layer rule, buffer, position of the layer number among the numeric parts, of
-        the number the MTP rule compares (in the lower-case name) or None when the rule cannot apply, prefix part)."""
+        """(component without the MTP layer rule: the prefix's part if one applies, buffer, position of the layer
+        number among the numeric parts, of the number the MTP rule compares (in the lower-case name) or None when the
+        rule cannot apply, prefix part)."""
         base, buffer = _pattern_facts(key)
         m = _LAYER_IN_PATTERN_RE.search(key)
         at = key.count(".#", 0, m.end()) - 1 if m else None
@@ -371,7 +372,7 @@ class _NameFactsMemo:
         if self.prefixes and key.startswith(self.prefixes):
             override = next(self.parts[p] for p in self.prefixes if key.startswith(p))
             mtp_at = None
-        return base, buffer, at, mtp_at, override
+        return override or base, buffer, at, mtp_at, override
 
 
 def _owned_by_name_rules(prefix: str) -> bool:
