@@ -138,9 +138,9 @@ def select_indexed(headers: list[FileHeader], index: dict[str, Any] | None, warn
         # when their count is its size. Only another count needs the set of names.
         out = [h for h in headers if h.file in listed]
         if sum(map(len, homes.values())) != len(wanted):
-            found = {t.name for h in out for t in h.tensors}
-            if len(found) != len(wanted):
-                _missing(wanted, found)
+            names = {t.name for h in out for t in h.tensors}
+            if len(names) != len(wanted):
+                _missing(wanted, names)
         return _some_tensors(_warn_unlisted(out, unlisted, warnings))
     found: set[str] = set()
     # only needed when some tensor is stored away from where the index puts it

@@ -326,13 +326,14 @@ class _NameFactsMemo:
         facts = self.facts.get(key)
         if facts is None:
             # (a numeric part is followed by a dot, so the last part of the pattern is the name's own)
-            at, mtp_at = self._pattern(key)[2:4]
+            pattern_facts = self._pattern(key)
+            at, mtp_at = pattern_facts[2:4]
             # where the first numeric part starts, when the numbers asked for are that one (names before it agree)
             first = key.index("#") if {at, mtp_at} <= {0, None} and (at, mtp_at) != (None, None) else None
-            role_of = self.name_role(key) if self.name_role else None
+            role_of: Any = self.name_role(key) if self.name_role else None
             if role_of is None and self.recogniser is not None:
                 role_of = self.recogniser(key)
-            facts = self.facts[key] = (*self._pattern(key), key, role_of, first)
+            facts = self.facts[key] = (*pattern_facts, key, role_of, first)
         component, buffer, at, mtp_at, override, key, role, first = facts  # key: the memo's, one string per pattern
         if at is None and mtp_at is None:
             return component, None, buffer, key, role
