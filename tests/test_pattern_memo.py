@@ -15,8 +15,8 @@ import pytest
 from stubs import fixture_repo_ids, load_config, load_inventory, model_files
 
 from hfmem.api import analyze_files
-from hfmem.memory.precision import weight_tensors, weight_tensors_reference
-from hfmem.model.inventory import count_tensors, summarize
+from hfmem.memory.precision import group_tensors, weight_tensors, weight_tensors_reference
+from hfmem.model.inventory import _NameFactsMemo, count_tensors, name_facts, summarize
 from hfmem.model.quant import Quantizer, digit_blind
 
 
@@ -38,6 +38,7 @@ def _both(files, monkeypatch, config=None):
     fast = _inventory(files, config)
     with monkeypatch.context() as m:
         m.setattr(Quantizer, "memo", False)
+        m.setattr(_NameFactsMemo, "memo", False)
         slow = _inventory(files, config)
     return fast, slow
 
@@ -52,7 +53,11 @@ def test_memoised_pass_equals_tensor_by_tensor(repo_id, monkeypatch):
     assert seen == seen_ref
     for subset in (counted, [c for c in counted if c.component != "mtp"]):
         fast = weight_tensors(subset, params.quantization, arch.hidden_size)
-        assert fast == weight_tensors_reference(subset, params.quantization, arch.hidden_size)
+        reference = weight_tensors_reference(subset, params.quantization, arch.hidden_size)
+        assert fast == reference
+        # group_tensors' per-pattern categories: the same groups as categorising every tensor by its name
+        assert all(t.pattern is None for t in reference)
+        assert group_tensors(fast, arch.num_layers or 1) == group_tensors(reference, arch.num_layers or 1)
         # (and without a hidden size, which decides the rows of flattened bitsandbytes storage)
         assert weight_tensors(subset, params.quantization) == weight_tensors_reference(subset, params.quantization)
 
@@ -154,6 +159,7 @@ def test_report_unchanged_by_memo(monkeypatch):
     files = model_files("moonshotai/Kimi-K3")
     fast = analyze_files(files).to_dict()
     monkeypatch.setattr(Quantizer, "memo", False)
+    monkeypatch.setattr(_NameFactsMemo, "memo", False)
     assert analyze_files(model_files("moonshotai/Kimi-K3")).to_dict() == fast
 
 
@@ -176,3 +182,33 @@ def test_scaled_weights_keyed_on_their_scale_too(monkeypatch):
     assert seen == seen_ref and params.to_dict() == params_ref.to_dict()
     scales = seen[2]["scales"]
     assert scales["tensor"] == changed["tensor"] and scales["channel"] == changed["channel"]
+
+
+_ODD_NAMES = [
+    "model.layers.3.mlp.gate_proj.weight", "model.layers.61.self_attn.q_proj.weight", "model.LAYERS.7.mlp.up_proj.weight",
+    "model.Layers.62.mlp.up_proj.weight", "transformer.h.12.attn.c_attn.weight", "h.0.ln_1.weight",
+    "model.layers.07.mlp.down_proj.weight", "model.layers.5.blocks.70.attn.q_proj.weight",
+    "model.layers.2.mlp.experts.17.gate_proj.weight_packed", "model.layers.#.x.weight", "model.layers.9.#.weight",
+    "model.layers.١٢.mlp.down_proj.weight", "modèl.layers.70.mlp.weight", "mtp.layers.0.eh_proj.weight",
+    "model.layers.4.0.weight", "model.layers..3.weight", "model.layers.3", "layers.3.", "block.99.norm.weight",
+    "vision_tower.blocks.80.attn.qkv.weight", "visual.blocks.70.mlp.fc1.weight", "model.layers.70.rotary_emb.inv_freq",
+    "a.1.b.2.layers.3.c.weight", "blocks.3.layers.4.mlp.weight", "lm_head.weight", "model.layers.70.1.weight",
+    "vision_tower.patch_embed.proj.weight", "mm.merger.ln_q.weight", "mm.layers.2.mlp.weight",  # prefixes, no number
+]
+
+
+@pytest.mark.parametrize("num_layers", [None, 0, 4, 61, 64])
+@pytest.mark.parametrize("parts", [{}, {"vision_tower.": "vision", "mm.": "projector"}, {"model.layers.3.": "vision"}])
+def test_name_facts_per_pattern_equal_name_by_name(num_layers, parts):
+    """The per-pattern memo gives name_facts (and the structural prefix rule) for names that test its reasoning:
+    upper-case layer stacks, leading zeros, a literal '#', non-ASCII digits and letters, several stacks, MTP layers."""
+    prefixes = tuple(sorted(parts, key=len, reverse=True))
+    memo = _NameFactsMemo(num_layers, parts, prefixes)
+    for name in _ODD_NAMES * 2:  # the second round answers from the memo
+        component, layer, buffer = name_facts(name, num_layers)
+        if prefixes and name.startswith(prefixes):
+            component = next(parts[p] for p in prefixes if name.startswith(p))
+        got = memo(name)
+        assert got[:3] == (component, layer, buffer), name
+        assert got[4] is None
+        assert got[3] is None or got[3] == re.sub(r"\.\d+(?=\.)", ".#", name)

@@ -163,20 +163,19 @@ def _decode(raw: bytes, repo_id: str, sha: str) -> tuple[dict[str, Any], list[Fi
     # Like fresh headers (header.validate_header): in JSON without floats or true/false, a shape equal to one already
     # checked is the same integers, so each (dtype, shape, bytes) goes through tensor_entry once.
     plain = not floats and b"true" not in body and b"false" not in body
-    seen: dict[tuple[Any, ...], int] = {}
+    seen: dict[tuple[Any, ...], tuple[int, tuple[int, ...]]] = {}  # -> (numel, the shape tuple the entries share)
 
     def checked_entry(tname: Any, dtype: Any, shape: Any, nbytes: Any, file: str) -> TensorEntry:
         if plain and type(tname) is str:
             try:
-                key = (dtype, tuple(shape), nbytes)
-                numel = seen.get(key)
+                hit = seen.get((dtype, tuple(shape), nbytes))
             except TypeError:
-                numel = None
-            if numel is not None:
-                return TensorEntry(tname, dtype, key[1], numel, nbytes, file)
+                hit = None
+            if hit is not None:
+                return TensorEntry(tname, dtype, hit[1], hit[0], nbytes, file)
         entry = tensor_entry(tname, dtype, shape, nbytes, file)
         if plain:
-            seen[(entry.dtype, entry.shape, entry.nbytes)] = entry.numel
+            seen[(entry.dtype, entry.shape, entry.nbytes)] = (entry.numel, entry.shape)
         return entry
 
     if not _str_list(warnings) or not isinstance(files, list) or not isinstance(columns, list) or len(columns) != len(files):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -98,9 +99,13 @@ def json_depth(obj: Any) -> int:
 def index_shards(index: dict[str, Any], file: str) -> list[str]:
     """The shard files an index's weight_map names, each checked to stay inside the model folder."""
     weight_map = index.get("weight_map")
-    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+    try:  # checked on the distinct values (a few hundred files for 500k tensors); a list or object is unhashable
+        files = set(weight_map.values()) if isinstance(weight_map, dict) else None
+    except TypeError:
+        files = None
+    if files is None or not all(isinstance(v, str) for v in files):
         raise MalformedHeader(f"{file}: weight_map must map tensor names to file names", path=file)
-    shards = sorted(set(weight_map.values()))
+    shards = sorted(files)
     for shard in shards:
         if shard.startswith("/") or ".." in Path(shard).parts:
             raise MalformedHeader(f"{file}: shard path {shard!r} leaves the model folder", path=file)
@@ -122,21 +127,30 @@ def select_indexed(headers: list[FileHeader], index: dict[str, Any] | None, warn
         return _some_tensors(headers)
     wanted: dict[str, str] = index["weight_map"]
     listed = set(wanted.values())
-    found: set[str] = set()
     unlisted = sorted(h.file for h in headers if h.file not in listed)
     unnamed = misplaced = 0
     first_unnamed = first_misplaced = ""
     out = []
-    homes = {h.file: list(map(wanted.get, (t.name for t in h.tensors))) for h in headers if h.file in listed}
-    at_home: set[str] = set()  # only needed when some tensor is stored away from where the index puts it
-    if any(places.count(file) != len(places) for file, places in homes.items()):
-        at_home = {t.name for h in headers if h.file in homes for t, home in zip(h.tensors, homes[h.file]) if home == h.file}
+    homes = {h.file: list(map(wanted.get, map(_name_of, h.tensors))) for h in headers if h.file in listed}
+    if all(places.count(file) == len(places) for file, places in homes.items()):
+        # The usual case: every tensor where the index says, so each is a name of the weight_map; as a header
+        # holds no name twice (the parser refuses duplicates) and a name has one home, they cover the index exactly
+        # when their count is its size. Only another count needs the set of names.
+        out = [h for h in headers if h.file in listed]
+        if sum(map(len, homes.values())) != len(wanted):
+            names = {t.name for h in out for t in h.tensors}
+            if len(names) != len(wanted):
+                _missing(wanted, names)
+        return _some_tensors(_warn_unlisted(out, unlisted, warnings))
+    found: set[str] = set()
+    # only needed when some tensor is stored away from where the index puts it
+    at_home = {t.name for h in headers if h.file in homes for t, home in zip(h.tensors, homes[h.file]) if home == h.file}
     for h in headers:
         if h.file not in listed:
             continue
         places = homes[h.file]
-        if places.count(h.file) == len(places):  # the usual case: every tensor where the index says
-            found.update(t.name for t in h.tensors)
+        if places.count(h.file) == len(places):  # every tensor where the index says
+            found.update(map(_name_of, h.tensors))
             out.append(h)
             continue
         kept = []
@@ -153,17 +167,8 @@ def select_indexed(headers: list[FileHeader], index: dict[str, Any] | None, warn
             kept.append(t)
         out.append(FileHeader(h.file, tuple(kept), h.metadata, h.warnings) if len(kept) != len(h.tensors) else h)
     if len(found) != len(wanted):
-        missing = next(name for name in wanted if name not in found)
-        raise MalformedHeader(
-            f"{INDEX_FILE} names {len(wanted) - len(found)} of {len(wanted)} tensors that no shard stores (first: "
-            f"{missing[:120]!r}, indexed in {wanted[missing][:120]!r}); their sizes are unknown",
-            path=INDEX_FILE,
-        )
-    if unlisted:
-        warnings.append(
-            f"{len(unlisted)} safetensors file(s) that {INDEX_FILE} does not list were not counted: "
-            + ", ".join(repr(u[:120]) for u in unlisted[:3]) + (" ..." if len(unlisted) > 3 else "")
-        )
+        _missing(wanted, found)
+    _warn_unlisted(out, unlisted, warnings)
     if unnamed:
         warnings.append(
             f"{unnamed} stored tensor(s) that {INDEX_FILE} does not name were not counted (first: {first_unnamed[:120]!r}); "
@@ -175,6 +180,27 @@ def select_indexed(headers: list[FileHeader], index: dict[str, Any] | None, warn
             "counted where stored"
         )
     return _some_tensors(out)
+
+
+_name_of = attrgetter("name")
+
+
+def _missing(wanted: dict[str, str], found: set[str]) -> None:
+    missing = next(name for name in wanted if name not in found)
+    raise MalformedHeader(
+        f"{INDEX_FILE} names {len(wanted) - len(found)} of {len(wanted)} tensors that no shard stores (first: "
+        f"{missing[:120]!r}, indexed in {wanted[missing][:120]!r}); their sizes are unknown",
+        path=INDEX_FILE,
+    )
+
+
+def _warn_unlisted(out: list[FileHeader], unlisted: list[str], warnings: list[str]) -> list[FileHeader]:
+    if unlisted:
+        warnings.append(
+            f"{len(unlisted)} safetensors file(s) that {INDEX_FILE} does not list were not counted: "
+            + ", ".join(repr(u[:120]) for u in unlisted[:3]) + (" ..." if len(unlisted) > 3 else "")
+        )
+    return out
 
 
 def _some_tensors(headers: list[FileHeader]) -> list[FileHeader]:

@@ -227,26 +227,27 @@ def validate_header(obj: Any, file: str, data_bytes: int | None = None, plain: b
         raise MalformedHeader(f"{file}: __metadata__ must map strings to strings", path=file)
     unknown: dict[str, int] = {}
     entries: list[tuple[int, int, TensorEntry]] = []
-    checked: dict[tuple[Any, ...], int] = {}  # (dtype, shape, nbytes) -> numel, for plain JSON only
+    # (dtype, shape, nbytes) -> (numel, shape): for plain JSON only; the entries of one shape share its tuple (a few
+    # hundred tuples instead of one per tensor)
+    checked: dict[tuple[Any, ...], tuple[int, tuple[int, ...]]] = {}
     for name, info in obj.items():
         if name == "__metadata__":
             continue
         if plain and type(info) is dict and len(info) == 3:
             try:
                 dtype, shape, (begin, end) = info["dtype"], info["shape"], info["data_offsets"]
-                key = (dtype, tuple(shape), end - begin)
-                numel = checked.get(key)
+                hit = checked.get((dtype, tuple(shape), end - begin))
             except (KeyError, TypeError, ValueError):
-                numel = None
-            if numel is not None and 0 <= begin <= end <= MAX_FILE_DATA_BYTES:
-                entries.append((begin, end, TensorEntry(name, dtype, key[1], numel, end - begin, file)))
+                hit = None
+            if hit is not None and 0 <= begin <= end <= MAX_FILE_DATA_BYTES:
+                entries.append((begin, end, TensorEntry(name, dtype, hit[1], hit[0], end - begin, file)))
                 continue
         entry = _checked_entry(name, info, file)
         begin, end = info["data_offsets"]
         if dtype_bits(entry.dtype) is None:
             unknown[entry.dtype] = unknown.get(entry.dtype, 0) + 1
         elif plain:
-            checked[(entry.dtype, entry.shape, entry.nbytes)] = entry.numel
+            checked[(entry.dtype, entry.shape, entry.nbytes)] = (entry.numel, entry.shape)
         entries.append((begin, end, entry))
     entries.sort(key=_by_offsets)
     position = 0

@@ -109,6 +109,8 @@ class WeightTensor:
     inn: int
     count: int
     stored_bytes: int  # as stored in the checkpoint, including its quantization bookkeeping
+    # the name with numeric parts replaced by ".#" (inventory.CountedTensor.pattern): the key of per-pattern memos
+    pattern: str | None = field(default=None, compare=False)
 
     @property
     def numel(self) -> int:
@@ -173,15 +175,27 @@ def weight_tensors(counted: Iterable[Any], quantization: Quantization | None = N
             overhead += e.nbytes
             continue
         name = e.name
-        head, dot, tail = name.rpartition(".")
-        key = (role, c.logical, c.component, e.dtype, e.shape, dot + tail)
-        form = forms.get(key)
-        if form is None:
-            form = forms[key] = _weight_form(name, e.dtype, e.shape, role, c.logical, c.component, method, bits, hidden_size)
-        count, rows, cols, kind = form
-        if kind == _LINEAR_UNLESS_CONV:
-            kind = "other" if "conv" in name.lower() else "linear"
-        append(WeightTensor(name, c.component, c.layer, kind, rows, cols, count, e.nbytes))
+        pattern = c.pattern
+        if pattern is not None:
+            # the whole-name test ("conv": no digit, so it matches a name exactly when it matches its pattern) is
+            # made once per pattern too
+            key: tuple[Any, ...] = (pattern, role, c.logical, c.component, e.dtype, e.shape)
+            form = forms.get(key)
+            if form is None:
+                form = forms[key] = _weight_form(name, e.dtype, e.shape, role, c.logical, c.component, method, bits, hidden_size)
+                if form[3] == _LINEAR_UNLESS_CONV:
+                    form = forms[key] = (*form[:3], "other" if "conv" in pattern.lower() else "linear")
+            count, rows, cols, kind = form
+        else:
+            head, dot, tail = name.rpartition(".")
+            key = (role, c.logical, c.component, e.dtype, e.shape, dot + tail)
+            form = forms.get(key)
+            if form is None:
+                form = forms[key] = _weight_form(name, e.dtype, e.shape, role, c.logical, c.component, method, bits, hidden_size)
+            count, rows, cols, kind = form
+            if kind == _LINEAR_UNLESS_CONV:
+                kind = "other" if "conv" in name.lower() else "linear"
+        append(WeightTensor(name, c.component, c.layer, kind, rows, cols, count, e.nbytes, pattern))
     if overhead and out:
         # Attribute the checkpoint's quantization bookkeeping as one pseudo-tensor so stored totals stay exact.
         append(WeightTensor("<quantization scales/zeros>", "other", None, "bookkeeping", overhead, 1, 1, overhead))
@@ -421,11 +435,12 @@ def weights_by_precision(tensors: list[WeightTensor], *, num_layers: int, moe: b
         k: _GGUFContext(k, num_layers, n_expert, tied, model_type == "llama" and num_layers == 80)
         for k in ("q8_0", "q6_k", "q5_k_m", "q4_k_m")
     }
-    total_params = sum(t.numel for t in tensors if t.kind != "bookkeeping")
+    groups = group_tensors(tensors, num_layers)
+    # (a group's tensors share kind and count x out x inn)
+    total_params = sum(t.numel * mult for t, mult in groups if t.kind != "bookkeeping")
     out: dict[str, int] = {}
     qparams: dict[str, int] = {}
     by_kind: dict[str, dict[str, int]] = {}
-    groups = group_tensors(tensors, num_layers)
     for key in keys:
         total = 0
         q = 0
@@ -447,8 +462,17 @@ def group_tensors(tensors: list[WeightTensor], num_layers: int) -> list[tuple[We
     """Identical tensors (same shape, kind and byte-relevant facts) collapsed to (representative, multiplicity);
     models with one tensor per expert have 10^4-10^5 tensors but a few hundred distinct ones."""
     groups: dict[tuple, list] = {}
+    # _gguf_category's substrings hold no digit where a numeric part could be, so the name's pattern decides it
+    categories: dict[tuple[str, str, str], str] = {}
     for t in tensors:
-        cat = _gguf_category(t)
+        pattern = t.pattern
+        if pattern is None:
+            cat = _gguf_category(t)
+        else:
+            cat_key = (t.kind, t.component, pattern)
+            cat = categories.get(cat_key)  # type: ignore[assignment]
+            if cat is None:
+                cat = categories[cat_key] = _gguf_category(t)
         layer_bit = _use_more_bits(t.layer or 0, num_layers) if cat in ("attn_v", "ffn_down") else None
         sig = (t.kind, t.component, t.out, t.inn, t.count, t.stored_bytes, cat, layer_bit)
         g = groups.get(sig)

@@ -61,9 +61,10 @@ def structural_parts(config: dict[str, Any], entries: list[TensorEntry], hidden:
     children: dict[str, list[TensorEntry]] = defaultdict(list)  # root-level child module -> its tensors
     outside: dict[str, list[TensorEntry]] = defaultdict(list)  # non-LM roots without stacks -> tensors
     roots_of: dict[str, str] = {}
+    lm_prefix = lm_root + "."
     for t in entries:
         name = t.name
-        if name.startswith(lm_root + "."):
+        if name.startswith(lm_prefix):
             continue
         root = _root(name, lm_parts)
         if root is None:

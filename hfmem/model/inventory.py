@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -16,7 +16,7 @@ from typing import Any
 from hfmem.hub.header import FileHeader, TensorEntry
 from hfmem.model.components import structural_parts
 from hfmem.model.moe import MoeSummary
-from hfmem.model.quant import OVERHEAD, PARAM, QUANTIZED, Quantization, Quantizer, QuantScheme, detect_scheme
+from hfmem.model.quant import NUMEL_PARAM, OVERHEAD, PARAM, QUANTIZED, Quantization, Quantizer, QuantScheme, Role, detect_scheme
 
 # Non-parameter buffers that checkpoints sometimes carry.
 _BUFFER_RE = re.compile(
@@ -92,6 +92,9 @@ class CountedTensor:
     logical: int  # logical parameters (0 for overhead and buffers)
     role: str  # "param" | "quant_overhead" | "buffer" | "tied_duplicate"
     layer: int | None
+    # the name with its numeric parts replaced by ".#" (one shared string per pattern), for later per-pattern memos;
+    # None where the name is outside _NameFactsMemo's reasoning. Derived from the name: not part of the value.
+    pattern: str | None = field(default=None, compare=False)
 
 
 _PROJECTOR_KEYS = (
@@ -226,7 +229,8 @@ def count_tensors(
     """
     entries = [t for h in headers for t in h.tensors]
     scheme = detect_scheme(config, entries)
-    index = {t.name: t for t in entries}
+    # sibling look-ups by name are the recognisers' (without a scheme role() answers from the tensor alone)
+    index = {t.name: t for t in entries} if scheme is not None else {}
     quantizer = Quantizer(scheme, index)
     if scheme is not None:
         scheme.quantizer = quantizer
@@ -238,12 +242,11 @@ def count_tensors(
     # one component per prefix; the name rules below decide the rest
     parts = structural_parts(config, entries, hidden_size, vocab_size, _owned_by_name_rules)
     prefixes = tuple(sorted(parts, key=len, reverse=True))
+    facts_of = _NameFactsMemo(num_layers, parts, prefixes, quantizer.name_only_role, quantizer.pattern_recogniser)
     for t in entries:
-        component, layer, buffer = name_facts(t.name, num_layers)
-        if prefixes and t.name.startswith(prefixes):  # (tower blocks past num_hidden_layers are not MTP layers)
-            component = next(parts[p] for p in prefixes if t.name.startswith(p))
+        component, layer, buffer, pattern, fixed = facts_of(t.name)
         if buffer:
-            counted.append(CountedTensor(t, component, 0, "buffer", layer))
+            counted.append(CountedTensor(t, component, 0, "buffer", layer, pattern))
             continue
         if (
             component == "lm_head"
@@ -252,24 +255,125 @@ def count_tensors(
             and t.shape == embed.shape
             and t.name.endswith("weight")
         ):
-            counted.append(CountedTensor(t, component, 0, "tied_duplicate", layer))
+            counted.append(CountedTensor(t, component, 0, "tied_duplicate", layer, pattern))
             notes.append(
                 f"{t.name} is stored although tie_word_embeddings is true; counted once (shares {embed.name})"
             )
             continue
-        role, logical, _ = quantizer.role(t)
+        if fixed is None:
+            role, logical, _ = quantizer.role(t)
+        elif fixed is NUMEL_PARAM:
+            role, logical = PARAM, t.numel
+        elif type(fixed) is Role:
+            role, logical = fixed.role, fixed.logical
+        else:
+            role, logical, _ = fixed(t)
         if role == PARAM and t.dtype in _INDEX_DTYPES:
             # Integer/bool tensors that no quantized layout claims are lookup tables or masks, not trainable weights.
-            counted.append(CountedTensor(t, component, 0, "buffer", layer))
+            counted.append(CountedTensor(t, component, 0, "buffer", layer, pattern))
             index_tables.append(t.name)
             continue
-        counted.append(CountedTensor(t, component, logical, role, layer))
+        counted.append(CountedTensor(t, component, logical, role, layer, pattern))
+    # The quantizer lives on in the scheme (for summarize), in a reference cycle (its dispatch table holds its bound
+    # methods); its name index is no longer needed, and released here it is freed with the report instead of waiting
+    # for a full cyclic collection (half a second at exit on a 500k-tensor checkpoint).
+    quantizer.index = {}
     if index_tables:
         notes.append(
             f"{len(index_tables)} integer tensors (e.g. {index_tables[0]}) are lookup tables, not parameters: "
             "stored bytes counted, parameters not"
         )
     return counted, scheme, notes
+
+
+# The first layer-stack number of a name pattern (numeric parts replaced by ".#"): _LAYER_RE on the pattern.
+_LAYER_IN_PATTERN_RE = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks|block)\.#\.")
+_NUMBERS_RE = re.compile(r"\.(\d+)(?=\.)")  # the numeric parts _NUMERIC_PART_RE replaces, in order
+_NO_MTP_RULE = frozenset({"speech_generator", "mtp", "vision", "audio", "projector"})
+
+
+class _NameFactsMemo:
+    """``name_facts`` plus the structural prefix rule of ``count_tensors``, worked out once per name pattern.
+
+    Everything but the layer number is a function of the pattern (numeric parts replaced by ".#"): the name rules
+    (see name_facts), and which numeric part _LAYER_RE picks in the name and in its lower-case form (the pattern
+    keeps every character but the digits of numeric parts, so a match in the name is a match at the same place in
+    the pattern). A structural prefix with no digit and no "#" starts the name exactly when it starts the pattern
+    (the two first differ at a digit of the name, which such a prefix cannot hold). So per tensor: one
+    substitution, one dictionary look-up, and the numeric parts only when a layer number is needed. Names this
+    reasoning does not cover (non-ASCII, whose lower-casing may change lengths; a literal "#"; prefixes with
+    digits) take name_facts tensor by tensor."""
+
+    memo = True  # False: every name worked out on its own (tests compare the two)
+
+    def __init__(self, num_layers: int | None, parts: dict[str, str], prefixes: tuple[str, ...],
+                 name_role: Callable[[str], Role | None] | None = None,
+                 recogniser: Callable[[str], Callable[[TensorEntry], Role] | None] | None = None):
+        self.num_layers = num_layers
+        self.parts = parts
+        self.prefixes = prefixes
+        self.name_role = name_role  # Quantizer.name_only_role: the same for every name of a pattern (same last part)
+        self.recogniser = recogniser  # Quantizer.pattern_recogniser: role() per tensor, faster, for one pattern
+        self.facts: dict[str, tuple[str, bool, int | None, int | None, str | None, str, Any, int | None]] = {}
+        self.by_pattern = self.memo and not any(ch.isdigit() or ch == "#" for p in prefixes for ch in p)
+
+    def __call__(self, name: str) -> tuple[str, int | None, bool, str | None, Any]:
+        """(component, layer, buffer, pattern or None, the role for every name of the pattern or the recogniser
+        that stands in for role() on them, or None: role() itself)."""
+        if not self.by_pattern or not name.isascii() or "#" in name:
+            return (*self._per_name(name), None, None)
+        key = _NUMERIC_PART_RE.sub(".#", name)
+        facts = self.facts.get(key)
+        if facts is None:
+            # (a numeric part is followed by a dot, so the last part of the pattern is the name's own)
+            pattern_facts = self._pattern(key)
+            at, mtp_at = pattern_facts[2:4]
+            # where the first numeric part starts, when the numbers asked for are that one (names before it agree)
+            first = key.index("#") if {at, mtp_at} <= {0, None} and (at, mtp_at) != (None, None) else None
+            role_of: Any = self.name_role(key) if self.name_role else None
+            if role_of is None and self.recogniser is not None:
+                role_of = self.recogniser(key)
+            facts = self.facts[key] = (*pattern_facts, key, role_of, first)
+        component, buffer, at, mtp_at, override, key, role, first = facts  # key: the memo's, one string per pattern
+        if at is None and mtp_at is None:
+            return component, None, buffer, key, role
+        if first is not None:  # the number is the first numeric part, which starts where the pattern's first "#" is
+            number = int(name[first : name.find(".", first)])
+            layer = number if at is not None else None
+            mtp_number = number if mtp_at is not None else None
+        else:
+            numbers = _NUMBERS_RE.findall(name)
+            layer = int(numbers[at]) if at is not None else None
+            mtp_number = int(numbers[mtp_at]) if mtp_at is not None else None
+        if override is not None:
+            return override, layer, buffer, key, role
+        if mtp_number is not None and mtp_number >= self.num_layers:  # type: ignore[operator]
+            return "mtp", layer, buffer, key, role
+        return component, layer, buffer, key, role
+
+    def _per_name(self, name: str) -> tuple[str, int | None, bool]:
+        component, layer, buffer = name_facts(name, self.num_layers)
+        if self.prefixes and name.startswith(self.prefixes):  # (tower blocks past num_hidden_layers are not MTP layers)
+            component = next(self.parts[p] for p in self.prefixes if name.startswith(p))
+        return component, layer, buffer
+
+    def _pattern(self, key: str) -> tuple[str, bool, int | None, int | None, str | None]:
+        """(component without the MTP layer rule: the prefix's part if one applies, buffer, position of the layer
+        number among the numeric parts, of the number the MTP rule compares (in the lower-case name) or None when the
+        rule cannot apply, prefix part)."""
+        base, buffer = _pattern_facts(key)
+        m = _LAYER_IN_PATTERN_RE.search(key)
+        at = key.count(".#", 0, m.end()) - 1 if m else None
+        mtp_at = None
+        if self.num_layers is not None and base not in _NO_MTP_RULE:
+            lower = key.lower()
+            m_lower = m if lower == key else _LAYER_IN_PATTERN_RE.search(lower)
+            mtp_at = lower.count(".#", 0, m_lower.end()) - 1 if m_lower else None
+        override = None
+        if self.prefixes and key.startswith(self.prefixes):
+            override = next(self.parts[p] for p in self.prefixes if key.startswith(p))
+            mtp_at = None
+        return override or base, buffer, at, mtp_at, override
 
 
 def _owned_by_name_rules(prefix: str) -> bool:
@@ -287,29 +391,43 @@ def _find_input_embedding(entries: list[TensorEntry]) -> TensorEntry | None:
 
 
 def summarize(counted: list[CountedTensor], scheme: QuantScheme | None, notes: list[str]) -> Parameters:
+    # One pass adding up (bytes, elements, logical parameters) per (role, component, dtype), a few dozen keys, then
+    # the totals from those sums (the same additions, grouped).
+    sums: dict[tuple[str, str, str], list[int]] = {}
+    get = sums.get
+    for c in counted:
+        e = c.entry
+        key = (c.role, c.component, e.dtype)
+        acc = get(key)
+        if acc is None:
+            sums[key] = [e.nbytes, e.numel, c.logical]
+        else:
+            acc[0] += e.nbytes
+            acc[1] += e.numel
+            acc[2] += c.logical
     by_dtype: Counter[str] = Counter()
     by_component: Counter[str] = Counter()
     bytes_by_component: Counter[str] = Counter()
     total = stored_bytes = stored_elements = buffers = tied = 0
     overhead = quantized_params = 0
-    for c in counted:
-        stored_bytes += c.entry.nbytes
-        stored_elements += c.entry.numel
-        if c.role == "buffer":
-            buffers += c.entry.numel
+    for (role, component, dtype), (nbytes, numel, logical) in sums.items():
+        stored_bytes += nbytes
+        stored_elements += numel
+        if role == "buffer":
+            buffers += numel
             continue
-        if c.role == "tied_duplicate":
-            tied += c.entry.numel
+        if role == "tied_duplicate":
+            tied += numel
             continue
-        bytes_by_component[c.component] += c.entry.nbytes
-        if c.role == OVERHEAD:
-            overhead += c.entry.nbytes
+        bytes_by_component[component] += nbytes
+        if role == OVERHEAD:
+            overhead += nbytes
             continue
-        by_dtype[c.entry.dtype] += c.entry.numel
-        by_component[c.component] += c.logical
-        total += c.logical
-        if c.role == QUANTIZED:
-            quantized_params += c.logical
+        by_dtype[dtype] += numel
+        by_component[component] += logical
+        total += logical
+        if role == QUANTIZED:
+            quantized_params += logical
     quantization = None
     warnings: list[str] = []
     if scheme is not None:

@@ -68,6 +68,8 @@ class Role(NamedTuple):
 
 
 _BOOKKEEPING = Role(OVERHEAD, 0)  # one shared (immutable) answer for the many scale/zero tensors
+# Quantizer.name_only_role's answer without a scheme: PARAM with each tensor's own element count
+NUMEL_PARAM = Role(PARAM, -1)
 
 
 @dataclass
@@ -442,6 +444,53 @@ class Quantizer:
         if t.dtype == "F8_E8M0":  # power-of-two scales (MX formats); never weights
             return _BOOKKEEPING
         return Role(PARAM, t.numel)
+
+    def name_only_role(self, name: str) -> Role | None:
+        """role()'s answer for every tensor whose name ends like ``name`` (the same last part after a dot), where
+        role() decides it from that part alone: NUMEL_PARAM without a scheme (PARAM, the tensor's element count),
+        the shared bookkeeping answer for a scale/zero whose only recogniser claims it by its suffix (compressed-
+        tensors' weight_scale & co., activation scales, weight_scale_inv). None: role() per tensor."""
+        if not self.memo:
+            return None
+        if self.scheme is None:
+            return NUMEL_PARAM
+        _, dot, tail = name.rpartition(".")
+        if not dot:
+            return None
+        recognisers = self._dispatch.get(tail)
+        if recognisers == (self._compressed_packed,) and "." + tail in _CT_SUFFIXES:
+            return _BOOKKEEPING  # _compressed_packed: name.endswith(_CT_SUFFIXES)
+        if recognisers == (self._activation_scale,):
+            return _BOOKKEEPING  # _activation_scale: name.endswith(_ACTIVATION_SCALE_SUFFIXES)
+        if tail == "weight_scale_inv" and recognisers == (self._scaled_weight,):
+            return _BOOKKEEPING  # _scaled_weight: name.endswith(".weight_scale_inv")
+        return None
+
+    def pattern_recogniser(self, pattern: str) -> Callable[[TensorEntry], Role] | None:
+        """A faster stand-in for role() on every tensor whose name has this pattern (numeric parts replaced by
+        ".#", inventory.CountedTensor.pattern), or None. Only for compressed-tensors ``weight_packed``: role() would
+        dispatch on the last name part to _compressed_packed alone, which tests the suffixes the pattern already
+        shows; the stand-in does the rest of _compressed_packed, with the same memo and key, and role()'s count."""
+        if not (self.memo and pattern.endswith(".weight_packed")):
+            return None
+        if self._dispatch.get("weight_packed") != (self._compressed_packed,):
+            return None
+        return self._packed_weight
+
+    def _packed_weight(self, t: TensorEntry) -> Role:
+        """role() of a tensor named ``*.weight_packed`` (see pattern_recogniser)."""
+        module = t.name[: -len(".weight_packed")]
+        scale = self.index.get(module + ".weight_scale")
+        key = (module.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO) if self._ct_digit_blind else module, t.dtype, t.shape,
+               scale.shape if scale is not None else None)
+        hit = self._ct_memo.get(key)
+        if hit is None:
+            hit = self._ct_memo[key] = self._compressed_packed_role(t, module, scale)
+        role, problems = hit
+        for problem in problems:
+            self.problems[problem] += 1
+        self.formats[role.fmt] += role.logical  # type: ignore[index]  # always QUANTIZED with a format
+        return role
 
     def _build_dispatch(self) -> dict[str, tuple[Any, ...]]:
         """Last name component -> the recognisers that may claim it (each still checks its own siblings)."""
