@@ -62,6 +62,32 @@ def test_memoised_pass_equals_tensor_by_tensor(repo_id, monkeypatch):
         assert weight_tensors(subset, params.quantization) == weight_tensors_reference(subset, params.quantization)
 
 
+@pytest.mark.parametrize("repo_id", fixture_repo_ids())
+def test_vllm_parameter_keys_per_pattern_equal_name_by_name(repo_id):
+    """The planner groups tensors into the parameters vLLM allocates (the allocator-rounding term) per name pattern
+    and layer: the same keys as vllm_parameter of every name."""
+    from hfmem.memory.vllm_weights import parameter_keys, vllm_parameter
+
+    files = model_files(repo_id)
+    counted, params, _, arch = _inventory(files)
+    tensors = weight_tensors(counted, params.quantization, arch.hidden_size)
+    assert parameter_keys(tensors) == [vllm_parameter(t.name) for t in tensors]
+
+
+def test_vllm_parameter_keys_per_pattern_on_odd_names():
+    from hfmem.memory.precision import WeightTensor
+    from hfmem.memory.vllm_weights import parameter_keys, vllm_parameter
+
+    names = [("model.layers.3.mlp.experts.7.gate_proj.weight", 3), ("model.layers.3.mlp.experts.9.up_proj.weight", 3),
+             ("model.layers.4.mlp.experts.7.gate_proj.weight", 4), ("visual.blocks.0.attn.qkv.weight", None),
+             ("visual.blocks.1.attn.qkv.weight", None), ("model.layers.2.mlp.experts.1.linear.0.weight", 2),
+             ("model.layers.2.mlp.experts.1.linear.1.weight", 2), ("experts.5.w1.weight", None),
+             ("experts.6.w1.weight", None), ("model.layers.1.q_proj.weight", 1)]
+    tensors = [WeightTensor(n, "mlp", layer, "linear", 4, 4, 1, 32, pattern=re.sub(r"\.\d+(?=\.)", ".#", n))
+               for n, layer in names]
+    assert parameter_keys(tensors) == [vllm_parameter(t.name) for t in tensors]
+
+
 def _kimi_with(ignore=None, groups=None):
     config = copy.deepcopy(load_config("moonshotai/Kimi-K3"))
     q = config.get("quantization_config") or config["text_config"]["quantization_config"]

@@ -443,7 +443,7 @@ class Planner:
         arch = self.arch
         moe = bool(arch.moe)
         from hfmem.memory.precision import _GGUFContext  # the GGUF type mix depends on model facts
-        from hfmem.memory.vllm_weights import ALLOC_TERM, allocator_rounding_bytes, vllm_parameter
+        from hfmem.memory.vllm_weights import ALLOC_TERM, allocator_rounding_bytes, parameter_keys
 
         gctx = None
         if self.precision in ("q8_0", "q6_k", "q5_k_m", "q4_k_m"):
@@ -453,14 +453,13 @@ class Planner:
         replicated: dict[str, int] = {}
         memo: dict[tuple, int] = {}
         per_parameter: dict[str, int] = {}  # vLLM parameter -> bytes on one rank (the allocator's unit)
-        for t in self.tensors:
+        for t, key in zip(self.tensors, parameter_keys(self.tensors)):
             sig = (t.kind, t.component, t.out, t.inn, t.count, t.stored_bytes, t.layer if gctx else None, t.name.rsplit(".", 1)[-1] if gctx else None)
             b = memo.get(sig)
             if b is None or gctx is not None:
                 b = memo[sig] = tensor_bytes(t, self.precision, moe=moe, gguf=gctx)
             per, rule = shard(t, b, arch, self.tp)
             total += per
-            key = vllm_parameter(t.name)
             per_parameter[key] = per_parameter.get(key, 0) + per
             if self.tp > 1 and rule in ("replicated", "kv-heads") and per:
                 label = {"norms": "norms", "moe_router": "MoE routers"}.get(t.component, t.name.split(".")[-2] if "." in t.name else t.name)

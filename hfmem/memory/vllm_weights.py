@@ -23,7 +23,10 @@ from typing import TYPE_CHECKING
 from hfmem.units import round_up
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from hfmem.memory.gpus import GPU
+    from hfmem.memory.precision import WeightTensor
     from hfmem.model.architecture import Architecture
 
 MXFP4_BLOCK = 32
@@ -128,6 +131,32 @@ def vllm_parameter(name: str) -> str:
     for old, new in _FUSED:
         key = key.replace(old, new)
     return key
+
+
+def parameter_keys(tensors: Sequence[WeightTensor]) -> list[str]:
+    """vllm_parameter of every tensor's name, worked out once per (name pattern, layer) where that decides it: when
+    the pattern's only numeric parts are the layer number and a ``.experts.N.`` index, its names differ in nothing
+    vllm_parameter keeps but the layer (the expert index is dropped); other names go one by one. Kimi-K3's 497,220
+    names took 0.37 s one by one."""
+    keys: list[str] = []
+    decided: dict[tuple[str, bool], bool] = {}
+    by_pattern: dict[tuple[str, int | None], str] = {}
+    for t in tensors:
+        pattern = t.pattern
+        if pattern is not None:
+            layered = t.layer is not None
+            ok = decided.get((pattern, layered))
+            if ok is None:
+                ok = decided[(pattern, layered)] = pattern.count(".#") == layered + (".experts.#." in pattern)
+            if ok:
+                memo_key = (pattern, t.layer)
+                key = by_pattern.get(memo_key)
+                if key is None:
+                    key = by_pattern[memo_key] = vllm_parameter(t.name)
+                keys.append(key)
+                continue
+        keys.append(vllm_parameter(t.name))
+    return keys
 
 
 def allocator_rounding_bytes(parameters: dict[str, int]) -> int:
