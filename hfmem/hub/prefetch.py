@@ -34,6 +34,7 @@ class _Read:
         self.preload_or_done = threading.Event()
         self.deferred: list[Any] = []  # cache writes read_hub left to run after its answer (digest.store)
         self.written = threading.Event()
+        self.sent = threading.Event()  # its first request has left (or the read ended without one)
         threading.Thread(target=self._run, name="hfmem-prefetch", daemon=True).start()
 
     def _run(self) -> None:
@@ -44,10 +45,11 @@ class _Read:
             repo_id, revision, token, timeout = self.args
             with gc_paused():
                 self.result = read_hub(repo_id, revision=revision, token=token, timeout=timeout,
-                                       on_preload=self._preloaded, deferred=self.deferred)
+                                       on_preload=self._preloaded, deferred=self.deferred, sent=self.sent)
         except BaseException as exc:  # handed to the taker, who raises it as read_hub would have
             self.error = exc
         finally:
+            self.sent.set()
             self.done.set()
             self.preload_or_done.set()
         # The digest entry is written while the taker analyses the answer; the process waits for it at exit.
@@ -76,7 +78,8 @@ class _Read:
 
 def start(ref: str, revision: str | None, token: str | bool | None, timeout: float | None) -> None:
     """Begin reading ``ref`` from the Hub if ``read_model(ref, revision, token, timeout)`` would (a repo id or Hub
-    URL, not a local path); anything it cannot vouch for is left to read_model, which reports it."""
+    URL, not a local path), and return when its first request has left; anything it cannot vouch for is left to
+    read_model, which reports it."""
     from hfmem.errors import HfmemError
     from hfmem.hub.local import looks_local
     from hfmem.hub.ref import is_gguf_ref, resolve_ref
@@ -89,11 +92,17 @@ def start(ref: str, revision: str | None, token: str | bool | None, timeout: flo
         return
     key = (repo_id, revision, token, timeout)
     with _lock:
-        if key not in _pending:
-            if not _pending and not _reads:
-                atexit.register(_finish_writes)
-            _pending[key] = read = _Read(key)
-            _reads.append(read)
+        if key in _pending:
+            return
+        if not _pending and not _reads:
+            atexit.register(_finish_writes)
+        _pending[key] = read = _Read(key)
+        _reads.append(read)
+    # Return once its first request is on the wire (at most 2 s): the caller then imports the analysis code, which
+    # would otherwise compete for the interpreter with the HTTP client's import and delay the request; while the
+    # request waits on the network those imports cost nothing. A run's critical path is the client's import, then
+    # the round trip.
+    read.sent.wait(2.0)
 
 
 def _finish_writes() -> None:

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -73,7 +74,7 @@ _NOT_SHARDED = "not-sharded"
 
 def read_hub(repo_id: str, revision: str | None = None, token: str | bool | None = None, timeout: float | None = None,
              on_preload: Callable[[ModelFiles], None] | None = None,
-             deferred: list[Callable[[], None]] | None = None) -> ModelFiles:
+             deferred: list[Callable[[], None]] | None = None, sent: threading.Event | None = None) -> ModelFiles:
     """Config + headers of a Hub repo in as few round trips as the Hub allows (see docs/speed.md):
 
     - main, sharded: GET config.json and GET the one-shot safetensors-metadata endpoint, concurrently (2 requests);
@@ -86,13 +87,14 @@ def read_hub(repo_id: str, revision: str | None = None, token: str | bool | None
     request re-resolving it is in flight; read_hub returns that very object if the commit is unchanged.
     deferred: given, writing the digest entry is appended to it instead of done before returning (the caller runs
     it while the answer is used: writing DeepSeek-V3's entry takes ~0.1 s).
+    sent: set once the first request is on its way (its client imported and built), or the read failed before it.
     """
     from huggingface_hub import constants
 
     check_repo_id(repo_id)
     check_revision(revision)
     timeout = timeout if timeout is not None else constants.HF_HUB_DOWNLOAD_TIMEOUT
-    ctx = HubContext(repo_id, revision, token, timeout, on_preload, deferred)
+    ctx = HubContext(repo_id, revision, token, timeout, on_preload, deferred, sent)
     if constants.HF_HUB_OFFLINE:
         sha = digest.read_ref(repo_id, revision) or cached_sha(repo_id, revision)
         hit = _from_digest(repo_id, sha, None, "cache")
@@ -200,9 +202,10 @@ class HubContext:
 
     def __init__(self, repo_id: str, revision: str | None, token: str | bool | None, timeout: float,
                  on_preload: Callable[[ModelFiles], None] | None = None,
-                 deferred: list[Callable[[], None]] | None = None):
+                 deferred: list[Callable[[], None]] | None = None, sent: threading.Event | None = None):
         self.on_preload = on_preload
         self.deferred = deferred
+        self.sent = sent if sent is not None else threading.Event()
         self.repo_id = repo_id
         self.revision = revision
         self.token = token
@@ -257,6 +260,9 @@ class HubContext:
             with ThreadPoolExecutor(max_workers=1) as pool:
                 config_future = pool.submit(self.get_config)
                 try:
+                    # The request first (importing and building the HTTP client is most of its time), the entry
+                    # while it is on the wire: both need the interpreter, only the request then waits.
+                    self.sent.wait(self.timeout)
                     preloaded = _from_digest(self.repo_id, known, None, "hub")
                     if preloaded is not None and self.on_preload is not None:
                         self.on_preload(preloaded)
@@ -378,7 +384,9 @@ class HubContext:
         headers["Accept-Encoding"] = "gzip, deflate"  # what get_once decodes itself, a bounded step at a time
         if extra:
             headers.update(extra)
-        return get_session().stream("GET", url, headers=headers, timeout=self.timeout, follow_redirects=True)
+        session = get_session()
+        self.sent.set()  # the client is imported and built: the request leaves now
+        return session.stream("GET", url, headers=headers, timeout=self.timeout, follow_redirects=True)
 
     def _get(self, url: str, limit: int, extra: dict[str, str] | None = None) -> tuple[bytearray, Any]:
         """One GET = one retried operation (transient failures, a body cut short, 429 Retry-After: see call). get_once
@@ -442,7 +450,10 @@ class HubContext:
 
     def get_config(self) -> tuple[bytearray, str | None]:
         """config.json in one GET (hf_hub_download would add a HEAD); the commit comes from X-Repo-Commit."""
-        data, response = self._get(self.file_url("config.json", self.revision), MAX_CONFIG_BYTES + 1)
+        try:
+            data, response = self._get(self.file_url("config.json", self.revision), MAX_CONFIG_BYTES + 1)
+        finally:
+            self.sent.set()  # also when it failed before sending anything
         return data, _commit(response)
 
     def get_index(self, revision: str | None) -> tuple[dict[str, Any] | None, str | None]:
