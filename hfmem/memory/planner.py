@@ -613,14 +613,16 @@ class Planner:
             # The profile's torch peak is the larger of the forward and the dummy sampler run
             # (gpu_model_runner.py profile_run -> _dummy_run, _dummy_sampler_run). The sampler sees min(max_num_seqs,
             # tokens) rows of the full vocabulary: LogitsProcessor gathers the vocab-parallel logits onto every rank,
-            # so it is not divided by TP. Alive with it: the forward's hidden states [tokens, h] and the sampled rows
-            # plus their rand_like copy [rows, h] in the model dtype.
+            # so it is not divided by TP. Alive with it: the forward's hidden states [tokens, h] and, in V1, the
+            # sampled rows plus their rand_like copy [rows, h] in the model dtype; V0 (model_runner.py execute_model)
+            # keeps only the hidden states: LogitsProcessor's pruned rows are freed when compute_logits returns.
             del terms["logits"]
             if self.vllm.engine == "V0" and "mlp" in terms:
                 terms["mlp"] = v0_mlp_peak(self.arch, tokens, self.act_bytes, self.tp, self.gated)
             h = self.arch.hidden_size
             terms["sampler (dummy run)"] = (rows * self.arch.vocab_size * self.vllm.sampler_bytes(self.act_bytes, rows)
-                                            + (tokens + 2 * rows) * h * self.act_bytes)
+                                            + (tokens + (0 if self.vllm.engine == "V0" else 2 * rows)) * h
+                                            * self.act_bytes)
             enc = self.encoder
             if enc is not None:
                 # profile_run runs the vision tower first and keeps its outputs in encoder_cache through the text
