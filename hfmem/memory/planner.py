@@ -613,7 +613,8 @@ class Planner:
             # The profile's torch peak is the larger of the forward and the dummy sampler run
             # (gpu_model_runner.py profile_run -> _dummy_run, _dummy_sampler_run). The sampler sees min(max_num_seqs,
             # tokens) rows of the full vocabulary: LogitsProcessor gathers the vocab-parallel logits onto every rank,
-            # so it is not divided by TP. Alive with it: the forward's hidden states [tokens, h] and, in V1, the
+            # so it is not divided by TP (V0 gathers to rank 0 and samples there only; its executor takes the smallest
+            # pool of all ranks, so the driver's peak counts). Alive with it: the forward's hidden states [tokens, h] and, in V1, the
             # sampled rows plus their rand_like copy [rows, h] in the model dtype; V0 (model_runner.py execute_model)
             # keeps only the hidden states: LogitsProcessor's pruned rows are freed when compute_logits returns.
             del terms["logits"]

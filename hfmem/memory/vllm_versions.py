@@ -33,7 +33,7 @@ class VllmVersion:
     #   masked values back (torch.empty_like(logits_sort).scatter_) instead of gathering through an int64 inverse
     #   permutation, so its peak is the same logits.sort() as "sort": 36 B. At the scatter the fp32 copy 4, sorted
     #   values 4, int64 indices 8, two masks 2, probs_sort 4, probs_sum 4 (cumsum not in place) and the output 4 are
-    #   30 B; softmax/log_softmax and _multinomial's copy and noise come after the sort's tensors are freed (22 B).
+    #   30 B; softmax/log_softmax and _multinomial's copy and noise come after the sort's tensors are freed (20 B).
     # - "triton": topk_topp_triton.py apply_top_k_top_p_triton masks the fp32 logits in place (pivot search, no
     #   sort), then forward_native's softmax probs 4 and random_sample's exponential noise q 4: 4 + 4 + 4 = 12 B.
     sampler: str
