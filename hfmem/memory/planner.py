@@ -173,6 +173,34 @@ def activation_terms(arch: Architecture, tokens: int, *, engine: str, act_bytes:
     return terms
 
 
+# vLLM V0 model classes whose MLP keeps the gate_up output referenced through down_proj (see v0_mlp_peak)
+V0_GATE_UP_KEPT = frozenset({"qwen2"})
+
+
+def v0_mlp_peak(arch: Architecture, tokens: int, act_bytes: int, tp: int, gated: bool = True) -> int:
+    """Peak bytes of vLLM V0's eager MLP (per GPU), the profile's forward peak for dense models.
+
+    Alive through a decoder layer (the models' ``DecoderLayer.forward`` with the in-place ``fused_add_rms_norm``):
+    the layer input, which the model's layer loop still references, the residual and the MLP input: 3 h. Then
+    - llama.py ``LlamaMLP.forward`` rebinds ``x`` to the activation, so gate_up [2I/tp] is freed before down_proj:
+      3h + 3I/tp at ``SiluAndMul``; at down_proj 4h + I/tp, and at TP >= 2 one more h, because
+      parallel_state.py ``GroupCoordinator._all_reduce_out_place`` returns the reduced sum as a new tensor while
+      ``RowParallelLinear.forward`` still holds its output;
+    - qwen2.py ``Qwen2MLP.forward`` keeps ``gate_up`` referenced through down_proj: 4h + 3I/tp, plus the all-reduced
+      copy (h) at TP >= 2.
+    """
+    h = arch.hidden_size
+    inter = arch.intermediate_size or 4 * h
+    up = (2 if gated else 1) * inter // tp
+    act = inter // tp
+    down = 4 * h if tp == 1 else 5 * h
+    if arch.model_type in V0_GATE_UP_KEPT:
+        per_tok = down + up + act
+    else:
+        per_tok = max(3 * h + up + act, down + act)
+    return tokens * act_bytes * per_tok
+
+
 def _uses_rope(arch: Architecture) -> bool:
     cfg = arch.text_config or {}
     if cfg.get("position_embedding_type") == "absolute":
@@ -584,12 +612,17 @@ class Planner:
             # The profile's torch peak is the larger of the forward and the dummy sampler run
             # (gpu_model_runner.py profile_run -> _dummy_run, _dummy_sampler_run). The sampler sees min(max_num_seqs,
             # tokens) rows of the full vocabulary: LogitsProcessor gathers the vocab-parallel logits onto every rank,
-            # so it is not divided by TP. Alive with it: the forward's hidden states [tokens, h] and the sampled rows
-            # plus their rand_like copy [rows, h] in the model dtype.
+            # so it is not divided by TP (V0 gathers to rank 0 and samples there only; its executor takes the smallest
+            # pool of all ranks, so the driver's peak counts). Alive with it: the forward's hidden states [tokens, h] and, in V1, the
+            # sampled rows plus their rand_like copy [rows, h] in the model dtype; V0 (model_runner.py execute_model)
+            # keeps only the hidden states: LogitsProcessor's pruned rows are freed when compute_logits returns.
             del terms["logits"]
+            if self.vllm.engine == "V0" and "mlp" in terms:
+                terms["mlp"] = v0_mlp_peak(self.arch, tokens, self.act_bytes, self.tp, self.gated)
             h = self.arch.hidden_size
             terms["sampler (dummy run)"] = (rows * self.arch.vocab_size * self.vllm.sampler_bytes(self.act_bytes, rows)
-                                            + (tokens + 2 * rows) * h * self.act_bytes)
+                                            + (tokens + (0 if self.vllm.engine == "V0" else 2 * rows)) * h
+                                            * self.act_bytes)
             enc = self.encoder
             if enc is not None:
                 # profile_run runs the vision tower first and keeps its outputs in encoder_cache through the text

@@ -28,10 +28,12 @@ class VllmVersion:
     #   key/value buffers (4 + 8), next to the fp32 copy (Sampler.forward logits.to(float32), 4) and the outputs
     #   (values 4, int64 indices 8): 36 B. Later, at the scatter (masks 2, probs_sort 4 with cumsum in place, the
     #   scatter's new tensor 4, without the sort's temporaries) only 26 B are alive.
-    # - "v0": vllm/model_executor/layers/sampler.py _apply_top_k_top_p (V0): the fp32 copy 4 + sorted values 4 +
-    #   int64 indices 8 + top-k mask 1 + probs_sort 4 + probs_sum 4 (cumsum not in place) + top-p mask 1 + the
-    #   inverse permutation (int64) 8 + the gathered result 4 = 38 B, all alive at the final gather (the sort's own
-    #   temporaries, 36 B as below, are freed by then).
+    # - "v0": vllm/model_executor/layers/sampler.py Sampler.forward (V0, driver rank only) with ModelRunner.profile_run's
+    #   SamplingParams(top_p=0.99, top_k=vocab - 1). _apply_top_k_top_p sorts and, since vLLM 0.6.2, scatters the
+    #   masked values back (torch.empty_like(logits_sort).scatter_) instead of gathering through an int64 inverse
+    #   permutation, so its peak is the same logits.sort() as "sort": 36 B. At the scatter the fp32 copy 4, sorted
+    #   values 4, int64 indices 8, two masks 2, probs_sort 4, probs_sum 4 (cumsum not in place) and the output 4 are
+    #   30 B; softmax/log_softmax and _multinomial's copy and noise come after the sort's tensors are freed (20 B).
     # - "triton": topk_topp_triton.py apply_top_k_top_p_triton masks the fp32 logits in place (pivot search, no
     #   sort), then forward_native's softmax probs 4 and random_sample's exponential noise q 4: 4 + 4 + 4 = 12 B.
     sampler: str
@@ -54,7 +56,7 @@ class VllmVersion:
         sampler's temporaries. Newer vLLM takes the Triton path only from 8 rows up (topk_topp_sampler.py
         apply_top_k_top_p: ``HAS_TRITON and logits.shape[0] >= 8``), else the PyTorch sort."""
         kind = "sort" if self.sampler == "triton" and rows < 8 else self.sampler
-        return act_bytes + {"v0": 38, "sort": 36, "triton": 12}[kind]
+        return act_bytes + {"v0": 36, "sort": 36, "triton": 12}[kind]
 
     def batch_defaults(self, gpu_memory_bytes: int | None, gpu_key: str | None) -> tuple[int | None, int]:
         """(max_num_batched_tokens, max_num_seqs) of the OpenAI API server when the user sets neither.
