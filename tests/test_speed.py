@@ -281,28 +281,39 @@ def test_corrupt_entry_is_ignored_and_rewritten(hub_env, stub_repo, damage):
 
 
 def _edit_entry(path: Path, edit) -> None:
-    """Change an entry's tensors and recompute its checksum, as someone who can write the cache could."""
+    """Change an entry's tensors and recompute its checksum, as someone who can write the cache could. ``edit`` gets
+    (kinds, files): the distinct [dtype, shape, nbytes] and per file [names, kind index per tensor]."""
     import hashlib
 
     _, head, body = path.read_bytes().split(b"\n", 2)
-    columns = json.loads(body)
-    edit(columns[0])
-    body = json.dumps(columns, separators=(",", ":")).encode()
+    kinds, files = json.loads(body)
+    edit(kinds, files)
+    body = json.dumps([kinds, files], separators=(",", ":")).encode()
     path.write_bytes(hashlib.sha256(head + b"\n" + body).hexdigest().encode() + b"\n" + head + b"\n" + body)
+
+
+def _first_kind(files):  # the kind of the first file's first tensor
+    return files[0][1][0]
 
 
 @pytest.mark.parametrize(
     "edit",
     [
-        lambda c: c[2].__setitem__(0, ["152064", "3584"]),  # string shape: once an exit 1 on every later run
-        lambda c: c[2].__setitem__(0, [-152064, 3584]),  # negative dimension
-        lambda c: c[2].__setitem__(0, [152064.5, 3584]),  # float: once 1,409,375,422.5 parameters
-        lambda c: c[3].__setitem__(0, c[3][0] * 2),  # bytes that do not match shape x dtype
-        lambda c: c[1].__setitem__(0, ["BF16"]),  # dtype not a string
-        lambda c: c[0].__setitem__(0, 7),  # name not a string
-        lambda c: c.__setitem__(2, c[2][:-1]),  # columns of different lengths
+        lambda k, f: k[_first_kind(f)].__setitem__(1, ["152064", "3584"]),  # string shape: once an exit 1 on every later run
+        lambda k, f: k[_first_kind(f)].__setitem__(1, [-152064, 3584]),  # negative dimension
+        lambda k, f: k[_first_kind(f)].__setitem__(1, [152064.5, 3584]),  # float: once 1,409,375,422.5 parameters
+        lambda k, f: k[_first_kind(f)].__setitem__(2, k[_first_kind(f)][2] * 2),  # bytes that do not match shape x dtype
+        lambda k, f: k[_first_kind(f)].__setitem__(0, ["BF16"]),  # dtype not a string
+        lambda k, f: f[0][0].__setitem__(0, 7),  # name not a string
+        lambda k, f: f[0].__setitem__(1, f[0][1][:-1]),  # names and kinds of different lengths
+        lambda k, f: f[0][1].__setitem__(0, len(k)),  # a kind that does not exist
+        lambda k, f: f[0][1].__setitem__(0, -1),  # a negative kind (Python would take the last one)
+        lambda k, f: f[0][1].__setitem__(0, True),  # a bool kind (Python would take kind 1)
+        lambda k, f: f[0][1].__setitem__(0, 0.0),  # a float kind
+        lambda k, f: k.append(["BF16", [2], 4, 1]),  # a kind of four fields
     ],
-    ids=["str-shape", "negative", "float", "nbytes", "dtype", "name", "ragged"],
+    ids=["str-shape", "negative", "float", "nbytes", "dtype", "name", "ragged", "kind-range", "kind-negative",
+         "kind-bool", "kind-float", "kind-fields"],
 )
 def test_edited_entry_with_a_valid_checksum_is_validated_and_rewritten(hub_env, stub_repo, edit):
     spec = _serve(hub_env, stub_repo)

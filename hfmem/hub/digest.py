@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from itertools import repeat
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -26,7 +25,7 @@ from hfmem.hub.files import MAX_JSON_DEPTH, is_sha, json_depth
 from hfmem.hub.header import FileHeader, TensorEntry, tensor_entry
 
 FORMAT = "hfmem-digest"
-VERSION = 3  # 3: the checksum covers config and metadata too; entries are validated on load
+VERSION = 4  # 3: the checksum covers config and metadata too; entries are validated on load. 4: tensor kinds table
 
 
 def _repo_dir(repo_id: str) -> Path:
@@ -117,14 +116,26 @@ def _encode(
     index_metadata: dict[str, Any] | None,
     warnings: list[str],
 ) -> bytes:
-    """Three lines: the sha256 of the other two; compact JSON of everything but the tensors; the tensors, per file in
-    data-offset order as columns [names, dtypes, shapes, nbytes]. The sum detects a damaged entry; it is no defence
-    against an edited one (whoever can write the cache can recompute it), which is why load() validates too."""
-    columns = [
-        [[t.name for t in h.tensors], [t.dtype for t in h.tensors], [list(t.shape) for t in h.tensors], [t.nbytes for t in h.tensors]]
-        for h in headers
-    ]
-    body = json.dumps(columns, separators=(",", ":")).encode("utf-8")
+    """Three lines: the sha256 of the other two; compact JSON of everything but the tensors; the tensors as
+    [kinds, files]: ``kinds`` the distinct [dtype, shape, nbytes] of the checkpoint (a few hundred, even for 500k
+    tensors), ``files`` per file in data-offset order [names, kind index per tensor]. Loading then validates each kind
+    once and builds each tensor from its name and an index (no per-tensor shape list to parse and check). The sum
+    detects a damaged entry; it is no defence against an edited one (whoever can write the cache can recompute it),
+    which is why load() validates too."""
+    kinds: dict[tuple[Any, ...], int] = {}
+    files = []
+    for h in headers:
+        names, indices = [], []
+        for t in h.tensors:
+            key = (t.dtype, t.shape, t.nbytes)
+            index = kinds.get(key)
+            if index is None:
+                index = kinds[key] = len(kinds)
+            names.append(t.name)
+            indices.append(index)
+        files.append([names, indices])
+    table = [[dtype, list(shape), nbytes] for dtype, shape, nbytes in kinds]
+    body = json.dumps([table, files], separators=(",", ":")).encode("utf-8")
     meta = {
         "format": FORMAT,
         "version": VERSION,
@@ -140,8 +151,9 @@ def _encode(
 
 
 def _decode(raw: bytes, repo_id: str, sha: str) -> tuple[dict[str, Any], list[FileHeader], dict[str, Any] | None, list[str]] | None:
-    """The entry, if intact and valid by the rules fresh input obeys (hfmem.hub.header.tensor_entry for every tensor,
-    the config as load_json_text accepts it); None otherwise, so the caller fetches and rewrites it."""
+    """The entry, if intact and valid by the rules fresh input obeys (hfmem.hub.header.tensor_entry for every kind of
+    tensor, a valid kind for every tensor, the config as load_json_text accepts it); None otherwise, so the caller
+    fetches and rewrites it."""
     checksum, _, rest = raw.partition(b"\n")
     if hashlib.sha256(rest).hexdigest().encode("ascii") != checksum:
         return None  # truncated, altered, or an older format
@@ -158,42 +170,29 @@ def _decode(raw: bytes, repo_id: str, sha: str) -> tuple[dict[str, Any], list[Fi
         return None
     if not (index_metadata is None or isinstance(index_metadata, dict)):
         return None
-    floats: list[str] = []
-    columns = json.loads(body, parse_float=floats.append)
-    # Like fresh headers (header.validate_header): in JSON without floats or true/false, a shape equal to one already
-    # checked is the same integers, so each (dtype, shape, bytes) goes through tensor_entry once.
-    plain = not floats and b"true" not in body and b"false" not in body
-    seen: dict[tuple[Any, ...], tuple[int, tuple[int, ...]]] = {}  # -> (numel, the shape tuple the entries share)
-
-    def checked_entry(tname: Any, dtype: Any, shape: Any, nbytes: Any, file: str) -> TensorEntry:
-        if plain and type(tname) is str:
-            try:
-                hit = seen.get((dtype, tuple(shape), nbytes))
-            except TypeError:
-                hit = None
-            if hit is not None:
-                return TensorEntry(tname, dtype, hit[1], hit[0], nbytes, file)
-        entry = tensor_entry(tname, dtype, shape, nbytes, file)
-        if plain:
-            seen[(entry.dtype, entry.shape, entry.nbytes)] = (entry.numel, entry.shape)
-        return entry
-
+    table, columns = json.loads(body)
     if not _str_list(warnings) or not isinstance(files, list) or not isinstance(columns, list) or len(columns) != len(files):
+        return None
+    if not isinstance(table, list) or not all(isinstance(k, list) and len(k) == 3 for k in table):
         return None
     headers: list[FileHeader] = []
     try:
+        # Every kind by the rules fresh headers obey (header.tensor_entry), once; a tensor is then its name and a
+        # valid index into them.
+        kinds = [(e.dtype, e.shape, e.numel, e.nbytes)
+                 for e in (tensor_entry("", dtype, shape, nbytes, "digest") for dtype, shape, nbytes in table)]
         for f, column in zip(files, columns):
-            if not isinstance(f, dict) or not isinstance(column, list) or len(column) != 4:
+            if not isinstance(f, dict) or not isinstance(column, list) or len(column) != 2:
                 return None
             name, metadata, fwarn = f["file"], f["metadata"], f["warnings"]
             if not isinstance(name, str) or not _str_dict(metadata) or not _str_list(fwarn):
                 return None
-            names, dtypes, shapes, sizes = column
-            if not _str_list(names) or not isinstance(dtypes, list) or not isinstance(shapes, list) or not isinstance(sizes, list):
+            names, indices = column
+            if not _str_list(names) or not isinstance(indices, list) or len(names) != len(indices):
                 return None
-            if not len(names) == len(dtypes) == len(shapes) == len(sizes):
+            if indices and (not all(type(i) is int for i in indices) or min(indices) < 0 or max(indices) >= len(kinds)):
                 return None
-            entries = tuple(map(checked_entry, names, dtypes, shapes, sizes, repeat(name)))
+            entries = tuple(TensorEntry(n, k[0], k[1], k[2], k[3], name) for n, k in zip(names, map(kinds.__getitem__, indices)))
             headers.append(FileHeader(name, entries, dict(metadata), tuple(fwarn)))
     except MalformedHeader:
         return None
