@@ -82,6 +82,14 @@ def run_guarded(debug: bool, body: Callable[[], Any]) -> Any:
         sys.exit(1)
 
 
+def _read_early(model: str, revision: str | None, token: str | None, timeout: float | None) -> None:
+    """Start reading a Hub model before the command imports the analysis code (hfmem/hub/prefetch.py): its first
+    request is on the wire when this returns, and the command's read takes the answer."""
+    from hfmem.hub import prefetch
+
+    prefetch.start(model, revision, token, timeout)
+
+
 def _check_timeout(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
     """--timeout, or HF_HUB_DOWNLOAD_TIMEOUT when it is not given: a usage error (exit 2) unless a finite number of
     seconds (inf, nan and 1e308 would overflow the waits; huggingface_hub cannot even be imported with "abc")."""
@@ -277,9 +285,7 @@ def analyze_cmd(
 
     def body() -> None:
         if gguf_file is None and quant is None:
-            from hfmem.hub import prefetch
-
-            prefetch.start(model, revision, token, timeout)  # the requests go out while the code below is imported
+            _read_early(model, revision, token, timeout)
         from hfmem.api import analyze, is_gguf_ref
         from hfmem.render.text import render
 
@@ -332,9 +338,7 @@ def check_cmd(model: str, revision: str | None, token: str | None, timeout: floa
     _require_ctx(opts)
 
     def body() -> None:
-        from hfmem.hub import prefetch
-
-        prefetch.start(model, revision, token, timeout)  # the requests go out while the code below is imported
+        _read_early(model, revision, token, timeout)
         from hfmem.api import check
         from hfmem.render.verdict import check_lines
 
@@ -371,9 +375,7 @@ def card_cmd(model: str, revision: str | None, token: str | None, timeout: float
         import json
         from pathlib import Path
 
-        from hfmem.hub import prefetch
-
-        prefetch.start(model, revision, token, timeout)  # the requests go out while the code below is imported
+        _read_early(model, revision, token, timeout)
         from hfmem.api import card
         from hfmem.render.card import card_markdown
         from hfmem.render.markers import update_block
@@ -493,9 +495,7 @@ def plot_cmd(model: str, revision: str | None, token: str | None, timeout: float
     def body() -> None:
         import json
 
-        from hfmem.hub import prefetch
-
-        prefetch.start(model, revision, token, timeout)  # the requests go out while the code below is imported
+        _read_early(model, revision, token, timeout)
         from hfmem.api import memory_curves
         from hfmem.render.svg import curves_svg
 

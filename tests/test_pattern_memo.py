@@ -15,9 +15,31 @@ import pytest
 from stubs import fixture_repo_ids, load_config, load_inventory, model_files
 
 from hfmem.api import analyze_files
-from hfmem.memory.precision import group_tensors, weight_tensors, weight_tensors_reference
+from hfmem.memory.precision import _LINEAR_UNLESS_CONV, WeightTensor, _weight_form, group_tensors, weight_tensors
 from hfmem.model.inventory import _NameFactsMemo, count_tensors, name_facts, summarize
 from hfmem.model.quant import Quantizer, digit_blind
+
+
+def weight_tensors_reference(counted, quantization=None, hidden_size=None):
+    """``weight_tensors`` without its memo: every tensor's form worked out from its own name."""
+    method = quantization.method if quantization else None
+    bits = quantization.bits if quantization else None
+    out, overhead = [], 0
+    for c in counted:
+        if c.role in ("buffer", "tied_duplicate"):
+            continue
+        if c.role == "quant_overhead":
+            overhead += c.entry.nbytes
+            continue
+        e = c.entry
+        count, rows, cols, kind = _weight_form(e.name, e.dtype, e.shape, c.role, c.logical, c.component, method, bits,
+                                               hidden_size)
+        if kind == _LINEAR_UNLESS_CONV:
+            kind = "other" if "conv" in e.name.lower() else "linear"
+        out.append(WeightTensor(e.name, c.component, c.layer, kind, rows, cols, count, e.nbytes))
+    if overhead and out:
+        out.append(WeightTensor("<quantization scales/zeros>", "other", None, "bookkeeping", overhead, 1, 1, overhead))
+    return out
 
 
 def _inventory(files, config=None):

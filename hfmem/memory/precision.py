@@ -138,28 +138,14 @@ def _logical_matrix(name: str, dtype: str, shape: tuple[int, ...], method: str |
     return math.prod(dims[:-2]), dims[-2], dims[-1]
 
 
-def _kind(name: str, component: str, count: int, out: int, inn: int) -> str:
-    n = name.lower()
-    if component == "embeddings":
-        return "embedding"
-    if component == "lm_head":
-        return "lm_head"
-    if component == "moe_router":
-        return "router"
-    if inn == 1 or n.endswith(".bias") or n.endswith("_bias") or component == "norms":
-        return "vector"
-    if component in _QUANT_COMPONENTS and "conv" not in n and not n.endswith(("a_log", ".d", "dt_bias", "sinks")):
-        return "linear"
-    return "other"
-
-
 def weight_tensors(counted: Iterable[Any], quantization: Quantization | None = None, hidden_size: int | None = None) -> list[WeightTensor]:
     """Logical parameter tensors from the inventory (``inventory.CountedTensor``); bookkeeping tensors of a
     quantized checkpoint are folded into the stored bytes of the weight they belong to (or kept as "other").
 
     The logical form and kind are worked out once per (role, logical count, component, dtype, shape, last name part):
-    ``_logical_matrix`` reads only those, and ``_kind`` the same plus one look at the whole name ("conv"), which is
-    made per tensor (``_weight_form``). ``weight_tensors_reference`` is the same computation, tensor by tensor."""
+    ``_logical_matrix`` reads only those, and the kind (``_kind_by_tail``) the same plus one look at the whole name
+    ("conv"), made once per name pattern or per tensor; tests/test_pattern_memo.py compares the result with the same
+    computation done tensor by tensor."""
     method = quantization.method if quantization else None
     bits = quantization.bits if quantization else None
     out: list[WeightTensor] = []
@@ -227,7 +213,8 @@ def _weight_form(name: str, dtype: str, shape: tuple[int, ...], role: str, logic
 
 
 def _kind_by_tail(name: str, component: str, out: int, inn: int) -> str:
-    """``_kind`` from the name's last part: its one whole-name test ("conv" anywhere) is left to the caller."""
+    """A weight tensor's kind from its component, shape and last name part; _LINEAR_UNLESS_CONV where only the whole
+    name decides (a convolution kernel, "conv" anywhere in it, is "other"), which the caller tests."""
     n = name.lower()
     if component == "embeddings":
         return "embedding"
@@ -240,37 +227,6 @@ def _kind_by_tail(name: str, component: str, out: int, inn: int) -> str:
     if component in _QUANT_COMPONENTS and not n.endswith(("a_log", ".d", "dt_bias", "sinks")):
         return _LINEAR_UNLESS_CONV
     return "other"
-
-
-def weight_tensors_reference(counted: Iterable[Any], quantization: Quantization | None = None,
-                             hidden_size: int | None = None) -> list[WeightTensor]:
-    """``weight_tensors`` without its memo, one tensor at a time (tests compare the two on every fixture)."""
-    method = quantization.method if quantization else None
-    bits = quantization.bits if quantization else None
-    out: list[WeightTensor] = []
-    overhead = 0
-    for c in counted:
-        if c.role in ("buffer", "tied_duplicate"):
-            continue
-        if c.role == "quant_overhead":
-            overhead += c.entry.nbytes
-            continue
-        e = c.entry
-        count, rows, cols = _logical_matrix(e.name, e.dtype, e.shape, method, bits)
-        if c.role == "param" and count * rows * cols != c.logical:
-            count, rows, cols = 1, c.logical, 1
-        elif c.role == "quantized" and count * rows * cols != c.logical:
-            if hidden_size and c.logical % hidden_size == 0:
-                count, rows, cols = 1, c.logical // hidden_size, hidden_size
-            else:
-                count, rows, cols = 1, c.logical, 1
-        kind = _kind(e.name, c.component, count, rows, cols)
-        if c.role == "quantized" and kind == "vector":
-            kind = "linear"
-        out.append(WeightTensor(e.name, c.component, c.layer, kind, rows, cols, count, e.nbytes))
-    if overhead and out:
-        out.append(WeightTensor("<quantization scales/zeros>", "other", None, "bookkeeping", overhead, 1, 1, overhead))
-    return out
 
 
 # ------------------------------------------------------------------------------------------------------------

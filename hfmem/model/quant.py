@@ -479,16 +479,7 @@ class Quantizer:
 
     def _packed_weight(self, t: TensorEntry) -> Role:
         """role() of a tensor named ``*.weight_packed`` (see pattern_recogniser)."""
-        module = t.name[: -len(".weight_packed")]
-        scale = self.index.get(module + ".weight_scale")
-        key = (module.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO) if self._ct_digit_blind else module, t.dtype, t.shape,
-               scale.shape if scale is not None else None)
-        hit = self._ct_memo.get(key)
-        if hit is None:
-            hit = self._ct_memo[key] = self._compressed_packed_role(t, module, scale)
-        role, problems = hit
-        for problem in problems:
-            self.problems[problem] += 1
+        role = self._weight_packed_role(t, t.name[: -len(".weight_packed")])
         self.formats[role.fmt] += role.logical  # type: ignore[index]  # always QUANTIZED with a format
         return role
 
@@ -547,20 +538,21 @@ class Quantizer:
             return _BOOKKEEPING
         if not name.endswith(".weight_packed"):
             return None
-        module = name[: -len(".weight_packed")]
+        return self._weight_packed_role(t, name[: -len(".weight_packed")])
+
+    def _weight_packed_role(self, t: TensorEntry, module: str) -> Role:
+        """The role of ``module``'s ``weight_packed`` tensor ``t``, its problems counted."""
         scale = self.index.get(module + ".weight_scale")
         if not self.memo:
             role, problems = self._compressed_packed_role(t, module, scale)
-            for problem in problems:
-                self.problems[problem] += 1
-            return role
-        # the outcome is a function of the module's config rules, the dtype and the two shapes: memoised on those
-        key = (module.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO) if self._ct_digit_blind else module, t.dtype, t.shape,
-               scale.shape if scale is not None else None)
-        hit = self._ct_memo.get(key)
-        if hit is None:
-            hit = self._ct_memo[key] = self._compressed_packed_role(t, module, scale)
-        role, problems = hit
+        else:
+            # the outcome is a function of the module's config rules, the dtype and the two shapes: memoised on those
+            key = (module.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_ZERO) if self._ct_digit_blind else module,
+                   t.dtype, t.shape, scale.shape if scale is not None else None)
+            hit = self._ct_memo.get(key)
+            if hit is None:
+                hit = self._ct_memo[key] = self._compressed_packed_role(t, module, scale)
+            role, problems = hit
         for problem in problems:
             self.problems[problem] += 1
         return role

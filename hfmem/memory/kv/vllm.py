@@ -129,6 +129,11 @@ class _Groups:
     encoder_tokens: int | None
     bytes_per_block: int
 
+    @property
+    def count(self) -> int:
+        """KV cache groups vLLM forms (kv_cache_utils.py get_kv_cache_groups): one for a single layer type."""
+        return len(self.groups) if self.general else 1
+
 
 def _groups_of(layers: list[_Layer], specs: dict[int, _Spec], assumptions: list[str]) -> _Groups:
     groups, group_size, general = _vllm_groups(specs, assumptions)
@@ -223,14 +228,11 @@ class _VllmLayout:
 
     notes: list[str]  # block-size and padding notes, in the order vLLM's rules apply
     block_size: int
-    hybrid: bool
     pages: int
-    has_window: bool
     groups: _Groups
-    full_groups: _Groups | None  # every sliding/chunked layer as full attention (page_reserved_total_bytes)
+    full_groups: _Groups | None  # sliding/chunked layers as full attention (page_reserved_total_bytes); None: none
     by: dict[str, dict[str, int]]  # per label: layers, bytes per token, state bytes
     per_token: int
-    kv_groups: int
 
 
 def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, prefix_caching: bool) -> _VllmLayout:
@@ -240,9 +242,8 @@ def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, prefix_cachi
     pages = _state_pages(prefix_caching and hybrid)  # align mode checked on hybrid models only (docs/kv.md)
     specs, bs = _vllm_specs(layers, dtype, block_size, False, local)
     groups = _groups_of(layers, specs, local)
-    has_window = any(l.attn in ("sliding", "chunked") for l in layers)
     full_groups = None
-    if has_window:
+    if any(l.attn in ("sliding", "chunked") for l in layers):
         full_specs, _ = _vllm_specs(layers, dtype, block_size, True, [])
         full_groups = _groups_of(layers, full_specs, [])
     by: dict[str, dict[str, int]] = {}
@@ -255,7 +256,7 @@ def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, prefix_cachi
         if l.attn in ("full", "mla"):
             per_token += bpt
         _add(by, l.label, layers=1, bytes_per_token=bpt, state_bytes=_state_bytes(l, "vllm"))
-    return _VllmLayout(local, bs, hybrid, pages, has_window, groups, full_groups, by, per_token, _group_count(specs))
+    return _VllmLayout(local, bs, pages, groups, full_groups, by, per_token)
 
 
 def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, batch: int, block_size: int, mbt: int,
@@ -270,7 +271,7 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         layout = _vllm_layout(layers, dtype, block_size, prefix_caching)
         if memo is not None:
             memo[key] = layout
-    bs, pages, has_window = layout.block_size, layout.pages, layout.has_window
+    bs, pages, has_window = layout.block_size, layout.pages, layout.full_groups is not None
     per_request, growing, by_req, bytes_per_block = _vllm_per_request(layout.groups, context, mbt, pages)
     reserved = per_request
     if layout.full_groups is not None:
@@ -310,12 +311,5 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         constant_bytes=max(0, per_request - growing), total_bytes=batch * per_request, by_layer_type=by, block_size=bs,
         page_reserved_total_bytes=batch * reserved, bytes_per_block=bytes_per_block,
         blocks_per_request=blocks_per_request, total_is=total_is, assumptions=assumptions_v + list(layout.notes),
-        kv_groups=layout.kv_groups,
+        kv_groups=layout.groups.count,
     )
-
-
-def _group_count(specs: dict[int, _Spec]) -> int:
-    """KV cache groups vLLM forms (kv_cache_utils.py get_kv_cache_groups): one for a single layer type."""
-    groups, _, general = _vllm_groups(specs, [])
-    return len(groups) if general else 1
-
