@@ -1,5 +1,5 @@
 """``python -m hfmem``: the command line."""
 
-from hfmem.cli import main
+from hfmem.cli import run
 
-main(prog_name="hfmem")
+run()

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import hfmem
-from hfmem.hub import cachedir, remote
+from hfmem.hub import cachedir, prefetch, remote
 from hfmem.hub import digest as cache
 from hfmem.model import inventory, normalise
 from hub_server import RepoSpec
@@ -193,11 +193,19 @@ def test_moved_branch_refetches_headers(hub_env, stub_repo, tmp_path):
     assert cache.read_ref(QWEN, None) == "d" * 40 and cache.load(QWEN, "d" * 40) is not None
 
 
+def _cli(fork: bool):
+    """The console script (its early Hub read in a forked child), or the CLI with that read in a thread."""
+    from entry import run_cli
+
+    return lambda args, env=None: run_cli(args, env=env, fork=fork)
+
+
 @pytest.mark.parametrize("command", [[], ["check", "--gpu", "h100"], ["card"], ["plot", "--format", "json"]])
-def test_each_cli_command_reads_once(hub_env, stub_repo, tmp_path, command):
+@pytest.mark.parametrize("fork", [True, False], ids=["forked-read", "thread-read"])
+def test_each_cli_command_reads_once(hub_env, stub_repo, tmp_path, command, fork):
     """The CLI starts the Hub read early (hfmem/hub/prefetch.py) and the command takes it: still one read, the three
     requests of a first run on main, and one on a repeat, whichever command reads the model."""
-    from entry import run_cli
+    run_cli = _cli(fork)
 
     _serve(hub_env, stub_repo)
     args = (command[:1] + [QWEN] + command[1:]) if command else [QWEN, "--format", "json"]
@@ -208,10 +216,11 @@ def test_each_cli_command_reads_once(hub_env, stub_repo, tmp_path, command):
         assert len(hub_env.requests) == requests, (command, _log(hub_env))
 
 
-def test_cli_repeat_on_a_moved_branch_reports_the_new_commit(hub_env, stub_repo):
+@pytest.mark.parametrize("fork", [True, False], ids=["forked-read", "thread-read"])
+def test_cli_repeat_on_a_moved_branch_reports_the_new_commit(hub_env, stub_repo, fork):
     """The CLI analyses the digest entry of the commit main named last time while the request re-resolving main is
     in flight (hfmem/hub/prefetch.py): when main has moved to other files, that analysis must be discarded."""
-    from entry import run_cli
+    run_cli = _cli(fork)
 
     _serve(hub_env, stub_repo)
     first = run_cli([QWEN, "--format", "json", "--ctx", "4k"])
@@ -237,10 +246,11 @@ def test_cli_repeat_on_a_moved_branch_reports_the_new_commit(hub_env, stub_repo)
 
 
 @pytest.mark.parametrize("change", ["gated", "gone"])
-def test_cli_repeat_reports_the_hubs_error_not_the_cached_answer(hub_env, stub_repo, change):
+@pytest.mark.parametrize("fork", [True, False], ids=["forked-read", "thread-read"])
+def test_cli_repeat_reports_the_hubs_error_not_the_cached_answer(hub_env, stub_repo, change, fork):
     """A repeat run still asks the Hub: a repo that became gated or was deleted is that error (exit code and
     message as a first run gets), even though the digest could have answered."""
-    from entry import run_cli
+    run_cli = _cli(fork)
 
     _serve(hub_env, stub_repo)
     assert run_cli([QWEN, "--format", "json"]).returncode == 0
@@ -254,6 +264,23 @@ def test_cli_repeat_reports_the_hubs_error_not_the_cached_answer(hub_env, stub_r
     assert repeat.returncode == first.returncode != 0, (repeat.stderr, first.stderr)
     assert repeat.stdout == ""
     assert repeat.stderr == first.stderr
+
+
+@pytest.mark.parametrize("case", ["unknown repo", "gated", "wrong revision", "unreachable"])
+def test_forked_read_fails_as_the_thread_does(hub_env, stub_repo, tmp_path, case):
+    """Errors raised in the forked child reach the user as the same one line and exit code as a read in a thread."""
+    if not prefetch.FORK:
+        pytest.skip("the read runs in a thread on this platform")
+    _serve(hub_env, stub_repo, gated=case == "gated")
+    repo = "nobody/nothing" if case == "unknown repo" else QWEN
+    args = [repo, "--format", "json"] + (["--revision", "no-such-branch"] if case == "wrong revision" else [])
+    env = {"HF_ENDPOINT": "http://127.0.0.1:9"} if case == "unreachable" else {}
+    got = {}
+    for fork in (True, False):
+        out = _cli(fork)(args, env={**env, "HF_HOME": str(tmp_path / str(fork))})
+        got[fork] = (out.returncode, out.stdout, out.stderr)
+    assert got[True] == got[False]
+    assert got[True][0] not in (0, 1) and got[True][2].count("\n") == 1 and "Traceback" not in got[True][2], got[True]
 
 
 @pytest.mark.parametrize(
@@ -422,18 +449,24 @@ def test_classification_runs_the_rules_once_per_name_pattern(monkeypatch):
     assert layer3 and {inventory.classify_component(n, 3) for n in layer3} == {"mtp"}  # the layer-number rule holds
 
 
-def test_cli_repeat_is_one_request_offline_zero_and_imports_no_transformers(hub_env, stub_repo):
+@pytest.mark.parametrize("fork", [True, False], ids=["forked-read", "thread-read"])
+def test_cli_repeat_is_one_request_offline_zero_and_imports_no_transformers(hub_env, stub_repo, fork):
+    if fork and not prefetch.FORK:
+        pytest.skip("the read runs in a thread on this platform")
     _serve(hub_env, stub_repo)
     code = (
-        "import sys, json\nfrom hfmem.cli import main\ntry:\n    main([%r, '--format', 'json'])\nexcept SystemExit as e:\n"
+        "import sys, json\nfrom hfmem.hub import prefetch\nprefetch.FORK = %r\nfrom hfmem.cli import main\n"
+        "try:\n    main([%r, '--format', 'json'])\nexcept SystemExit as e:\n"
         "    assert not e.code, e.code\nprint(json.dumps(sorted(m for m in ('torch', 'transformers', 'httpx', 'httpx2',"
         " 'huggingface_hub.utils') if m in sys.modules)))"
-    ) % QWEN
+    ) % (fork, QWEN)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert cold.returncode == 0, cold.stderr
-    http = ["httpx2" if "httpx2" in cold.stdout else "httpx", "huggingface_hub.utils"]
-    # qwen2 is in the compiled config table; the HTTP stack is imported to make requests only
+    assert len(hub_env.requests) == 3, _log(hub_env)
+    # qwen2 is in the compiled config table; the HTTP stack is imported to make requests only, and a forked read
+    # imports it in the child alone
+    http = [] if fork else ["httpx2" if "httpx2" in cold.stdout else "httpx", "huggingface_hub.utils"]
     assert json.loads(cold.stdout.strip().splitlines()[-1]) == sorted(http)
     for extra, requests, imported in (({}, 1, sorted(http)), ({"HF_HUB_OFFLINE": "1"}, 0, [])):
         hub_env.clear_log()

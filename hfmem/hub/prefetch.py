@@ -8,18 +8,34 @@ re-resolving its revision is in flight) then takes the result instead of startin
 
 The thread runs exactly ``read_hub`` with the arguments ``read_model`` will pass, so requests, errors and exit codes
 are the same as without it; a read nobody takes (the command failed first) is simply abandoned with the process.
+
+Where the platform can fork and the process has no other thread yet (the CLI, before it has imported anything
+heavy), the read runs in a forked child process instead of a thread: importing and building the HTTP client is
+~0.1 s of CPU, and in a thread it holds the interpreter lock the analysis needs, so a repeat run (its analysis done
+on the cached entry while the one request is in flight) paid both, one after the other; in a child they run on two
+cores. The child runs the same read_hub and hands back the outcome through a pipe: for a repeat run whose commit is
+unchanged only that commit and config (the parent analyses its own copy of the entry), else the files in the digest
+cache's own encoding (hfmem.hub.digest.encode: 0.04 s to encode and 0.06 s to decode and validate DeepSeek-V3's
+92k tensors, where pickling them took 0.35 s + 0.22 s), or the error it raised. It writes the digest entry after
+answering, while the parent analyses; the parent waits for it at exit, as for the thread.
 """
 
 from __future__ import annotations
 
 import atexit
+import os
+import pickle
+import sys
 import threading
 from typing import Any
 
 _Key = tuple[str, "str | None", "str | bool | None", "float | None"]
-_pending: dict[_Key, _Read] = {}
-_reads: list[_Read] = []  # every read started, taken or not (their cache writes are waited for at exit)
+_pending: dict[_Key, Any] = {}
+_reads: list[Any] = []  # every read started (_Read or _ForkedRead), taken or not (their cache writes are waited for at exit)
 _lock = threading.Lock()
+# Linux only: where it is measured, and where a forked child may use what the parent never initialised (macOS's
+# system frameworks, which httpx's proxy lookup reaches through urllib, are not safe to use after fork).
+FORK = sys.platform.startswith("linux")  # False: always a thread (tests compare the two)
 
 
 class _Read:
@@ -76,6 +92,150 @@ class _Read:
         return self.result
 
 
+class _ForkedRead:
+    """One read_hub call running in a forked child process; the same interface as _Read (see the module docstring).
+
+    The child answers with one pickled message through a pipe, then writes the digest entry and exits:
+    ("same", sha, config): the revision still names the commit whose entry the parent loads itself (wait_preloaded);
+    ("files", source, revision, packed): anything else read_hub returned, packed by hfmem.hub.digest.encode;
+    ("error", exc): the HfmemError (or other exception) read_hub raised; ("crash", text) one that would not pickle.
+    """
+
+    def __init__(self, args: _Key) -> None:
+        from hfmem.hub import digest
+        from hfmem.hub.files import is_sha
+
+        self.args = args
+        repo_id, revision, _, _ = args
+        # The entry the child's read_hub preloads (HubContext.read_online: a known commit with an entry), which the
+        # parent loads for itself instead of receiving it
+        known = digest.read_ref(repo_id, revision)
+        self.known = known if known is not None and not is_sha(revision) and digest.has(repo_id, known) else None
+        self.preloaded: Any = None
+        self.message: Any = None
+        self.answered = False
+        self.reaped = False
+        read_end, write_end = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: never returns
+            os.close(read_end)
+            self._child(write_end)
+        os.close(write_end)
+        self.pipe = read_end
+
+    def _child(self, fd: int) -> None:
+        code = 0
+        try:
+            # Nothing the child might print may reach the parent's stdout (the report, maybe JSON).
+            devnull = os.open(os.devnull, os.O_RDWR)
+            os.dup2(devnull, 0)
+            os.dup2(devnull, 1)
+            from hfmem.gcpause import gc_paused
+            from hfmem.hub import digest
+            from hfmem.hub.remote import read_hub
+
+            repo_id, revision, token, timeout = self.args
+            preloaded: list[Any] = []
+            deferred: list[Any] = []
+            try:
+                with gc_paused():
+                    files = read_hub(repo_id, revision=revision, token=token, timeout=timeout,
+                                     on_preload=preloaded.append, deferred=deferred)
+                    if preloaded and files is preloaded[0]:
+                        message: Any = ("same", files.revision, files.config)
+                    else:
+                        key = files.revision if files.revision is not None else _NO_SHA
+                        packed = digest.encode(repo_id, key, files.config, files.headers, files.index_metadata,
+                                               files.warnings)
+                        message = ("files", files.source, files.revision, packed)
+            except BaseException as exc:  # raised in the parent as read_hub would have raised it
+                message = ("error", exc)
+            try:
+                data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:
+                data = pickle.dumps(("crash", f"{type(message[1]).__name__}: {message[1]}"))
+            with os.fdopen(fd, "wb") as pipe:
+                pipe.write(data)
+            for write in deferred:  # the digest entry, while the parent analyses
+                write()
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)  # no atexit handlers, no flushing of buffers inherited from the parent
+
+    def wait_preloaded(self) -> Any:
+        """The digest entry read_hub returns if the revision still names the commit it named last time (None when
+        there is none), loaded here while the child's request is in flight."""
+        if self.known is not None and self.preloaded is None:
+            from hfmem.hub.remote import _from_digest
+
+            self.preloaded = _from_digest(self.args[0], self.known, None, "hub")
+        return self.preloaded
+
+    def _receive(self) -> Any:
+        if not self.answered:
+            chunks = []
+            with os.fdopen(self.pipe, "rb") as pipe:
+                while chunk := pipe.read(1 << 20):
+                    chunks.append(chunk)
+            self.answered = True
+            self.message = pickle.loads(b"".join(chunks)) if chunks else ("crash", "the Hub read ended without an answer")
+        return self.message
+
+    def wait(self) -> Any:
+        from hfmem.gcpause import gc_paused
+        from hfmem.hub import digest
+        from hfmem.hub.files import ModelFiles
+
+        message = self._receive()
+        kind = message[0]
+        if kind == "error":
+            raise message[1]
+        if kind == "crash":
+            raise RuntimeError(message[1])
+        repo_id = self.args[0]
+        if kind == "same":
+            _, sha, config = message
+            files = self.wait_preloaded()
+            if files is not None and files.revision == sha:
+                files.config = config
+                return files
+            return self._read_here()  # the parent's copy of the entry would not load: read it in-process
+        _, source, revision, packed = message
+        with gc_paused():
+            entry = digest.decode(packed, repo_id, revision if revision is not None else _NO_SHA)
+        if entry is None:
+            return self._read_here()
+        config, headers, index_metadata, warnings = entry
+        return ModelFiles(repo=repo_id, revision=revision, source=source, config=config, headers=headers,
+                          index_metadata=index_metadata, warnings=warnings)
+
+    def _read_here(self) -> Any:
+        from hfmem.hub.remote import read_hub
+
+        repo_id, revision, token, timeout = self.args
+        return read_hub(repo_id, revision=revision, token=token, timeout=timeout)
+
+    def finish(self) -> None:
+        """At exit: wait for a child that has answered (it is writing the digest entry); end one that has not (a
+        read still waiting on the network is abandoned, as the thread's is)."""
+        if self.reaped:
+            return
+        self.reaped = True
+        try:
+            if not self.answered:
+                import signal
+
+                os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+
+
+# The digest encoding is keyed by a commit; a Hub that named none (no X-Repo-Commit) still has its files handed over.
+_NO_SHA = "0" * 40
+
+
 def start(ref: str, revision: str | None, token: str | bool | None, timeout: float | None) -> None:
     """Begin reading ``ref`` from the Hub if ``read_model(ref, revision, token, timeout)`` would (a repo id or Hub
     URL, not a local path), and return when its first request has left; anything it cannot vouch for is left to
@@ -96,6 +256,11 @@ def start(ref: str, revision: str | None, token: str | bool | None, timeout: flo
             return
         if not _pending and not _reads:
             atexit.register(_finish_writes)
+        if FORK and threading.active_count() == 1 and _asks_hub(repo_id, revision):
+            forked = _ForkedRead(key)
+            _pending[key] = forked
+            _reads.append(forked)
+            return
         _pending[key] = read = _Read(key)
         _reads.append(read)
     # Return once its first request is on the wire (at most 2 s): the caller then imports the analysis code, which
@@ -105,11 +270,24 @@ def start(ref: str, revision: str | None, token: str | bool | None, timeout: flo
     read.sent.wait(2.0)
 
 
+def _asks_hub(repo_id: str, revision: str | None) -> bool:
+    """Whether read_hub will send a request (read_hub: not offline, and not a commit the digest cache holds):
+    otherwise it only reads the cache, and a child would only hand its entry over."""
+    from huggingface_hub import constants
+
+    from hfmem.hub import digest
+    from hfmem.hub.files import is_sha
+
+    return not constants.HF_HUB_OFFLINE and not (is_sha(revision) and digest.has(repo_id, revision))
+
+
 def _finish_writes() -> None:
     """At exit: let every read that has answered finish writing its cache entry (a read still waiting on the
     network is abandoned, as before; writes are atomic, so an interrupted one leaves no partial entry)."""
     for read in _reads:
-        if read.done.is_set():
+        if isinstance(read, _ForkedRead):
+            read.finish()
+        elif read.done.is_set():
             read.written.wait()
 
 
