@@ -7,7 +7,7 @@ repeat run needs one request (to re-resolve the revision) or none."""
 #
 #   models--{org}--{name}/
 #     refs/{revision, percent-encoded}   -> 40-hex commit sha
-#     digests/{sha}.json                 -> checksum + versioned compact JSON (see ``encode``)
+#     digests/{sha}.json                 -> checksum + versioned compact JSON (see ``_encode``)
 #
 # A corrupt, truncated or foreign entry is treated as a miss and rewritten.
 
@@ -85,12 +85,6 @@ def load(repo_id: str, sha: str | None) -> tuple[dict[str, Any], list[FileHeader
         raw = _digest_path(repo_id, sha).read_bytes()
     except OSError:
         return None
-    return decode(raw, repo_id, sha)
-
-
-def decode(raw: bytes, repo_id: str, sha: str) -> tuple[dict[str, Any], list[FileHeader], dict[str, Any] | None, list[str]] | None:
-    """An entry as ``encode`` wrote it (from the cache, or handed over by the prefetch process), or None when it is
-    not intact or not valid (hfmem.hub.prefetch)."""
     try:
         return _decode(raw, repo_id, sha)
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError):
@@ -109,12 +103,12 @@ def store(
     if not enabled() or not sha or not is_sha(sha):
         return
     try:
-        atomic_write(_digest_path(repo_id, sha), encode(repo_id, sha, config, headers, index_metadata, warnings))
+        atomic_write(_digest_path(repo_id, sha), _encode(repo_id, sha, config, headers, index_metadata, warnings))
     except (OSError, TypeError, ValueError):
         pass
 
 
-def encode(
+def _encode(
     repo_id: str,
     sha: str,
     config: dict[str, Any],
@@ -213,4 +207,4 @@ def _str_list(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
-__all__ = ["has", "load", "store", "encode", "decode", "read_ref", "write_ref", "FORMAT", "VERSION"]
+__all__ = ["has", "load", "store", "read_ref", "write_ref", "FORMAT", "VERSION"]

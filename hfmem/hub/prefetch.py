@@ -14,9 +14,10 @@ heavy), the read runs in a forked child process instead of a thread: importing a
 ~0.1 s of CPU, and in a thread it holds the interpreter lock the analysis needs, so a repeat run (its analysis done
 on the cached entry while the one request is in flight) paid both, one after the other; in a child they run on two
 cores. The child runs the same read_hub and hands back the outcome through a pipe: for a repeat run whose commit is
-unchanged only that commit and config (the parent analyses its own copy of the entry), else the files in the digest
-cache's own encoding (hfmem.hub.digest.encode: 0.04 s to encode and 0.06 s to decode and validate DeepSeek-V3's
-92k tensors, where pickling them took 0.35 s + 0.22 s), or the error it raised. It writes the digest entry after
+unchanged only that commit and config (the parent analyses its own copy of the entry), else the files as columns (per
+file the tensor names and indices into a table of distinct (dtype, shape, numel, nbytes): for DeepSeek-V3's 92k
+tensors 0.03 s to pack and 0.04 s to rebuild, where pickling the entries took 0.35 s + 0.22 s and the digest's own
+encoding 0.04 s + 0.06 s), or the error it raised. It writes the digest entry after
 answering, while the parent analyses; the parent waits for it at exit, as for the thread.
 """
 
@@ -97,7 +98,8 @@ class _ForkedRead:
 
     The child answers with one pickled message through a pipe, then writes the digest entry and exits:
     ("same", sha, config): the revision still names the commit whose entry the parent loads itself (wait_preloaded);
-    ("files", source, revision, packed): anything else read_hub returned, packed by hfmem.hub.digest.encode;
+    ("files", source, revision, config, index metadata, warnings, kinds, columns): anything else read_hub returned
+    (_columns);
     ("error", exc): the HfmemError (or other exception) read_hub raised; ("crash", text) one that would not pickle.
     """
 
@@ -131,7 +133,6 @@ class _ForkedRead:
             os.dup2(devnull, 0)
             os.dup2(devnull, 1)
             from hfmem.gcpause import gc_paused
-            from hfmem.hub import digest
             from hfmem.hub.remote import read_hub
 
             repo_id, revision, token, timeout = self.args
@@ -144,10 +145,8 @@ class _ForkedRead:
                     if preloaded and files is preloaded[0]:
                         message: Any = ("same", files.revision, files.config)
                     else:
-                        key = files.revision if files.revision is not None else _NO_SHA
-                        packed = digest.encode(repo_id, key, files.config, files.headers, files.index_metadata,
-                                               files.warnings)
-                        message = ("files", files.source, files.revision, packed)
+                        message = ("files", files.source, files.revision, files.config, files.index_metadata,
+                                   files.warnings, *_columns(files.headers))
             except BaseException as exc:  # raised in the parent as read_hub would have raised it
                 message = ("error", exc)
             try:
@@ -184,7 +183,6 @@ class _ForkedRead:
 
     def wait(self) -> Any:
         from hfmem.gcpause import gc_paused
-        from hfmem.hub import digest
         from hfmem.hub.files import ModelFiles
 
         message = self._receive()
@@ -201,12 +199,9 @@ class _ForkedRead:
                 files.config = config
                 return files
             return self._read_here()  # the parent's copy of the entry would not load: read it in-process
-        _, source, revision, packed = message
+        _, source, revision, config, index_metadata, warnings, kinds, columns = message
         with gc_paused():
-            entry = digest.decode(packed, repo_id, revision if revision is not None else _NO_SHA)
-        if entry is None:
-            return self._read_here()
-        config, headers, index_metadata, warnings = entry
+            headers = _headers(kinds, columns)
         return ModelFiles(repo=repo_id, revision=revision, source=source, config=config, headers=headers,
                           index_metadata=index_metadata, warnings=warnings)
 
@@ -232,8 +227,25 @@ class _ForkedRead:
             pass
 
 
-# The digest encoding is keyed by a commit; a Hub that named none (no X-Repo-Commit) still has its files handed over.
-_NO_SHA = "0" * 40
+def _columns(headers: list[Any]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Headers as (kinds, columns): the distinct (dtype, shape, numel, nbytes), and per file (name, metadata,
+    warnings, tensor names, kind index per tensor). Pickled, these are a few strings and ints per tensor, where
+    the entries themselves are an object each (pickle's slowest case)."""
+    kinds: dict[tuple[Any, ...], int] = {}
+    columns = []
+    for h in headers:
+        indices = [kinds.setdefault((t.dtype, t.shape, t.numel, t.nbytes), len(kinds)) for t in h.tensors]
+        columns.append((h.file, h.metadata, h.warnings, [t.name for t in h.tensors], indices))
+    return list(kinds), columns
+
+
+def _headers(kinds: list[tuple[Any, ...]], columns: list[tuple[Any, ...]]) -> list[Any]:
+    """_columns undone (the entries were validated in the child, by the same code, as they were read)."""
+    from hfmem.hub.header import FileHeader, TensorEntry
+
+    return [FileHeader(file, tuple(TensorEntry(n, k[0], k[1], k[2], k[3], file)
+                                   for n, k in zip(names, map(kinds.__getitem__, indices))), metadata, warnings)
+            for file, metadata, warnings, names, indices in columns]
 
 
 def start(ref: str, revision: str | None, token: str | bool | None, timeout: float | None) -> None:
