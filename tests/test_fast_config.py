@@ -181,10 +181,9 @@ def test_not_read_keys_are_not_read():
 def test_run_imports_no_transformers_numpy_torch():
     """`hfmem REPO` on a model type in the table imports none of the heavy modules (checked by module, not time)."""
     code = (
-        "import sys, runpy; sys.argv = ['hfmem', 'fixtures/models/Qwen/Qwen2-7B-Instruct', '--format', 'json'];"
-        "import io, contextlib\n"
-        "try:\n"
-        "    with contextlib.redirect_stdout(io.StringIO()): runpy.run_module('hfmem', run_name='__main__')\n"
+        "import sys, io, contextlib\nfrom hfmem.cli import main\n"
+        "try:\n"  # main, not python -m hfmem, whose exit skips the print below (hfmem.cli.run)
+        "    with contextlib.redirect_stdout(io.StringIO()): main(['fixtures/models/Qwen/Qwen2-7B-Instruct', '--format', 'json'])\n"
         "except SystemExit as e: assert not e.code, e.code\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'transformers', 'torch', 'safetensors'}))"
     )
