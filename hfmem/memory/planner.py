@@ -21,7 +21,7 @@ from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
 from hfmem.memory.kv import ENGINES, SPECULATIVE
 from hfmem.memory.kv.estimate import KVLayout, estimate_at, kv_layout
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
-from hfmem.memory.vllm_versions import VllmVersion, resolve_version
+from hfmem.memory.vllm_versions import SAMPLERS, VllmVersion, resolve_version
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, round_up
 
@@ -387,7 +387,7 @@ class Planner:
                  overhead: int | None = None, gpu_util: float | None = None, encoder_len: int | None = None,
                  block_size: int = 16, max_num_seqs: int | None = None, speculative: str | None = None,
                  prefix_caching: bool = True, vllm_version: str | None = None, cudagraph: bool = True,
-                 cudagraph_memory: int | None = None, gpu: GPU | None = None):
+                 cudagraph_memory: int | None = None, gpu: GPU | None = None, sampler: str | None = None):
         self.arch: Architecture = report.architecture
         if speculative not in SPECULATIVE:
             raise UsageError(f"unknown --speculative {speculative!r}; use one of: {', '.join(s for s in SPECULATIVE if s)}")
@@ -409,6 +409,11 @@ class Planner:
         self.gpu = gpu
         self.vllm: VllmVersion = resolve_version(vllm_version)
         self.vllm_release = vllm_version  # the release asked for (the encoder's dummy item differs inside a family)
+        if sampler is not None and sampler not in SAMPLERS:
+            raise UsageError(f"unknown --vllm-sampler {sampler!r}; use one of: {', '.join(SAMPLERS)}")
+        if sampler is not None and self.vllm.engine == "V0":
+            raise UsageError("--vllm-sampler applies to vLLM's V1 engine (0.8 and later); V0 has one sampler")
+        self.sampler = sampler  # None: the family's path (hfmem/memory/vllm_versions.py)
         self.cudagraph = cudagraph
         if cudagraph_memory is not None and cudagraph_memory < 0:
             raise UsageError("--cudagraph-memory must not be negative")
@@ -620,7 +625,7 @@ class Planner:
             if self.vllm.engine == "V0" and "mlp" in terms:
                 terms["mlp"] = v0_mlp_peak(self.arch, tokens, self.act_bytes, self.tp, self.gated)
             h = self.arch.hidden_size
-            terms["sampler (dummy run)"] = (rows * self.arch.vocab_size * self.vllm.sampler_bytes(self.act_bytes, rows)
+            terms["sampler (dummy run)"] = (rows * self.arch.vocab_size * self.vllm.sampler_bytes(self.act_bytes, rows, self.sampler)
                                             + (tokens + (0 if self.vllm.engine == "V0" else 2 * rows)) * h
                                             * self.act_bytes)
             enc = self.encoder
