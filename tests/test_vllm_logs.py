@@ -335,10 +335,11 @@ ROWS += [
 # 16384, A100 80GB ("1gpuA10080GB" in the file names), API-server defaults 2048 / 256 (A100). Each log prints "Using
 # FlashInfer for top-p & top-k sampling." (flashinfer was pip-installed beside vLLM): the dummy sampler run takes
 # FlashInfer's path, which does not sort (hfmem/memory/vllm_versions.py "flashinfer").
+DL_LOGS = "https://github.com/dennislee22/vLLM-benchmarking/blob/main/log/"
 _DL_SET = {"max_batched_tokens": 2048, "max_num_seqs": 256, "sampler": "flashinfer"}
 ROWS += [
     LogRow(
-        "qwen2-7b-a100-v0.10.1-util0.25-flashinfer", "https://github.com/dennislee22/vLLM-benchmarking/blob/main/log/vllm-7B-1gpuA10080GB-0.25GRAM.log",
+        "qwen2-7b-a100-v0.10.1-util0.25-flashinfer", DL_LOGS + "vllm-7B-1gpuA10080GB-0.25GRAM.log",
         "Qwen/Qwen2-7B-Instruct", "0.10.1", resolve_gpu("a100-80gb"), 1, 0.25, 16_384, _DL_SET,
         ("non-default args: max_model_len 16384, gpu_memory_utilization 0.25", "Using FlashInfer for top-p & top-k "
          "sampling.", "Chunked prefill is enabled with max_num_batched_tokens=2048", "Model loading took 14.2488 GiB",
@@ -347,7 +348,7 @@ ROWS += [
         notes=("GPU total: catalog A100 80GB (79.15 GiB); the log prints none (its two utilisations imply 79.28 "
                "+- 0.04 GiB)", "with the family's sort-path sampler instead: pool 0.8297, tokens 0.8290")),
     LogRow(
-        "qwen2-7b-a100-v0.10.1-util0.5-flashinfer", "https://github.com/dennislee22/vLLM-benchmarking/blob/main/log/vllm-7B-1gpuA10080GB-0.5GRAM.log",
+        "qwen2-7b-a100-v0.10.1-util0.5-flashinfer", DL_LOGS + "vllm-7B-1gpuA10080GB-0.5GRAM.log",
         "Qwen/Qwen2-7B-Instruct", "0.10.1", resolve_gpu("a100-80gb"), 1, 0.5, 16_384, _DL_SET,
         ("non-default args: max_model_len 16384, gpu_memory_utilization 0.5", "Using FlashInfer for top-p & top-k "
          "sampling.", "Model loading took 14.2488 GiB", "Available KV cache memory: 24.83 GiB",
@@ -355,19 +356,47 @@ ROWS += [
         24.83, 464_848, 14.2488,
         notes=("GPU total: catalog A100 80GB (79.15 GiB)", "with the sort-path sampler: pool 0.9656, tokens 0.9658")),
     LogRow(
-        "qwen2-7b-a100-tp2-v0.10.1-no-p2p", "https://github.com/dennislee22/vLLM-benchmarking/blob/main/log/vllm-7B-2gpuA10080GB-0.5GRAM-same-node.log",
-        "Qwen/Qwen2-7B-Instruct", "0.10.1", resolve_gpu("a100-80gb"), 2, 0.5, 16_384, _DL_SET,
+        "qwen2-7b-a100-tp2-v0.10.1-no-p2p", DL_LOGS + "vllm-7B-2gpuA10080GB-0.5GRAM-same-node.log",
+        "Qwen/Qwen2-7B-Instruct", "0.10.1", resolve_gpu("a100-80gb"), 2, 0.5, 16_384,
+        {**_DL_SET, "interconnect": "pcie"},
         ("non-default args: max_model_len 16384, tensor_parallel_size 2, gpu_memory_utilization 0.5",
          "Custom allreduce is disabled because your platform lacks GPU P2P capability or P2P test failed",
          "Using FlashInfer for top-p & top-k sampling.", "Model loading took 7.1217 GiB",
          "Available KV cache memory: 31.83 GiB", "GPU KV cache size: 1,192,160 tokens"),
         31.83, 1_192_160, 7.1217,
-        xfail="pool 0.9371, tokens 0.9370: non-torch. Custom all-reduce is off (the log: 'lacks GPU P2P capability', "
-              "custom_all_reduce.py CustomAllreduce.__init__), so these two A100s talk through NCCL without P2P; the log "
-              "leaves 0.5 x 79.15 - 7.12 - 31.83 = 0.62 GiB for torch peak and non-torch together, hfmem's FlashInfer "
-              "sampler peak is 0.52 GiB, so non-torch is ~0.10 GiB where hfmem's NVLink-class constant is 2.1 GiB "
-              "(the A100 key counts as NVLink class; NCCL's buffers are sized at run time, vLLM's source has no "
-              "figure). Weights agree (7.122 vs 7.1217 GiB)"),
+        notes=("the log says custom all-reduce is off for want of P2P: --interconnect pcie (the PCIe-class non-torch, "
+               "0.09 GiB); with the A100's NVLink-class 2.1 GiB instead: pool 0.9371, tokens 0.9370",)),
+]
+
+# Held out, same repository: Ray across nodes, one GPU per node ("diff-nodes" in the file names; the log: "Custom
+# allreduce is disabled because this process group spans across nodes"), so --interconnect pcie.
+ROWS += [
+    LogRow(
+        "qwen2-7b-a100-40-tp2-v0.10.1-two-nodes", DL_LOGS + "vllm-7B-2gpuA10040GB-0.5GRAM-diff-nodes.log",
+        "Qwen/Qwen2-7B-Instruct", "0.10.1", resolve_gpu("a100-40gb"), 2, 0.5, 16_384,
+        {"max_batched_tokens": 2048, "max_num_seqs": 256, "interconnect": "pcie"},
+        ("non-default args: max_model_len 16384, tensor_parallel_size 2, gpu_memory_utilization 0.5 (Ray, 2 nodes)",
+         "Custom allreduce is disabled because this process group spans across nodes.",
+         "FlashInfer is not available. Falling back to the PyTorch-native implementation of top-p & top-k sampling.",
+         "Model loading took 7.1217 GiB", "Available KV cache memory: 11.03 GiB", "GPU KV cache size: 412,944 tokens",
+         "num_gpu_blocks is: 25809"),
+        11.03, 412_944, 7.1217,
+        notes=("GPU: A100 40GB as the file name says; catalog total (39.49 GiB), the log prints none",
+               "with the NVLink-class 2.1 GiB non-torch: pool 0.8276, tokens 0.8279")),
+    LogRow(
+        "gpt-oss-120b-a100-tp4-v0.10.1-four-nodes", DL_LOGS + "vllm-120B-4gpuA10080GB-0.8GRAM-diff-nodes.log",
+        "openai/gpt-oss-120b", "0.10.1", resolve_gpu("a100-80gb"), 4, 0.8, 16_384,
+        {**_DL_SET, "interconnect": "pcie"},
+        ("non-default args: max_model_len 16384, tensor_parallel_size 4, gpu_memory_utilization 0.8 (Ray, 4 nodes)",
+         "Custom allreduce is disabled because this process group spans across nodes.",
+         "Using FlashInfer for top-p & top-k sampling.", "Weight-only FP4 compression will be used leveraging the "
+         "Marlin kernel", "Model loading took 17.2217 GiB", "Available KV cache memory: 45.32 GiB",
+         "GPU KV cache size: 2,640,144 tokens", "Maximum concurrency for 16,384 tokens per request: 284.25x"),
+        45.32, 2_640_144, 17.2217,
+        notes=("tensors: gpt-oss-20b's layer at 36 layers and 128 experts, as the 120b config says "
+               "(_gpt_oss_120b_tensors; the stored 120b inventory is unquantized)",
+               "weights: the Marlin layout at TP 4 (Mxfp4MoEMethod.create_weights), 17.23 vs the logged 17.2217 GiB",
+               "with the NVLink-class 2.1 GiB non-torch: pool and tokens 0.9555")),
 ]
 
 # Token counts from a logged pool (the pool itself needs a GPU the log does not name): KV bytes per token and the
@@ -434,7 +463,8 @@ def plan_of(row: LogRow):
         planner = Planner(report, "auto", tp=row.tp, gpu_util=row.util, vllm_version=row.version, gpu=row.gpu,
                           max_batched_tokens=s.get("max_batched_tokens"), max_num_seqs=s.get("max_num_seqs"),
                           cudagraph=s.get("cudagraph", True), prefix_caching=s.get("prefix_caching", True),
-                          cudagraph_memory=s.get("cudagraph_memory"), sampler=s.get("sampler"))
+                          cudagraph_memory=s.get("cudagraph_memory"), sampler=s.get("sampler"),
+                          interconnect=s.get("interconnect"))
         _PLANS[row.name] = planner.plan(row.max_model_len, 1, row.gpu, with_catalog=False)
     return _PLANS[row.name]
 
@@ -732,6 +762,28 @@ def test_sampler_override_is_checked():
         Planner(report, sampler="radix")
     with pytest.raises(UsageError, match="V1"):
         Planner(report, vllm_version="0.6", sampler="flashinfer")
+
+
+def test_interconnect_picks_the_non_torch_constant():
+    """--interconnect chooses between the two TP >= 2 constants, whatever the GPU class: the three A100 logs that say
+    custom all-reduce is off (no P2P; across nodes) leave ~0.1 GiB for non-torch, the PCIe-class figure, not the
+    NVLink class's 2.1 GiB. TP 1 has neither; an unknown link is refused."""
+    from hfmem.errors import UsageError
+    from hfmem.memory.vllm_versions import resolve_version
+
+    v = resolve_version("0.10.1")
+    assert v.non_torch(2, "a100-80gb") == v.non_torch_tp
+    assert v.non_torch(2, "a100-80gb", "pcie") == v.non_torch_tp_pcie
+    assert v.non_torch(4, "rtx3090", "nvlink") == v.non_torch_tp
+    assert v.non_torch(1, "a100-80gb", "pcie") == v.non_torch_tp1
+    row = next(r for r in ROWS if r.name == "qwen2-7b-a100-tp2-v0.10.1-no-p2p")
+    assert plan_of(row).overhead_bytes == v.non_torch_tp_pcie
+    report = analyze_files(model_files("Qwen/Qwen3-0.6B"))
+    with pytest.raises(UsageError, match="interconnect"):
+        Planner(report, tp=2, interconnect="infiniband")
+    # the catalog's per-GPU copies keep the link
+    planner = Planner(report, tp=2, interconnect="pcie", gpu=resolve_gpu("h100"))
+    assert planner.for_gpu(resolve_gpu("h200")).overhead == v.non_torch_tp_pcie
 
 
 if __name__ == "__main__":  # print the table for the docs

@@ -21,7 +21,7 @@ from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
 from hfmem.memory.kv import ENGINES, SPECULATIVE
 from hfmem.memory.kv.estimate import KVLayout, estimate_at, kv_layout
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
-from hfmem.memory.vllm_versions import SAMPLERS, VllmVersion, resolve_version
+from hfmem.memory.vllm_versions import INTERCONNECTS, SAMPLERS, VllmVersion, resolve_version
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, round_up
 
@@ -387,7 +387,8 @@ class Planner:
                  overhead: int | None = None, gpu_util: float | None = None, encoder_len: int | None = None,
                  block_size: int = 16, max_num_seqs: int | None = None, speculative: str | None = None,
                  prefix_caching: bool = True, vllm_version: str | None = None, cudagraph: bool = True,
-                 cudagraph_memory: int | None = None, gpu: GPU | None = None, sampler: str | None = None):
+                 cudagraph_memory: int | None = None, gpu: GPU | None = None, sampler: str | None = None,
+                 interconnect: str | None = None):
         self.arch: Architecture = report.architecture
         if speculative not in SPECULATIVE:
             raise UsageError(f"unknown --speculative {speculative!r}; use one of: {', '.join(s for s in SPECULATIVE if s)}")
@@ -414,6 +415,9 @@ class Planner:
         if sampler is not None and self.vllm.engine == "V0":
             raise UsageError("--vllm-sampler applies to vLLM's V1 engine (0.8 and later); V0 has one sampler")
         self.sampler = sampler  # None: the family's path (hfmem/memory/vllm_versions.py)
+        if interconnect is not None and interconnect not in INTERCONNECTS:
+            raise UsageError(f"unknown --interconnect {interconnect!r}; use one of: {', '.join(INTERCONNECTS)}")
+        self.interconnect = interconnect  # None: the GPU class's (VllmVersion.non_torch)
         self.cudagraph = cudagraph
         if cudagraph_memory is not None and cudagraph_memory < 0:
             raise UsageError("--cudagraph-memory must not be negative")
@@ -446,7 +450,8 @@ class Planner:
         self.max_num_seqs_given = max_num_seqs
         self.overhead_given = overhead
         if overhead is None:
-            overhead = (self.vllm.non_torch(tp, gpu.key if gpu else None) if engine == "vllm" and device == "cuda"
+            overhead = (self.vllm.non_torch(tp, gpu.key if gpu else None, interconnect)
+                        if engine == "vllm" and device == "cuda"
                         else DEFAULT_OVERHEAD["cpu" if device == "cpu" else engine])
         self.overhead = overhead
         self.tensors, self.weights = for_report(report, [] if self.precision == CHECKPOINT else [self.precision],
@@ -759,7 +764,7 @@ class Planner:
         if self.max_num_seqs_given is None:
             other.max_num_seqs = seqs
         if self.overhead_given is None:
-            other.overhead = self.vllm.non_torch(self.tp, gpu.key)
+            other.overhead = self.vllm.non_torch(self.tp, gpu.key, self.interconnect)
         other._set_cudagraph()
         return other
 

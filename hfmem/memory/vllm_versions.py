@@ -19,6 +19,9 @@ GiB = 1 << 30
 # when FlashInfer is installed and usable (flashinfer_sampler_supported). The log says which: "Using FlashInfer for
 # top-p & top-k sampling."
 SAMPLERS = ("sort", "triton", "flashinfer")
+# Links between tensor-parallel ranks (--interconnect): "pcie" covers every link without NVLink P2P (PCIe, no P2P,
+# across nodes), where vLLM's log says custom all-reduce is disabled.
+INTERCONNECTS = ("nvlink", "pcie")
 NVLINK_CLASS = ("a100", "h100", "h200", "b200", "gb200", "gh200", "mi300")  # catalog keys of NVLink/xGMI-class parts
 
 
@@ -85,14 +88,18 @@ class VllmVersion:
             large = True  # no GPU given: the data-centre default (H100 class)
         return (8192, 1024) if large else (2048, 256)
 
-    def non_torch(self, tp: int, gpu_key: str | None = None) -> int:
+    def non_torch(self, tp: int, gpu_key: str | None = None, interconnect: str | None = None) -> int:
         """Non-torch memory per GPU. At TP >= 2 it is mostly NCCL's per-channel buffers, and NCCL opens many more
-        channels over NVLink/NVSwitch than over PCIe, so the figure follows the GPU class."""
+        channels over NVLink/NVSwitch than over PCIe, so the figure follows the link between the ranks: the one given
+        (``interconnect``), else the GPU class's. A data-centre GPU is not always on NVLink: vLLM's log says so when it
+        turns custom all-reduce off (distributed/device_communicators/custom_all_reduce.py CustomAllreduce.__init__:
+        "this process group spans across nodes", "your platform lacks GPU P2P capability", "more than two PCIe-only
+        GPUs"), and NCCL then runs over sockets, shared memory or PCIe, as on the PCIe-class constant's own log."""
         if tp <= 1:
             return self.non_torch_tp1
-        if gpu_key is None or gpu_key.startswith(NVLINK_CLASS):
-            return self.non_torch_tp
-        return self.non_torch_tp_pcie
+        if interconnect is None:
+            interconnect = "nvlink" if gpu_key is None or gpu_key.startswith(NVLINK_CLASS) else "pcie"
+        return self.non_torch_tp if interconnect == "nvlink" else self.non_torch_tp_pcie
 
 
 # non_torch: published start-up logs, one per constant (which log, and its numbers: docs/planner.md and the held-in
