@@ -572,10 +572,11 @@ class Planner:
 
     def _set_encoder(self) -> None:
         """vLLM V1's profile also runs the vision tower on one dummy item of the maximum size
-        (hfmem/memory/vllm_encoder.py); modelled for Qwen3-VL's tower, said in a note for any other."""
-        from hfmem.memory.vllm_encoder import encoder_profile
+        (hfmem/memory/vllm_encoder.py); modelled for Qwen3-VL's and Qwen2.5-VL's towers, said in a note for any other."""
+        from hfmem.memory.vllm_encoder import is_modelled
 
-        self.encoder = None
+        self._encoder_memo: dict[int, Any] = {}
+        self._encoder_args: tuple[dict[str, Any], int, int, tuple[int, int] | None] | None = None
         self.encoder_note = None
         vision = self.arch.vision_config
         if not vision or self.engine != "vllm" or self.device != "cuda":
@@ -593,14 +594,27 @@ class Planner:
                 release = (major, minor)
             except ValueError:
                 release = None  # resolve_version already refused malformed names
-        self.encoder = encoder_profile(vision, self.act_bytes, self.tp, release)
-        if self.encoder is None:
+        if is_modelled(vision):
+            self._encoder_args = (vision, self.act_bytes, self.tp, release)
+        if self._encoder_args is None:
             kind = vision.get("model_type") or "this model's"
             self.encoder_note = (f"vLLM's profile also runs the {kind} vision tower on a dummy input of the maximum "
                                  "feature size and keeps its outputs through the forward ('Encoder cache will be "
-                                 "initialized with a budget of N tokens'); hfmem models that run for Qwen3-VL's tower "
-                                 "only, so here its peak is not counted and the KV pool shown may be too large by it "
+                                 "initialized with a budget of N tokens'); hfmem models that run for Qwen3-VL's and "
+                                 "Qwen2.5-VL's towers only, so here its peak is not counted and the KV pool shown may "
+                                 "be too large by it "
                                  "(--limit-mm-per-prompt / skip_mm_profiling change it in vLLM)")
+
+    def encoder_at(self, context: int) -> Any:
+        """The vision tower's profile run at max_model_len = ``context`` (Qwen2.5-VL's dummy video grows with it;
+        Qwen3-VL's does not), or None where the tower is not modelled."""
+        if self._encoder_args is None:
+            return None
+        if context not in self._encoder_memo:
+            from hfmem.memory.vllm_encoder import encoder_profile
+
+            self._encoder_memo[context] = encoder_profile(*self._encoder_args, max_model_len=context)
+        return self._encoder_memo[context]
 
     def profile_tokens(self, context: int) -> int:
         """Tokens of vLLM's profiling forward (also the sliding-window admission allowance): see profile_tokens."""
@@ -633,7 +647,7 @@ class Planner:
             terms["sampler (dummy run)"] = (rows * self.arch.vocab_size * self.vllm.sampler_bytes(self.act_bytes, rows, self.sampler)
                                             + (tokens + (0 if self.vllm.engine == "V0" else 2 * rows)) * h
                                             * self.act_bytes)
-            enc = self.encoder
+            enc = self.encoder_at(context)
             if enc is not None:
                 # profile_run runs the vision tower first and keeps its outputs in encoder_cache through the text
                 # dummy run and the sampler run (hfmem/memory/vllm_encoder.py)
@@ -816,10 +830,11 @@ class Planner:
                                   f"its log says 'leveraging the Marlin kernel') the experts take {marlin / GiB:.2f} GiB "
                                   "more per GPU than the checkpoint, and FlashInfer's layouts pad to 128/256")
         if self.engine == "vllm" and self.device == "cuda":
-            if self.encoder is not None:
-                plan.notes.append(f"vLLM's profile runs the vision tower on {self.encoder.detail()}: its peak "
-                                  f"{self.encoder.run_bytes / GiB:.2f} GiB per GPU is one phase of the torch peak, and "
-                                  f"its outputs ({self.encoder.cache_bytes / GiB:.2f} GiB) stay alive through the "
+            enc = self.encoder_at(context)
+            if enc is not None:
+                plan.notes.append(f"vLLM's profile runs the vision tower on {enc.detail()}: its peak "
+                                  f"{enc.run_bytes / GiB:.2f} GiB per GPU is one phase of the torch peak, and "
+                                  f"its outputs ({enc.cache_bytes / GiB:.2f} GiB) stay alive through the "
                                   "forward and sampler phases")
             elif self.encoder_note:
                 plan.notes.append(self.encoder_note)
