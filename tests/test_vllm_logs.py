@@ -129,9 +129,13 @@ ROWS = [
          "Available KV cache memory: 44.59 GiB", "GPU KV cache size: 973,760 tokens",
          "Maximum concurrency for 262,144 tokens per request: 14.77x"),
         44.59, 973_760, 74.2812,
-        notes=("GPU total: catalog H200 (139.8 GiB)",
+        notes=("GPU total: catalog H200 (139.8 GiB); the log's own: 139.81 GiB",
                "V1 non-torch at TP >= 2 (2.1 GiB) is the figure the project issue reports from its V1 logs; that set "
-               "may include this log, so this row is not fully independent of it")),
+               "may include this log, so this row is not fully independent of it",
+               "the same log's gpu_worker.py:391 line (read later): 'Actual usage is 74.28 GiB for weight, 5.58 GiB "
+               "for peak activation, 1.38 GiB for non-torch memory, and 2.37 GiB for CUDAGraph memory': hfmem's "
+               "weights 74.37 and peak 5.55 agree, its 2.1 GiB non-torch is 0.72 GiB above the logged 1.38, so the "
+               "row passes with that term off")),
     LogRow(
         "qwen3-8b-5090-v0.24-start2", "(thunderagent STEPS notes, 2x RTX 5090; found with find_string)",
         "Qwen/Qwen3-8B", "0.24", resolve_gpu("5090"),
