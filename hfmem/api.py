@@ -132,6 +132,8 @@ def attach_sections(
     vllm_version: str | None = None,
     cudagraph: bool = True,
     cudagraph_memory: str | int | None = None,
+    vllm_sampler: str | None = None,
+    interconnect: str | None = None,
     device: str = "cuda",
     prefix_caching: bool = True,
     speculative: str | None = None,
@@ -180,6 +182,10 @@ def attach_sections(
     if cudagraph_memory is not None:
         planner_kwargs["cudagraph_memory"] = (cudagraph_memory if isinstance(cudagraph_memory, int)
                                               else parse_size(str(cudagraph_memory), allow_zero=True))
+    if vllm_sampler is not None:
+        planner_kwargs["sampler"] = vllm_sampler
+    if interconnect is not None:
+        planner_kwargs["interconnect"] = interconnect
     if gpu_util is not None:
         planner_kwargs["gpu_util"] = gpu_util
     if overhead is not None:
@@ -430,7 +436,7 @@ def analyze(
     ``ref`` is a Hub repo id, a local folder, a cached snapshot or a .gguf file; ``ctx`` (e.g. 32768, "32k",
     "4k,32k", "max") adds the KV cache; other keyword options are those of :func:`attach_sections` (kv_dtype,
     engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, max_num_seqs, vllm_version, cudagraph, cudagraph_memory,
-    device,
+    vllm_sampler, interconnect, device,
     prefix_caching, speculative, train
     and the training options; GGUF models also take ``llamacpp_defaults``: "llama-server" or "llama-cpp-python", and
     with ``gpu`` get llama.cpp's partial-offload plan as ``report.offload`` and its llama-server command as ``report.serve``).

@@ -19,6 +19,8 @@ from hfmem.memory.training import ATTENTION, FSDP, OFFLOAD, OPTIMIZERS, QLORA_EX
 from hfmem.memory.training import METHODS as TRAINING_METHODS
 from hfmem.memory.training import PRECISIONS as TRAINING_PRECISIONS
 from hfmem.memory.vllm_versions import DEFAULT_VERSION as DEFAULT_VLLM_VERSION
+from hfmem.memory.vllm_versions import INTERCONNECTS as VLLM_INTERCONNECTS
+from hfmem.memory.vllm_versions import SAMPLERS as VLLM_SAMPLERS
 from hfmem.memory.vllm_versions import VERSIONS as VLLM_VERSIONS
 from hfmem.safe_text import one_line
 
@@ -187,6 +189,13 @@ def planner_options(f: Callable) -> Callable:
     f = click.option("--cudagraph-memory", default=None,
                      help="vLLM >= 0.21: the CUDA-graph estimate it deducts from the KV budget, e.g. 0.58GiB (its log: "
                           "'Estimated CUDA graph memory'); default: hfmem's estimate from vLLM's capture sizes (a note gives its range).")(f)
+    f = click.option("--vllm-sampler", type=click.Choice(VLLM_SAMPLERS), default=None,
+                     help="vLLM V1 top-k/top-p path of the profiling sampler run (default: the --vllm-version's); flashinfer "
+                          "where the log says 'Using FlashInfer for top-p & top-k sampling.' (no sort: a smaller torch peak).")(f)
+    f = click.option("--interconnect", type=click.Choice(VLLM_INTERCONNECTS), default=None,
+                     help="Link between tensor-parallel GPUs, for vLLM's non-torch memory at TP >= 2 (default: nvlink on "
+                          "A100/H100/H200/B200, pcie else); pcie also where the log says custom all-reduce is disabled "
+                          "(no P2P, across nodes).")(f)
     f = click.option("--cudagraph/--enforce-eager", "cudagraph", default=None,
                      help="vLLM CUDA graphs (default on); --enforce-eager: none captured, nothing deducted for them.")(f)
     f = click.option("--speculative", type=click.Choice([s for s in SPECULATIVE if s]), default=None,

@@ -71,7 +71,10 @@ def test_closed_form_equals_search(repo, monkeypatch):
     p = Planner(report, "checkpoint", engine="vllm")
     for budget in (p.weights_bytes + GiB, p.weights_bytes + 3 * GiB):
         p.max_context(budget, 1)
-    if set(report.architecture.layer_type_list) == {"full_attention"} and report.architecture.attention_kind != "mla":
+    # a vision tower whose profiled dummy grows with max_model_len (Qwen2.5-VL's video) bends the line: searched
+    fixed_encoder = p.encoder_at(1) == p.encoder_at(p.context_limit())
+    if (set(report.architecture.layer_type_list) == {"full_attention"} and report.architecture.attention_kind != "mla"
+            and fixed_encoder):
         assert not calls, "uniform full attention is linear in whole blocks: no search"
     calls.clear()
     p = Planner(report, "checkpoint", engine="transformers")

@@ -21,7 +21,7 @@ from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
 from hfmem.memory.kv import ENGINES, SPECULATIVE
 from hfmem.memory.kv.estimate import KVLayout, estimate_at, kv_layout
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
-from hfmem.memory.vllm_versions import VllmVersion, resolve_version
+from hfmem.memory.vllm_versions import INTERCONNECTS, SAMPLERS, VllmVersion, resolve_version
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, round_up
 
@@ -387,7 +387,8 @@ class Planner:
                  overhead: int | None = None, gpu_util: float | None = None, encoder_len: int | None = None,
                  block_size: int = 16, max_num_seqs: int | None = None, speculative: str | None = None,
                  prefix_caching: bool = True, vllm_version: str | None = None, cudagraph: bool = True,
-                 cudagraph_memory: int | None = None, gpu: GPU | None = None):
+                 cudagraph_memory: int | None = None, gpu: GPU | None = None, sampler: str | None = None,
+                 interconnect: str | None = None):
         self.arch: Architecture = report.architecture
         if speculative not in SPECULATIVE:
             raise UsageError(f"unknown --speculative {speculative!r}; use one of: {', '.join(s for s in SPECULATIVE if s)}")
@@ -409,6 +410,14 @@ class Planner:
         self.gpu = gpu
         self.vllm: VllmVersion = resolve_version(vllm_version)
         self.vllm_release = vllm_version  # the release asked for (the encoder's dummy item differs inside a family)
+        if sampler is not None and sampler not in SAMPLERS:
+            raise UsageError(f"unknown --vllm-sampler {sampler!r}; use one of: {', '.join(SAMPLERS)}")
+        if sampler is not None and self.vllm.engine == "V0":
+            raise UsageError("--vllm-sampler applies to vLLM's V1 engine (0.8 and later); V0 has one sampler")
+        self.sampler = sampler  # None: the family's path (hfmem/memory/vllm_versions.py)
+        if interconnect is not None and interconnect not in INTERCONNECTS:
+            raise UsageError(f"unknown --interconnect {interconnect!r}; use one of: {', '.join(INTERCONNECTS)}")
+        self.interconnect = interconnect  # None: the GPU class's (VllmVersion.non_torch)
         self.cudagraph = cudagraph
         if cudagraph_memory is not None and cudagraph_memory < 0:
             raise UsageError("--cudagraph-memory must not be negative")
@@ -441,7 +450,8 @@ class Planner:
         self.max_num_seqs_given = max_num_seqs
         self.overhead_given = overhead
         if overhead is None:
-            overhead = (self.vllm.non_torch(tp, gpu.key if gpu else None) if engine == "vllm" and device == "cuda"
+            overhead = (self.vllm.non_torch(tp, gpu.key if gpu else None, interconnect)
+                        if engine == "vllm" and device == "cuda"
                         else DEFAULT_OVERHEAD["cpu" if device == "cpu" else engine])
         self.overhead = overhead
         self.tensors, self.weights = for_report(report, [] if self.precision == CHECKPOINT else [self.precision],
@@ -562,10 +572,11 @@ class Planner:
 
     def _set_encoder(self) -> None:
         """vLLM V1's profile also runs the vision tower on one dummy item of the maximum size
-        (hfmem/memory/vllm_encoder.py); modelled for Qwen3-VL's tower, said in a note for any other."""
-        from hfmem.memory.vllm_encoder import encoder_profile
+        (hfmem/memory/vllm_encoder.py); modelled for Qwen3-VL's and Qwen2.5-VL's towers, said in a note for any other."""
+        from hfmem.memory.vllm_encoder import is_modelled
 
-        self.encoder = None
+        self._encoder_memo: dict[int, Any] = {}
+        self._encoder_args: tuple[dict[str, Any], int, int, tuple[int, int] | None] | None = None
         self.encoder_note = None
         vision = self.arch.vision_config
         if not vision or self.engine != "vllm" or self.device != "cuda":
@@ -583,14 +594,27 @@ class Planner:
                 release = (major, minor)
             except ValueError:
                 release = None  # resolve_version already refused malformed names
-        self.encoder = encoder_profile(vision, self.act_bytes, self.tp, release)
-        if self.encoder is None:
+        if is_modelled(vision):
+            self._encoder_args = (vision, self.act_bytes, self.tp, release)
+        if self._encoder_args is None:
             kind = vision.get("model_type") or "this model's"
             self.encoder_note = (f"vLLM's profile also runs the {kind} vision tower on a dummy input of the maximum "
                                  "feature size and keeps its outputs through the forward ('Encoder cache will be "
-                                 "initialized with a budget of N tokens'); hfmem models that run for Qwen3-VL's tower "
-                                 "only, so here its peak is not counted and the KV pool shown may be too large by it "
+                                 "initialized with a budget of N tokens'); hfmem models that run for Qwen3-VL's and "
+                                 "Qwen2.5-VL's towers only, so here its peak is not counted and the KV pool shown may "
+                                 "be too large by it "
                                  "(--limit-mm-per-prompt / skip_mm_profiling change it in vLLM)")
+
+    def encoder_at(self, context: int) -> Any:
+        """The vision tower's profile run at max_model_len = ``context`` (Qwen2.5-VL's dummy video grows with it;
+        Qwen3-VL's does not), or None where the tower is not modelled."""
+        if self._encoder_args is None:
+            return None
+        if context not in self._encoder_memo:
+            from hfmem.memory.vllm_encoder import encoder_profile
+
+            self._encoder_memo[context] = encoder_profile(*self._encoder_args, max_model_len=context)
+        return self._encoder_memo[context]
 
     def profile_tokens(self, context: int) -> int:
         """Tokens of vLLM's profiling forward (also the sliding-window admission allowance): see profile_tokens."""
@@ -620,10 +644,10 @@ class Planner:
             if self.vllm.engine == "V0" and "mlp" in terms:
                 terms["mlp"] = v0_mlp_peak(self.arch, tokens, self.act_bytes, self.tp, self.gated)
             h = self.arch.hidden_size
-            terms["sampler (dummy run)"] = (rows * self.arch.vocab_size * self.vllm.sampler_bytes(self.act_bytes, rows)
+            terms["sampler (dummy run)"] = (rows * self.arch.vocab_size * self.vllm.sampler_bytes(self.act_bytes, rows, self.sampler)
                                             + (tokens + (0 if self.vllm.engine == "V0" else 2 * rows)) * h
                                             * self.act_bytes)
-            enc = self.encoder
+            enc = self.encoder_at(context)
             if enc is not None:
                 # profile_run runs the vision tower first and keeps its outputs in encoder_cache through the text
                 # dummy run and the sampler run (hfmem/memory/vllm_encoder.py)
@@ -754,7 +778,7 @@ class Planner:
         if self.max_num_seqs_given is None:
             other.max_num_seqs = seqs
         if self.overhead_given is None:
-            other.overhead = self.vllm.non_torch(self.tp, gpu.key)
+            other.overhead = self.vllm.non_torch(self.tp, gpu.key, self.interconnect)
         other._set_cudagraph()
         return other
 
@@ -806,10 +830,11 @@ class Planner:
                                   f"its log says 'leveraging the Marlin kernel') the experts take {marlin / GiB:.2f} GiB "
                                   "more per GPU than the checkpoint, and FlashInfer's layouts pad to 128/256")
         if self.engine == "vllm" and self.device == "cuda":
-            if self.encoder is not None:
-                plan.notes.append(f"vLLM's profile runs the vision tower on {self.encoder.detail()}: its peak "
-                                  f"{self.encoder.run_bytes / GiB:.2f} GiB per GPU is one phase of the torch peak, and "
-                                  f"its outputs ({self.encoder.cache_bytes / GiB:.2f} GiB) stay alive through the "
+            enc = self.encoder_at(context)
+            if enc is not None:
+                plan.notes.append(f"vLLM's profile runs the vision tower on {enc.detail()}: its peak "
+                                  f"{enc.run_bytes / GiB:.2f} GiB per GPU is one phase of the torch peak, and "
+                                  f"its outputs ({enc.cache_bytes / GiB:.2f} GiB) stay alive through the "
                                   "forward and sampler phases")
             elif self.encoder_note:
                 plan.notes.append(self.encoder_note)

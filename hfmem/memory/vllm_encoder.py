@@ -7,7 +7,8 @@ with K <modality> items of the maximum feature size"), keeps the outputs in ``en
 dummy run and the dummy sampler run, and clears them after. The torch peak is therefore the largest of the encoder
 run and the text phases with the encoder outputs alive.
 
-Modelled here for Qwen3-VL's vision tower (``model_executor/models/qwen3_vl.py``), where every number is read from
+Modelled here for Qwen3-VL's vision tower (``model_executor/models/qwen3_vl.py``) and Qwen2.5-VL's
+(``model_executor/models/qwen2_5_vl.py``, whose dummy item follows ``qwen2_vl.py``), where every number is read from
 the config's ``vision_config`` and the processor defaults the checkpoint ships (named below); other vision towers
 get a note from the planner, not a guess.
 """
@@ -26,6 +27,11 @@ QWEN3_VL_IMAGE_MAX_PIXELS = 16_777_216
 # qwen3_vl.py Qwen3VLProcessingInfo.get_max_video_tokens: each merged video token is budgeted as 12.5 prompt tokens
 # (its "<t seconds>" timestamp text and the vision start/pad/end tokens)
 QWEN3_VL_VIDEO_TOKEN_FACTOR = 12.5
+
+
+# Qwen2.5-VL's image processor cap (the checkpoints' preprocessor_config.json "max_pixels": 12845056 = 3584², the
+# figure Qwen2VLImageProcessor's smart_resize bounds every image and video frame by)
+QWEN2_5_VL_MAX_PIXELS = 12_845_056
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,78 @@ def is_qwen3_vl(vision: dict[str, Any]) -> bool:
     return str(vision.get("model_type", "")).startswith("qwen3_vl")
 
 
+def is_qwen2_5_vl(vision: dict[str, Any]) -> bool:
+    return str(vision.get("model_type", "")).startswith("qwen2_5_vl")
+
+
+def is_modelled(vision: dict[str, Any]) -> bool:
+    return is_qwen3_vl(vision) or is_qwen2_5_vl(vision)
+
+
+def qwen2_5_vl_profile(vision: dict[str, Any], act_bytes: int, tp: int, max_model_len: int) -> EncoderProfile | None:
+    """The dummy item and the encoder run's peak for Qwen2.5-VL's vision tower at ``max_model_len``.
+
+    The dummy (qwen2_vl.py ``Qwen2VLProcessingInfo``, which Qwen2.5-VL inherits): the image with most features is a
+    9,999,999-pixel square through ``smart_resize`` at the processor's max_pixels, a side of
+    floor(sqrt(max_pixels) / (patch x merge)) x patch x merge (3584 for Qwen2.5-VL: 256 x 256 patches, 16,384
+    embeddings a frame pair). ``_get_max_video_frames(seq_len)`` adds frames at that size while the video's tokens
+    (frames padded to the temporal patch, ``_get_vision_info``) stay within max_model_len, and the budget
+    (``get_mm_max_tokens_per_item``) takes the modality with more tokens: at 128,000 tokens a 14-frame video, 7 frame
+    pairs = 458,752 patches and 114,688 embeddings (a 0.23.0 log prints "a budget of 114688 tokens, and profiled
+    with 1 video items"). ``_MAX_FRAMES_PER_VIDEO`` (600, later 32) caps the frames only beyond 262,144 tokens at
+    32, past this family's 128k context; not applied.
+
+    The run, per GPU, from ``Qwen2_5_VisionTransformer.forward`` and ``Qwen2_5_VisionBlock.forward`` (read at the
+    stored 0.11-era commit), linears split TP ways as for Qwen3-VL:
+    - inputs: the float32 ``pixel_values_videos`` [patches, C x T x P²] the batched kwargs hold (the model-dtype
+      copy is consumed by the patch embedding) and the float32 rotary table [patches, head_dim / 2];
+    - the larger of the attention step (block input, norm1's output, qkv, ``qk_concat`` and ``qk_rotated`` [2d],
+      the attention output and the projection's: 11d at TP 1; at TP > 1 ``all_gather_interleave`` adds the gathered
+      shards and their concatenation [3d] each) and the MLP step (block input, the attention output, the fused
+      add-norm's sum and normalised output alive through ``Qwen2_5_VisionMLP.forward``, whose ``gate_up`` [2I] and
+      activation [I] stay referenced until ``down_proj``'s output [d]: 5d + 3I at TP 1).
+    Outputs kept: the merger's [embeddings, out_hidden_size].
+    """
+    try:
+        d = int(vision["hidden_size"])
+        inter = int(vision["intermediate_size"])
+        heads = int(vision["num_heads"])
+        patch = int(vision.get("patch_size", 14))
+        temporal = int(vision.get("temporal_patch_size", 2))
+        merge = int(vision.get("spatial_merge_size", 2))
+        out = int(vision.get("out_hidden_size", d))
+        channels = int(vision.get("in_channels", 3))
+    except (KeyError, TypeError, ValueError):
+        return None
+    from math import isqrt
+
+    factor = patch * merge
+    side = isqrt(QWEN2_5_VL_MAX_PIXELS) // factor * factor
+    grid = side // patch
+    pair_tokens = grid * grid // (merge * merge)  # one image, or one temporal pair of video frames
+
+    def video_tokens(frames: int) -> int:
+        return max((frames + frames % temporal) // temporal, 1) * pair_tokens
+
+    frames = 1
+    while video_tokens(frames + 1) <= max_model_len:
+        frames += 1
+    tokens = video_tokens(frames)
+    modality = "video" if tokens > pair_tokens else "image"  # a tie keeps the first key, the image
+    if modality == "image":
+        tokens = pair_tokens
+    patches = tokens * merge * merge
+    a, split = act_bytes, max(1, tp)
+    inputs = patches * channels * temporal * patch * patch * 4 + patches * (d // heads // 2) * 4
+    gathered = 2 * 3 * d if split > 1 else 0
+    attention = patches * a * (2 * d + 3 * d // split + gathered + 4 * d // split + d // split + d)
+    mlp = patches * a * (4 * d + 3 * (inter // split) + d)
+    run = inputs + max(attention, mlp)
+    cache = tokens * out * a
+    phases = {"inputs": inputs, "attention": attention, "mlp": mlp}
+    return EncoderProfile(modality, patches, tokens, tokens, run, cache, phases)
+
+
 # The first release whose Qwen3-VL video budget is its plain embedding count (no x 12.5): 0.11.0 has the factor
 # (qwen3_vl.py at 0.11.0, and the 0.11.0 log's 153,600-token budget), 0.13.0 does not (its log profiles "1 image
 # items" at 16,384 tokens); the release between them that dropped it is not pinned down here.
@@ -54,8 +132,9 @@ VIDEO_FACTOR_DROPPED = (0, 12)
 
 
 def encoder_profile(vision: dict[str, Any], act_bytes: int, tp: int,
-                    release: tuple[int, int] | None = None) -> EncoderProfile | None:
-    """The dummy item and the encoder run's peak for Qwen3-VL's vision tower; None for any other tower.
+                    release: tuple[int, int] | None = None, max_model_len: int | None = None) -> EncoderProfile | None:
+    """The dummy item and the encoder run's peak for Qwen3-VL's vision tower (Qwen2.5-VL's: qwen2_5_vl_profile, at
+    ``max_model_len``); None for any other tower.
 
     The dummy item, by vLLM release (``release`` None: the newest):
     - before VIDEO_FACTOR_DROPPED: a video, whose budget (12.5 x its embeddings) beats an image's 16,384.
@@ -78,6 +157,8 @@ def encoder_profile(vision: dict[str, Any], act_bytes: int, tp: int,
     - the deepstack features already produced [embeddings, out_hidden_size] each (``Qwen3_VisionTransformer.forward``).
     The outputs kept: [embeddings, out_hidden_size x (1 + deepstack levels)] (the merger's and deepstack mergers').
     """
+    if is_qwen2_5_vl(vision) and max_model_len:
+        return qwen2_5_vl_profile(vision, act_bytes, tp, max_model_len)
     if not is_qwen3_vl(vision):
         return None
     try:

@@ -12,6 +12,16 @@ from dataclasses import dataclass
 from hfmem.errors import UsageError
 
 GiB = 1 << 30
+# V1 top-k/top-p paths a run can take whatever its family's default (--vllm-sampler). Which one runs depends on the
+# install, not only the release: V1 samplers of the 0.8-0.10 era take FlashInfer's whenever flashinfer imports
+# (topk_topp_sampler.py TopKTopPSampler.__init__: ``envs.VLLM_USE_FLASHINFER_SAMPLER is not False``, unset = on),
+# later releases only with VLLM_USE_FLASHINFER_SAMPLER=1 ("available but disabled by default"), and the newest again
+# when FlashInfer is installed and usable (flashinfer_sampler_supported). The log says which: "Using FlashInfer for
+# top-p & top-k sampling."
+SAMPLERS = ("sort", "triton", "flashinfer")
+# Links between tensor-parallel ranks (--interconnect): "pcie" covers every link without NVLink P2P (PCIe, no P2P,
+# across nodes), where vLLM's log says custom all-reduce is disabled.
+INTERCONNECTS = ("nvlink", "pcie")
 NVLINK_CLASS = ("a100", "h100", "h200", "b200", "gb200", "gh200", "mi300")  # catalog keys of NVLink/xGMI-class parts
 
 
@@ -36,6 +46,10 @@ class VllmVersion:
     #   30 B; softmax/log_softmax and _multinomial's copy and noise come after the sort's tensors are freed (20 B).
     # - "triton": topk_topp_triton.py apply_top_k_top_p_triton masks the fp32 logits in place (pivot search, no
     #   sort), then forward_native's softmax probs 4 and random_sample's exponential noise q 4: 4 + 4 + 4 = 12 B.
+    # - "flashinfer" (not a family default; chosen per run, see SAMPLERS): topk_topp_sampler.py
+    #   TopKTopPSampler.forward_cuda -> flashinfer_sample -> flashinfer's sampling.py top_k_top_p_sampling_from_logits
+    #   ("top_k_first"): top_k_mask_logits returns a new tensor like the fp32 logits (torch.empty_like) and
+    #   torch.softmax of it another; top_p_sampling_from_probs returns int32 ids only: 4 + 4 + 4 = 12 B, no sort.
     sampler: str
     # "GPU KV cache size: N tokens" (kv_cache_utils.py): "groups" = num_blocks // num_groups x block_size (the 2025
     # code), "concurrency" = int(max concurrency x max_model_len) (2026 code, group-aware)
@@ -51,12 +65,14 @@ class VllmVersion:
     # subtracted by default since v0.21.0, "CUDA graph memory profiling is enabled (default since v0.21.0)").
     cudagraph_deducted: bool
 
-    def sampler_bytes(self, act_bytes: int, rows: int) -> int:
+    def sampler_bytes(self, act_bytes: int, rows: int, kind: str | None = None) -> int:
         """Bytes per logits element alive at the sampler's peak: the model-dtype logits the runner keeps plus the
-        sampler's temporaries. Newer vLLM takes the Triton path only from 8 rows up (topk_topp_sampler.py
+        sampler's temporaries. ``kind`` overrides the family's path (a V1 run whose log says "Using FlashInfer for
+        top-p & top-k sampling."). Newer vLLM takes the Triton path only from 8 rows up (topk_topp_sampler.py
         apply_top_k_top_p: ``HAS_TRITON and logits.shape[0] >= 8``), else the PyTorch sort."""
-        kind = "sort" if self.sampler == "triton" and rows < 8 else self.sampler
-        return act_bytes + {"v0": 36, "sort": 36, "triton": 12}[kind]
+        kind = kind or self.sampler
+        kind = "sort" if kind == "triton" and rows < 8 else kind
+        return act_bytes + {"v0": 36, "sort": 36, "triton": 12, "flashinfer": 12}[kind]
 
     def batch_defaults(self, gpu_memory_bytes: int | None, gpu_key: str | None) -> tuple[int | None, int]:
         """(max_num_batched_tokens, max_num_seqs) of the OpenAI API server when the user sets neither.
@@ -72,14 +88,18 @@ class VllmVersion:
             large = True  # no GPU given: the data-centre default (H100 class)
         return (8192, 1024) if large else (2048, 256)
 
-    def non_torch(self, tp: int, gpu_key: str | None = None) -> int:
+    def non_torch(self, tp: int, gpu_key: str | None = None, interconnect: str | None = None) -> int:
         """Non-torch memory per GPU. At TP >= 2 it is mostly NCCL's per-channel buffers, and NCCL opens many more
-        channels over NVLink/NVSwitch than over PCIe, so the figure follows the GPU class."""
+        channels over NVLink/NVSwitch than over PCIe, so the figure follows the link between the ranks: the one given
+        (``interconnect``), else the GPU class's. A data-centre GPU is not always on NVLink: vLLM's log says so when it
+        turns custom all-reduce off (distributed/device_communicators/custom_all_reduce.py CustomAllreduce.__init__:
+        "this process group spans across nodes", "your platform lacks GPU P2P capability", "more than two PCIe-only
+        GPUs"), and NCCL then runs over sockets, shared memory or PCIe, as on the PCIe-class constant's own log."""
         if tp <= 1:
             return self.non_torch_tp1
-        if gpu_key is None or gpu_key.startswith(NVLINK_CLASS):
-            return self.non_torch_tp
-        return self.non_torch_tp_pcie
+        if interconnect is None:
+            interconnect = "nvlink" if gpu_key is None or gpu_key.startswith(NVLINK_CLASS) else "pcie"
+        return self.non_torch_tp if interconnect == "nvlink" else self.non_torch_tp_pcie
 
 
 # non_torch: published start-up logs, one per constant (which log, and its numbers: docs/planner.md and the held-in
