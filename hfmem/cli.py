@@ -84,12 +84,14 @@ def run_guarded(debug: bool, body: Callable[[], Any]) -> Any:
         sys.exit(1)
 
 
-def _read_early(model: str, revision: str | None, token: str | None, timeout: float | None) -> None:
-    """Start reading a Hub model before the command imports the analysis code (hfmem/hub/prefetch.py): its first
-    request is on the wire when this returns, and the command's read takes the answer."""
+def _read_early(model: str, revision: str | None, token: str | None, timeout: float | None,
+                more_requests: bool = False) -> None:
+    """Start reading a Hub model before the command imports the analysis code (hfmem/hub/prefetch.py); the
+    command's read takes the answer. ``more_requests``: the command asks the Hub more itself (check --disk), so the
+    read shares this process's HTTP client instead of building one in a child."""
     from hfmem.hub import prefetch
 
-    prefetch.start(model, revision, token, timeout)
+    prefetch.start(model, revision, token, timeout, fork=not more_requests)
 
 
 def _check_timeout(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -347,7 +349,7 @@ def check_cmd(model: str, revision: str | None, token: str | None, timeout: floa
     _require_ctx(opts)
 
     def body() -> None:
-        _read_early(model, revision, token, timeout)
+        _read_early(model, revision, token, timeout, more_requests=disk is not None)
         from hfmem.api import check
         from hfmem.render.verdict import check_lines
 

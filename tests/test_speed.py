@@ -266,6 +266,30 @@ def test_cli_repeat_reports_the_hubs_error_not_the_cached_answer(hub_env, stub_r
     assert repeat.stderr == first.stderr
 
 
+def test_read_runs_in_a_child_only_where_nothing_else_asks_the_hub(hub_env, stub_repo):
+    """A single-threaded CLI forks the read (Linux); `check --disk` asks the Hub for the file list itself, so its read
+    stays in a thread and both share one HTTP client; a process with threads of its own never forks."""
+    if not prefetch.FORK:
+        pytest.skip("the read runs in a thread on this platform")
+    _serve(hub_env, stub_repo)
+    code = (
+        "import sys, threading\nfrom hfmem.hub import prefetch\n"
+        "prefetch.start(sys.argv[1], None, None, None, fork=sys.argv[2] == 'fork')\n"
+        "if sys.argv[3] == 'threaded':\n    threading.Thread(target=threading.Event().wait, daemon=True).start()\n"
+        "    prefetch.start(sys.argv[1], 'main', None, None)\n"
+        "print(sorted(type(r).__name__ for r in prefetch._pending.values()))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    kinds = {}
+    for fork, threaded in (("fork", "alone"), ("nofork", "alone"), ("nofork", "threaded")):
+        out = subprocess.run([sys.executable, "-c", code, QWEN, fork, threaded], capture_output=True, text=True,
+                             env=env, timeout=60)
+        assert out.returncode == 0, out.stderr
+        kinds[fork, threaded] = out.stdout.strip()
+    assert kinds == {("fork", "alone"): "['_ForkedRead']", ("nofork", "alone"): "['_Read']",
+                     ("nofork", "threaded"): "['_Read', '_Read']"}
+
+
 @pytest.mark.parametrize("case", ["unknown repo", "gated", "wrong revision", "unreachable"])
 def test_forked_read_fails_as_the_thread_does(hub_env, stub_repo, tmp_path, case):
     """Errors raised in the forked child reach the user as the same one line and exit code as a read in a thread."""

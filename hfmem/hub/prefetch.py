@@ -248,10 +248,11 @@ def _headers(kinds: list[tuple[Any, ...]], columns: list[tuple[Any, ...]]) -> li
             for file, metadata, warnings, names, indices in columns]
 
 
-def start(ref: str, revision: str | None, token: str | bool | None, timeout: float | None) -> None:
+def start(ref: str, revision: str | None, token: str | bool | None, timeout: float | None, fork: bool = True) -> None:
     """Begin reading ``ref`` from the Hub if ``read_model(ref, revision, token, timeout)`` would (a repo id or Hub
-    URL, not a local path), and return when its first request has left; anything it cannot vouch for is left to
-    read_model, which reports it."""
+    URL, not a local path): in a forked child where FORK allows it and ``fork`` (False: the caller makes Hub requests
+    of its own, which then share the client the read builds), else in a thread, returning when its first request
+    has left. Anything it cannot vouch for is left to read_model, which reports it."""
     from hfmem.errors import HfmemError
     from hfmem.hub.local import looks_local
     from hfmem.hub.ref import is_gguf_ref, resolve_ref
@@ -268,7 +269,7 @@ def start(ref: str, revision: str | None, token: str | bool | None, timeout: flo
             return
         if not _pending and not _reads:
             atexit.register(_finish_writes)
-        if FORK and threading.active_count() == 1 and _asks_hub(repo_id, revision):
+        if fork and FORK and threading.active_count() == 1 and _asks_hub(repo_id, revision):
             forked = _ForkedRead(key)
             _pending[key] = forked
             _reads.append(forked)
