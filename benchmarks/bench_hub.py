@@ -222,6 +222,11 @@ def main() -> int:
         ("hfmem --version", startup([args.python, "-m", "hfmem", "--version"], hfmem_env, n)),
         ("python -c 'from transformers import AutoConfig' (hfmem's analysis needs it)",
          startup([args.python, "-c", "from transformers import AutoConfig"], hfmem_env, n)),
+        # The floor of any run that asks the Hub: the client every hfmem request goes through, imported and built
+        # (headers, session) before the first request can leave; then comes the round trip.
+        ("python -c 'huggingface_hub client: build_hf_headers(); get_session()' (before hfmem's first request)",
+         startup([args.python, "-c", "from huggingface_hub.utils import build_hf_headers, get_session; "
+                  "build_hf_headers(); get_session()"], hfmem_env, n)),
     ]
     if peers:
         start_rows.append(("hf-mem --help", startup([args.peers_python, "-c", "import sys; sys.argv=['hf-mem','--help']; from hf_mem.cli import main; main()"], env0, n)))
