@@ -21,7 +21,7 @@ from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
 from hfmem.memory.kv import ENGINES, SPECULATIVE
 from hfmem.memory.kv.estimate import KVLayout, estimate_at, kv_layout
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
-from hfmem.memory.vllm_versions import INTERCONNECTS, SAMPLERS, VllmVersion, resolve_version
+from hfmem.memory.vllm_versions import INTERCONNECTS, SAMPLERS, VllmVersion, resolve_interconnect, resolve_version
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, round_up
 
@@ -260,6 +260,8 @@ class InferencePlan:
     vllm_version: str | None = None
     max_num_seqs: int | None = None
     cudagraph: bool | None = None
+    sampler: str | None = None  # the dummy sampler run's top-k/top-p path (sort, triton, flashinfer; v0: V0's)
+    interconnect: str | None = None  # the link between TP ranks the non-torch term assumes (None at TP 1)
     cudagraph_bytes: int | None = None
     cudagraph_detail: str | None = None  # how hfmem's estimate of it is made (text output)
     replicated: list[str] = field(default_factory=list)
@@ -294,6 +296,8 @@ class InferencePlan:
             "max_num_batched_tokens": self.activation_tokens,
             "max_num_seqs": self.max_num_seqs,
             "cudagraph": self.cudagraph,
+            "sampler": self.sampler,  # what hfmem assumed: --vllm-sampler, else the version's path
+            "interconnect": self.interconnect,  # --interconnect, else the GPU class's; null at TP 1
             "requested_memory": self.budget_bytes,  # total GPU memory x gpu_memory_utilization
             "weights": self.weights_bytes,  # "Model loading took X GiB"
             "torch_peak_memory_increase": self.activation_bytes,
@@ -801,6 +805,9 @@ class Planner:
         )
         if self.engine == "vllm" and self.device == "cuda":
             plan.vllm_version, plan.max_num_seqs, plan.cudagraph = self.vllm.name, self.max_num_seqs, self.cudagraph
+            plan.sampler = self.vllm.sampler_path(min(self.max_num_seqs, tokens), self.sampler)
+            if self.tp > 1:
+                plan.interconnect = resolve_interconnect(self.gpu.key if self.gpu else None, self.interconnect)
             if self.cudagraph and self.vllm.cudagraph_deducted:
                 plan.cudagraph_bytes = self.cudagraph_memory
                 if not self.cudagraph_memory_given and self.cudagraph_estimate is not None:

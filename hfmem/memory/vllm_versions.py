@@ -70,9 +70,13 @@ class VllmVersion:
         sampler's temporaries. ``kind`` overrides the family's path (a V1 run whose log says "Using FlashInfer for
         top-p & top-k sampling."). Newer vLLM takes the Triton path only from 8 rows up (topk_topp_sampler.py
         apply_top_k_top_p: ``HAS_TRITON and logits.shape[0] >= 8``), else the PyTorch sort."""
+        return act_bytes + {"v0": 36, "sort": 36, "triton": 12, "flashinfer": 12}[self.sampler_path(rows, kind)]
+
+    def sampler_path(self, rows: int, kind: str | None = None) -> str:
+        """The top-k/top-p path the dummy sampler run takes: ``kind`` (--vllm-sampler) else the family's, with
+        Triton falling back to the PyTorch sort below 8 rows (see sampler_bytes); "v0" is V0's sampler."""
         kind = kind or self.sampler
-        kind = "sort" if kind == "triton" and rows < 8 else kind
-        return act_bytes + {"v0": 36, "sort": 36, "triton": 12, "flashinfer": 12}[kind]
+        return "sort" if kind == "triton" and rows < 8 else kind
 
     def batch_defaults(self, gpu_memory_bytes: int | None, gpu_key: str | None) -> tuple[int | None, int]:
         """(max_num_batched_tokens, max_num_seqs) of the OpenAI API server when the user sets neither.
@@ -97,9 +101,15 @@ class VllmVersion:
         GPUs"), and NCCL then runs over sockets, shared memory or PCIe, as on the PCIe-class constant's own log."""
         if tp <= 1:
             return self.non_torch_tp1
-        if interconnect is None:
-            interconnect = "nvlink" if gpu_key is None or gpu_key.startswith(NVLINK_CLASS) else "pcie"
-        return self.non_torch_tp if interconnect == "nvlink" else self.non_torch_tp_pcie
+        return self.non_torch_tp if resolve_interconnect(gpu_key, interconnect) == "nvlink" else self.non_torch_tp_pcie
+
+
+def resolve_interconnect(gpu_key: str | None, interconnect: str | None) -> str:
+    """The link between TP ranks hfmem assumes: the one given, else the GPU class's (NVLink for data-centre parts and
+    when no GPU is given, PCIe else)."""
+    if interconnect is not None:
+        return interconnect
+    return "nvlink" if gpu_key is None or gpu_key.startswith(NVLINK_CLASS) else "pcie"
 
 
 # non_torch: published start-up logs, one per constant (which log, and its numbers: docs/planner.md and the held-in
