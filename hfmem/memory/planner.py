@@ -21,7 +21,7 @@ from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
 from hfmem.memory.kv import ENGINES, SPECULATIVE
 from hfmem.memory.kv.estimate import KVLayout, estimate_at, kv_layout
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
-from hfmem.memory.vllm_versions import INTERCONNECTS, SAMPLERS, VllmVersion, resolve_interconnect, resolve_version
+from hfmem.memory.vllm_versions import INTERCONNECTS, NVLINK_TP_LOGGED, SAMPLERS, VllmVersion, resolve_interconnect, resolve_version
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, round_up
 
@@ -845,6 +845,17 @@ class Planner:
                                   "forward and sampler phases")
             elif self.encoder_note:
                 plan.notes.append(self.encoder_note)
+            if (self.tp > 1 and self.overhead_given is None and self.vllm.engine == "V1"
+                    and plan.interconnect == "nvlink"):
+                # The NVLink-class constant is the one term no stored log sets (hfmem/memory/vllm_versions.py
+                # NVLINK_TP_LOGGED; docs/planner.md): say so once, with how far the logs put it
+                low = min(NVLINK_TP_LOGGED.values())
+                logged = " and ".join(f"{v / GiB:.2f} GiB ({k})" for k, v in NVLINK_TP_LOGGED.items())
+                plan.notes.append(f"non-torch memory at TP {self.tp} over NVLink: {self.overhead / GiB:.2f} GiB per GPU "
+                                  f"assumed, a figure no stored vLLM log sets; logs at TP 2 show {logged}, so the KV "
+                                  f"pool can be up to {(self.overhead - low) / GiB:.2f} GiB per GPU larger "
+                                  "(NCCL sizes its buffers at run time): --overhead takes your log's 'non-torch "
+                                  "forward increase memory'")
         limit = self.arch.max_position_embeddings
         if limit and context > limit:
             plan.notes.append(f"context {context:,} exceeds the model's max_position_embeddings {limit:,}")

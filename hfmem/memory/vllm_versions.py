@@ -22,6 +22,10 @@ SAMPLERS = ("sort", "triton", "flashinfer")
 # Links between tensor-parallel ranks (--interconnect): "pcie" covers every link without NVLink P2P (PCIe, no P2P,
 # across nodes), where vLLM's log says custom all-reduce is disabled.
 INTERCONNECTS = ("nvlink", "pcie")
+# Non-torch memory logged at TP 2 over NVLink (held-out rows of tests/test_vllm_logs.py, never used to choose a
+# constant): shown in the plan's note as the range the NVLink-class constant may be off by. Why they differ, and why
+# no constant follows from vLLM's or NCCL's source: docs/planner.md ("non-torch forward increase memory").
+NVLINK_TP_LOGGED = {"vLLM 0.10.2, H200": int(1.38 * GiB), "vLLM 0.11.0, H100": int(0.54 * GiB)}
 NVLINK_CLASS = ("a100", "h100", "h200", "b200", "gb200", "gh200", "mi300")  # catalog keys of NVLink/xGMI-class parts
 
 
