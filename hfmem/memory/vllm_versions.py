@@ -123,7 +123,7 @@ def resolve_interconnect(gpu_key: str | None, interconnect: str | None) -> str:
 # TP 2-4). None of these is in vLLM's source: NCCL sizes its buffers at run time (channels x NCCL_BUFFSIZE x protocols).
 # What the logged figure covers does follow the source, by release: up to 0.10.x gpu_worker.py Worker.init_device
 # snapshots memory before init_worker_distributed_environment, so the TP group's PyNcclCommunicator and CustomAllreduce
-# buffers are inside it; after vLLM PR 25359 (post-0.10.2) they are not. Every V1 profile also opens torch's NCCL
+# buffers are inside it; releases after 0.10.2 snapshot after it, so they are not. Every V1 profile also opens torch's NCCL
 # communicator (DeviceCommunicatorBase.all_gather of the logits). No family splits on it: no held-in log sizes either side.
 #
 # Family boundaries: 0.8 = V1 (the default engine from 0.8.0) with the PyTorch sort sampler (seen in 0.8-0.15 code
