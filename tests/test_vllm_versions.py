@@ -131,7 +131,7 @@ def test_sliding_model_gets_a_pool_token_count():
 def test_json_names_the_terms_as_vllm_logs_them(stub_repo):
     out = CliRunner().invoke(main, [str(stub_repo(QWEN)), "--ctx", "32k", "--gpu", "h100", "--format", "json"]).output
     v = json.loads(out)["inference"]["vllm"]
-    assert set(v) == {"version", "max_num_batched_tokens", "max_num_seqs", "cudagraph", "requested_memory", "weights",
+    assert set(v) == {"version", "max_num_batched_tokens", "max_num_seqs", "cudagraph", "sampler", "interconnect", "requested_memory", "weights",
                       "torch_peak_memory_increase", "non_torch_forward_increase_memory", "cuda_graph_memory",
                       "available_kv_cache_memory", "gpu_kv_cache_size_tokens", "maximum_concurrency"}
     inf = json.loads(out)["inference"]
@@ -189,3 +189,37 @@ def test_check_line_names_every_term_of_the_total(stub_repo):
     out = CliRunner().invoke(main, ["check", str(stub_repo(QWEN)), "--gpu", "h100", "--ctx", "32k",
                                     "--cudagraph-memory", "1GiB"]).output
     assert "torch peak" in out and "non-torch" in out and "CUDA graphs 1.00 GiB" in out
+
+
+@pytest.mark.parametrize("family, seqs, given, path, per_element", [
+    ("0.25", 1024, None, "triton", 14), ("0.25", 4, None, "sort", 38), ("0.8", 1024, None, "sort", 38),
+    ("0.6", 256, None, "v0", 38), ("0.25", 1024, "flashinfer", "flashinfer", 14), ("0.8", 1024, "triton", "triton", 14)])
+def test_plan_echoes_the_sampler_path_it_counted(family, seqs, given, path, per_element):
+    """The JSON's vllm.sampler names the path whose bytes the sampler term holds (--vllm-sampler, else the family's;
+    Triton below 8 rows is the sort)."""
+    p = Planner(_report(), vllm_version=family, max_batched_tokens=8192, max_num_seqs=seqs, sampler=given)
+    plan = p.plan(4096)
+    assert plan.vllm_terms()["sampler"] == path
+    hidden_rows = 8192 + (0 if family == "0.6" else 2 * seqs)
+    assert plan.activation_terms["sampler (dummy run)"] == seqs * 152_064 * per_element + hidden_rows * 3584 * 2
+
+
+@pytest.mark.parametrize("gpu, tp, given, link", [("h100", 2, None, "nvlink"), ("4090", 2, None, "pcie"),
+                                                  ("h100", 2, "pcie", "pcie"), ("4090", 4, "nvlink", "nvlink"),
+                                                  ("h100", 1, None, None)])
+def test_plan_echoes_the_interconnect_it_assumed(gpu, tp, given, link):
+    """vllm.interconnect is the link whose non-torch figure the plan carries; null at TP 1 (no links)."""
+    g = resolve_gpu(gpu)
+    plan = Planner(_report(), tp=tp, interconnect=given).plan(4096, 1, g)
+    assert plan.vllm_terms()["interconnect"] == link
+    version = Planner(_report()).vllm
+    expected = {None: version.non_torch_tp1, "nvlink": version.non_torch_tp, "pcie": version.non_torch_tp_pcie}[link]
+    assert plan.overhead_bytes == expected
+
+
+def test_cli_json_echoes_the_options(stub_repo):
+    out = CliRunner().invoke(main, [str(stub_repo(QWEN)), "--gpu", "h100", "--gpus", "2", "--vllm-sampler", "flashinfer",
+                                    "--interconnect", "pcie", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    vllm = json.loads(out.output)["inference"]["vllm"]
+    assert (vllm["sampler"], vllm["interconnect"]) == ("flashinfer", "pcie")

@@ -21,7 +21,7 @@ from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
 from hfmem.memory.kv import ENGINES, SPECULATIVE
 from hfmem.memory.kv.estimate import KVLayout, estimate_at, kv_layout
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
-from hfmem.memory.vllm_versions import INTERCONNECTS, SAMPLERS, VllmVersion, resolve_version
+from hfmem.memory.vllm_versions import INTERCONNECTS, NVLINK_TP_LOGGED, SAMPLERS, VllmVersion, resolve_interconnect, resolve_version
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, round_up
 
@@ -260,6 +260,8 @@ class InferencePlan:
     vllm_version: str | None = None
     max_num_seqs: int | None = None
     cudagraph: bool | None = None
+    sampler: str | None = None  # the dummy sampler run's top-k/top-p path (sort, triton, flashinfer; v0: V0's)
+    interconnect: str | None = None  # the link between TP ranks the non-torch term assumes (None at TP 1)
     cudagraph_bytes: int | None = None
     cudagraph_detail: str | None = None  # how hfmem's estimate of it is made (text output)
     replicated: list[str] = field(default_factory=list)
@@ -294,6 +296,8 @@ class InferencePlan:
             "max_num_batched_tokens": self.activation_tokens,
             "max_num_seqs": self.max_num_seqs,
             "cudagraph": self.cudagraph,
+            "sampler": self.sampler,  # what hfmem assumed: --vllm-sampler, else the version's path
+            "interconnect": self.interconnect,  # --interconnect, else the GPU class's; null at TP 1
             "requested_memory": self.budget_bytes,  # total GPU memory x gpu_memory_utilization
             "weights": self.weights_bytes,  # "Model loading took X GiB"
             "torch_peak_memory_increase": self.activation_bytes,
@@ -801,6 +805,9 @@ class Planner:
         )
         if self.engine == "vllm" and self.device == "cuda":
             plan.vllm_version, plan.max_num_seqs, plan.cudagraph = self.vllm.name, self.max_num_seqs, self.cudagraph
+            plan.sampler = self.vllm.sampler_path(min(self.max_num_seqs, tokens), self.sampler)
+            if self.tp > 1:
+                plan.interconnect = resolve_interconnect(self.gpu.key if self.gpu else None, self.interconnect)
             if self.cudagraph and self.vllm.cudagraph_deducted:
                 plan.cudagraph_bytes = self.cudagraph_memory
                 if not self.cudagraph_memory_given and self.cudagraph_estimate is not None:
@@ -838,6 +845,17 @@ class Planner:
                                   "forward and sampler phases")
             elif self.encoder_note:
                 plan.notes.append(self.encoder_note)
+            if (self.tp > 1 and self.overhead_given is None and self.vllm.engine == "V1"
+                    and plan.interconnect == "nvlink"):
+                # The NVLink-class constant is the one term no stored log sets (hfmem/memory/vllm_versions.py
+                # NVLINK_TP_LOGGED; docs/planner.md): say so once, with how far the logs put it
+                low = min(NVLINK_TP_LOGGED.values())
+                logged = " and ".join(f"{v / GiB:.2f} GiB ({k})" for k, v in NVLINK_TP_LOGGED.items())
+                plan.notes.append(f"non-torch memory at TP {self.tp} over NVLink: {self.overhead / GiB:.2f} GiB per GPU "
+                                  f"assumed, a figure no stored vLLM log sets; logs at TP 2 show {logged}, so the KV "
+                                  f"pool can be up to {(self.overhead - low) / GiB:.2f} GiB per GPU larger "
+                                  "(NCCL sizes its buffers at run time): --overhead takes your log's 'non-torch "
+                                  "forward increase memory'")
         limit = self.arch.max_position_embeddings
         if limit and context > limit:
             plan.notes.append(f"context {context:,} exceeds the model's max_position_embeddings {limit:,}")

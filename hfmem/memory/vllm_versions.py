@@ -22,6 +22,10 @@ SAMPLERS = ("sort", "triton", "flashinfer")
 # Links between tensor-parallel ranks (--interconnect): "pcie" covers every link without NVLink P2P (PCIe, no P2P,
 # across nodes), where vLLM's log says custom all-reduce is disabled.
 INTERCONNECTS = ("nvlink", "pcie")
+# Non-torch memory logged at TP 2 over NVLink (held-out rows of tests/test_vllm_logs.py, never used to choose a
+# constant): shown in the plan's note as the range the NVLink-class constant may be off by. Why they differ, and why
+# no constant follows from vLLM's or NCCL's source: docs/planner.md ("non-torch forward increase memory").
+NVLINK_TP_LOGGED = {"vLLM 0.10.2, H200": int(1.38 * GiB), "vLLM 0.11.0, H100": int(0.54 * GiB)}
 NVLINK_CLASS = ("a100", "h100", "h200", "b200", "gb200", "gh200", "mi300")  # catalog keys of NVLink/xGMI-class parts
 
 
@@ -70,9 +74,13 @@ class VllmVersion:
         sampler's temporaries. ``kind`` overrides the family's path (a V1 run whose log says "Using FlashInfer for
         top-p & top-k sampling."). Newer vLLM takes the Triton path only from 8 rows up (topk_topp_sampler.py
         apply_top_k_top_p: ``HAS_TRITON and logits.shape[0] >= 8``), else the PyTorch sort."""
+        return act_bytes + {"v0": 36, "sort": 36, "triton": 12, "flashinfer": 12}[self.sampler_path(rows, kind)]
+
+    def sampler_path(self, rows: int, kind: str | None = None) -> str:
+        """The top-k/top-p path the dummy sampler run takes: ``kind`` (--vllm-sampler) else the family's, with
+        Triton falling back to the PyTorch sort below 8 rows (see sampler_bytes); "v0" is V0's sampler."""
         kind = kind or self.sampler
-        kind = "sort" if kind == "triton" and rows < 8 else kind
-        return act_bytes + {"v0": 36, "sort": 36, "triton": 12, "flashinfer": 12}[kind]
+        return "sort" if kind == "triton" and rows < 8 else kind
 
     def batch_defaults(self, gpu_memory_bytes: int | None, gpu_key: str | None) -> tuple[int | None, int]:
         """(max_num_batched_tokens, max_num_seqs) of the OpenAI API server when the user sets neither.
@@ -97,9 +105,15 @@ class VllmVersion:
         GPUs"), and NCCL then runs over sockets, shared memory or PCIe, as on the PCIe-class constant's own log."""
         if tp <= 1:
             return self.non_torch_tp1
-        if interconnect is None:
-            interconnect = "nvlink" if gpu_key is None or gpu_key.startswith(NVLINK_CLASS) else "pcie"
-        return self.non_torch_tp if interconnect == "nvlink" else self.non_torch_tp_pcie
+        return self.non_torch_tp if resolve_interconnect(gpu_key, interconnect) == "nvlink" else self.non_torch_tp_pcie
+
+
+def resolve_interconnect(gpu_key: str | None, interconnect: str | None) -> str:
+    """The link between TP ranks hfmem assumes: the one given, else the GPU class's (NVLink for data-centre parts and
+    when no GPU is given, PCIe else)."""
+    if interconnect is not None:
+        return interconnect
+    return "nvlink" if gpu_key is None or gpu_key.startswith(NVLINK_CLASS) else "pcie"
 
 
 # non_torch: published start-up logs, one per constant (which log, and its numbers: docs/planner.md and the held-in
@@ -107,6 +121,10 @@ class VllmVersion:
 # from torch's allocator in V1's PyTorch, so little is left outside it). TP >= 2: V0 0.30 GiB (2 x L40S, 0.7); V1
 # 0.09 GiB on 24 GB cards (TP 4, 0.11.1) and 2.1 GiB on NVLink data-centre GPUs (the project's issue, V1 logs at
 # TP 2-4). None of these is in vLLM's source: NCCL sizes its buffers at run time (channels x NCCL_BUFFSIZE x protocols).
+# What the logged figure covers does follow the source, by release: up to 0.10.x gpu_worker.py Worker.init_device
+# snapshots memory before init_worker_distributed_environment, so the TP group's PyNcclCommunicator and CustomAllreduce
+# buffers are inside it; releases after 0.10.2 snapshot after it, so they are not. Every V1 profile also opens torch's NCCL
+# communicator (DeviceCommunicatorBase.all_gather of the logits). No family splits on it: no held-in log sizes either side.
 #
 # Family boundaries: 0.8 = V1 (the default engine from 0.8.0) with the PyTorch sort sampler (seen in 0.8-0.15 code
 # and logs); 0.17 = the Triton top-k/top-p kernel (it landed after 0.15.1; the first release carrying it is not
