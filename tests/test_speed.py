@@ -260,17 +260,21 @@ def test_cli_repeat_reports_the_hubs_error_not_the_cached_answer(hub_env, stub_r
     else:
         hub_env.repos.pop(QWEN)
     repeat = run_cli([QWEN, "--format", "json"])
-    first = run_cli([QWEN, "--format", "json"], env={"HF_HOME": str(fresh_home)})
+    # a first run: no HF cache and no hfmem digest (HFMEM_CACHE is set per test, so it must move too)
+    first = run_cli([QWEN, "--format", "json"], env={"HF_HOME": str(fresh_home), "HFMEM_CACHE": str(fresh_home / "hfmem")})
     assert repeat.returncode == first.returncode != 0, (repeat.stderr, first.stderr)
     assert repeat.stdout == ""
     assert repeat.stderr == first.stderr
 
 
 def test_read_runs_in_a_child_only_where_nothing_else_asks_the_hub(hub_env, stub_repo):
-    """A single-threaded CLI forks the read (Linux); `check --disk` asks the Hub for the file list itself, so its read
-    stays in a thread and both share one HTTP client; a process with threads of its own never forks."""
+    """A single-threaded CLI forks a repeat run's read (Linux); a first run's stays in a thread (the parent would only
+    wait for it); `check --disk` asks the Hub for the file list itself, so its read stays in a thread and both share
+    one HTTP client; a process with threads of its own never forks."""
     if not prefetch.FORK:
         pytest.skip("the read runs in a thread on this platform")
+    from entry import run_cli
+
     _serve(hub_env, stub_repo)
     code = (
         "import sys, threading\nfrom hfmem.hub import prefetch\n"
@@ -281,27 +285,41 @@ def test_read_runs_in_a_child_only_where_nothing_else_asks_the_hub(hub_env, stub
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     kinds = {}
-    for fork, threaded in (("fork", "alone"), ("nofork", "alone"), ("nofork", "threaded")):
+    for run, fork, threaded in (("first", "fork", "alone"), ("repeat", "fork", "alone"), ("repeat", "nofork", "alone"),
+                                ("repeat", "nofork", "threaded")):
+        if run == "repeat" and not kinds.get("seen"):
+            assert run_cli([QWEN, "--format", "json"]).returncode == 0
+            kinds["seen"] = True
         out = subprocess.run([sys.executable, "-c", code, QWEN, fork, threaded], capture_output=True, text=True,
                              env=env, timeout=60)
         assert out.returncode == 0, out.stderr
-        kinds[fork, threaded] = out.stdout.strip()
-    assert kinds == {("fork", "alone"): "['_ForkedRead']", ("nofork", "alone"): "['_Read']",
-                     ("nofork", "threaded"): "['_Read', '_Read']"}
+        kinds[run, fork, threaded] = out.stdout.strip()
+    assert kinds == {"seen": True, ("first", "fork", "alone"): "['_Read']", ("repeat", "fork", "alone"): "['_ForkedRead']",
+                     ("repeat", "nofork", "alone"): "['_Read']", ("repeat", "nofork", "threaded"): "['_Read', '_Read']"}
 
 
-@pytest.mark.parametrize("case", ["unknown repo", "gated", "wrong revision", "unreachable"])
+@pytest.mark.parametrize("case", ["gated", "gone", "unreachable", "server error"])
 def test_forked_read_fails_as_the_thread_does(hub_env, stub_repo, tmp_path, case):
-    """Errors raised in the forked child reach the user as the same one line and exit code as a read in a thread."""
+    """A repeat run whose request fails: the error raised in the forked child reaches the user as the same one line
+    and exit code as a read in a thread."""
     if not prefetch.FORK:
         pytest.skip("the read runs in a thread on this platform")
-    _serve(hub_env, stub_repo, gated=case == "gated")
-    repo = "nobody/nothing" if case == "unknown repo" else QWEN
-    args = [repo, "--format", "json"] + (["--revision", "no-such-branch"] if case == "wrong revision" else [])
-    env = {"HF_ENDPOINT": "http://127.0.0.1:9"} if case == "unreachable" else {}
+    _serve(hub_env, stub_repo)
+    homes = {fork: str(tmp_path / str(fork)) for fork in (True, False)}
+    for fork in (True, False):
+        assert _cli(fork)([QWEN, "--format", "json"], env={"HF_HOME": homes[fork]}).returncode == 0
+    env = {}
+    if case == "gated":
+        _serve(hub_env, stub_repo, gated=True)
+    elif case == "gone":
+        hub_env.repos.pop(QWEN)
+    elif case == "unreachable":
+        env = {"HF_ENDPOINT": "http://127.0.0.1:9"}
+    else:
+        hub_env.fail_rate, hub_env.fail_kinds = 1.0, ("500",)  # every request answers 500 (retried, then the error)
     got = {}
     for fork in (True, False):
-        out = _cli(fork)(args, env={**env, "HF_HOME": str(tmp_path / str(fork))})
+        out = _cli(fork)([QWEN, "--format", "json", "--timeout", "3"], env={**env, "HF_HOME": homes[fork]})
         got[fork] = (out.returncode, out.stdout, out.stderr)
     assert got[True] == got[False]
     assert got[True][0] not in (0, 1) and got[True][2].count("\n") == 1 and "Traceback" not in got[True][2], got[True]
@@ -488,11 +506,11 @@ def test_cli_repeat_is_one_request_offline_zero_and_imports_no_transformers(hub_
     cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert cold.returncode == 0, cold.stderr
     assert len(hub_env.requests) == 3, _log(hub_env)
-    # qwen2 is in the compiled config table; the HTTP stack is imported to make requests only, and a forked read
-    # imports it in the child alone
-    http = [] if fork else ["httpx2" if "httpx2" in cold.stdout else "httpx", "huggingface_hub.utils"]
+    # qwen2 is in the compiled config table; the HTTP stack is imported to make requests only (a first run reads in
+    # a thread), and a repeat run's forked read imports it in the child alone
+    http = ["httpx2" if "httpx2" in cold.stdout else "httpx", "huggingface_hub.utils"]
     assert json.loads(cold.stdout.strip().splitlines()[-1]) == sorted(http)
-    for extra, requests, imported in (({}, 1, sorted(http)), ({"HF_HUB_OFFLINE": "1"}, 0, [])):
+    for extra, requests, imported in (({}, 1, [] if fork else sorted(http)), ({"HF_HUB_OFFLINE": "1"}, 0, [])):
         hub_env.clear_log()
         warm = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env | extra, timeout=120)
         assert warm.returncode == 0, warm.stderr

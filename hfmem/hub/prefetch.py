@@ -9,16 +9,15 @@ re-resolving its revision is in flight) then takes the result instead of startin
 The thread runs exactly ``read_hub`` with the arguments ``read_model`` will pass, so requests, errors and exit codes
 are the same as without it; a read nobody takes (the command failed first) is simply abandoned with the process.
 
-Where the platform can fork and the process has no other thread yet (the CLI, before it has imported anything
-heavy), the read runs in a forked child process instead of a thread: importing and building the HTTP client is
-~0.1 s of CPU, and in a thread it holds the interpreter lock the analysis needs, so a repeat run (its analysis done
-on the cached entry while the one request is in flight) paid both, one after the other; in a child they run on two
-cores. The child runs the same read_hub and hands back the outcome through a pipe: for a repeat run whose commit is
-unchanged only that commit and config (the parent analyses its own copy of the entry), else the files as columns (per
-file the tensor names and indices into a table of distinct (dtype, shape, numel, nbytes): for DeepSeek-V3's 92k
-tensors 0.03 s to pack and 0.04 s to rebuild, where pickling the entries took 0.35 s + 0.22 s and the digest's own
-encoding 0.04 s + 0.06 s), or the error it raised. It writes the digest entry after
-answering, while the parent analyses; the parent waits for it at exit, as for the thread.
+A repeat run, where the platform can fork (Linux) and the process has no other thread yet (the CLI, before it has
+imported anything heavy), reads in a forked child process instead: importing and building the HTTP client is
+~0.13 s of CPU, and in a thread it holds the interpreter lock that the analysis of the cached entry needs, so the
+two ran one after the other; in a child they run on two cores. The child runs the same read_hub and hands back
+the outcome through a pipe: when the commit is unchanged only that commit and the config (the parent analyses its
+own copy of the entry), else the files as columns (per file the tensor names and indices into a table of distinct
+(dtype, shape, numel, nbytes): for DeepSeek-V3's 92k tensors 0.03 s to pack and 0.04 s to rebuild, where pickling
+the entries took 0.35 s + 0.22 s), or the error it raised. It writes a new digest entry after answering; the parent
+waits for it at exit, as for the thread. A first run stays in a thread (_repeat_entry says why).
 """
 
 from __future__ import annotations
@@ -103,16 +102,11 @@ class _ForkedRead:
     ("error", exc): the HfmemError (or other exception) read_hub raised; ("crash", text) one that would not pickle.
     """
 
-    def __init__(self, args: _Key) -> None:
-        from hfmem.hub import digest
-        from hfmem.hub.files import is_sha
-
+    def __init__(self, args: _Key, known: str) -> None:
         self.args = args
-        repo_id, revision, _, _ = args
-        # The entry the child's read_hub preloads (HubContext.read_online: a known commit with an entry), which the
-        # parent loads for itself instead of receiving it
-        known = digest.read_ref(repo_id, revision)
-        self.known = known if known is not None and not is_sha(revision) and digest.has(repo_id, known) else None
+        # The commit whose digest entry the child's read_hub preloads (HubContext.read_online), which the parent
+        # loads and analyses itself instead of receiving it
+        self.known = known
         self.preloaded: Any = None
         self.message: Any = None
         self.answered = False
@@ -165,7 +159,7 @@ class _ForkedRead:
     def wait_preloaded(self) -> Any:
         """The digest entry read_hub returns if the revision still names the commit it named last time (None when
         there is none), loaded here while the child's request is in flight."""
-        if self.known is not None and self.preloaded is None:
+        if self.preloaded is None:
             from hfmem.hub.remote import _from_digest
 
             self.preloaded = _from_digest(self.args[0], self.known, None, "hub")
@@ -269,8 +263,9 @@ def start(ref: str, revision: str | None, token: str | bool | None, timeout: flo
             return
         if not _pending and not _reads:
             atexit.register(_finish_writes)
-        if fork and FORK and threading.active_count() == 1 and _asks_hub(repo_id, revision):
-            forked = _ForkedRead(key)
+        known = _repeat_entry(repo_id, revision) if fork and FORK and threading.active_count() == 1 else None
+        if known is not None:
+            forked = _ForkedRead(key, known)
             _pending[key] = forked
             _reads.append(forked)
             return
@@ -283,15 +278,21 @@ def start(ref: str, revision: str | None, token: str | bool | None, timeout: flo
     read.sent.wait(2.0)
 
 
-def _asks_hub(repo_id: str, revision: str | None) -> bool:
-    """Whether read_hub will send a request (read_hub: not offline, and not a commit the digest cache holds):
-    otherwise it only reads the cache, and a child would only hand its entry over."""
+def _repeat_entry(repo_id: str, revision: str | None) -> str | None:
+    """The commit of the digest entry read_hub analyses beside the request re-resolving ``revision`` (a repeat run
+    online: HubContext.read_online's first branch), or None. Only then does a child pay: the parent has that
+    analysis to run meanwhile, and the child's answer is a commit. On a first run the parent has nothing to do but
+    wait, and handing the files over costs time in proportion to the tensors (Kimi-K3's 497,220 from the local hub:
+    ~1 s slower forked than in a thread)."""
     from huggingface_hub import constants
 
     from hfmem.hub import digest
     from hfmem.hub.files import is_sha
 
-    return not constants.HF_HUB_OFFLINE and not (is_sha(revision) and digest.has(repo_id, revision))
+    if constants.HF_HUB_OFFLINE or is_sha(revision):  # no request, or a miss that fetches the files
+        return None
+    known = digest.read_ref(repo_id, revision)
+    return known if known is not None and digest.has(repo_id, known) else None
 
 
 def _finish_writes() -> None:
