@@ -89,15 +89,21 @@ def qwen2_5_vl_profile(vision: dict[str, Any], act_bytes: int, tp: int, max_mode
     with 1 video items"). ``_MAX_FRAMES_PER_VIDEO`` (600, later 32) caps the frames only beyond 262,144 tokens at
     32, past this family's 128k context; not applied.
 
-    The run, per GPU, from ``Qwen2_5_VisionTransformer.forward`` and ``Qwen2_5_VisionBlock.forward`` (read at the
-    stored 0.11-era commit), linears split TP ways as for Qwen3-VL:
-    - inputs: ``pixel_values_videos`` [patches, C x T x P²] in the model dtype (module docstring) and the float32
-      rotary table [patches, head_dim / 2];
+    The run, per GPU, from ``Qwen2_5_VisionTransformer.forward`` and ``Qwen2_5_VisionBlock.forward`` (read at 0.11.0
+    and 0.23.0; the live tensors are the same), linears split TP ways as for Qwen3-VL:
+    - inputs: ``pixel_values_videos`` [patches, C x T x P²] in the model dtype (module docstring) and the rotary
+      table: float32 [patches, head_dim / 2] at 0.11.0, at 0.23.0 ``prepare_encoder_metadata``'s cos and sin
+      [patches, head_dim / 2] each from get_rope's model-dtype cache: the same bytes;
     - the larger of the attention step (block input, norm1's output, qkv, ``qk_concat`` and ``qk_rotated`` [2d],
       the attention output and the projection's: 11d at TP 1; at TP > 1 ``all_gather_interleave`` adds the gathered
       shards and their concatenation [3d] each) and the MLP step (block input, the attention output, the fused
       add-norm's sum and normalised output alive through ``Qwen2_5_VisionMLP.forward``, whose ``gate_up`` [2I] and
-      activation [I] stay referenced until ``down_proj``'s output [d]: 5d + 3I at TP 1).
+      activation [I] stay referenced until ``down_proj``'s output [d]: 5d + 3I at TP 1). At 0.23.0 under the
+      default Inductor compilation the vision blocks run eagerly (``compile_mm_encoder`` False), RMSNorm's
+      fused add-norm takes the IR op's native, out-of-place path (CudaPlatform.get_default_ir_op_priority: "native"
+      when Inductor compiles) and SiluAndMul's native form is compiled into one kernel (``compile_native=True``),
+      so the same tensors are alive; the patch embedding's Conv3dLayer is an unfold and a linear there (torch >=
+      2.9), below the MLP step. The attention step stays below it too.
     Outputs kept: the merger's [embeddings, out_hidden_size].
     """
     try:
@@ -163,7 +169,12 @@ def encoder_profile(vision: dict[str, Any], act_bytes: int, tp: int,
       (the 0.13.0 log: "budget of 16384 tokens, and profiled with 1 image items").
 
     The run, per GPU (the vision linears are Column/RowParallel split TP ways, vLLM's default mm_encoder_tp_mode
-    "weights"; attention is FlashAttention/xFormers/SDPA varlen per frame, no score matrix is stored):
+    "weights"; no attention score matrix is stored: Qwen3-VL's vision head size is 72, outside 0.11.0's
+    FlashAttention list (FlashAttentionBackend.get_supported_head_sizes), so CudaPlatform.get_vit_attn_backend
+    picks xFormers' memory-efficient kernel on sm80-sm90 unless the flash_attn package is installed; 0.13.0's
+    FlashAttention takes any multiple of 8 (supports_head_size) and runs varlen. Not counted: the patch
+    embedding's workspace at 0.11.0, an nn.Conv3d over all patches whose cuDNN engine and workspace are chosen at
+    run time (0.13.0 with torch 2.9.0 runs Conv3dLayer as an unfold and a linear instead)):
     - inputs: ``pixel_values_videos`` [patches, 3 x T x P²] in the model dtype (module docstring), held by the
       batched kwargs;
     - the larger of one block's attention step (``Qwen2_5_VisionAttention.split_qkv`` at TP > 1:
