@@ -245,8 +245,10 @@ ROWS = [
               "model-dtype pixels): weights now 58.22 vs the logged 58.23 GiB, so the ~0.60 GiB hfmem still leaves "
               "for KV is the torch peak (hfmem's: the 1,024-row dummy sampler with the encoder outputs and the "
               "dummy image's pixels alive, 5.98 GiB; the encoder run 1.71 GiB, FlashAttention varlen on sm90 at "
-              "0.13.0, no score matrix) or the GPU total, which the log does not print (95,830 MiB assumed); "
-              "not tuned away",
+              "0.13.0, no score matrix) or the GPU total, which the log does not print (nvidia-smi's 95,830 MiB "
+              "assumed). The H100 80GB logs here print totals of 79.18 and 79.22 GiB where nvidia-smi shows 81,559 "
+              "MiB (79.65): were the NVL's total as far below its nvidia-smi figure, the pool would be 1.0093-1.0112; "
+              "not applied (no H100 NVL log prints its total), not tuned away",
         notes=("held out: the checkpoint is a Qwen3-VL-30B-A3B-shaped MoE (13 shards, 58.23 GiB at TP 1, the "
                "Qwen3VLMoe architecture); its encoder budget line is reproduced exactly "
                "(test_qwen3_vl_encoder_budget_of_013_is_the_image)",)),
