@@ -214,17 +214,20 @@ ROWS = [
          "maximum feature size", "Available KV cache memory: 2.31 GiB", "GPU KV cache size: 100,752 tokens",
          "num_gpu_blocks is: 6297"),
         2.31, 100_752,
-        xfail="pool 2.1683, tokens 2.1720 (2.2494 / 2.2533 before the profile's vision-encoder run was counted): "
-              "the log leaves ~4.05 GiB for the torch peak beside 0.09 GiB non-torch; hfmem's phases are the encoder "
-              "run on the dummy video (49,152 patches, the log's 153,600-token budget exactly; 1.49 GiB with its "
-              "inputs, one block's activations at TP 4 and the deepstack features) and the sampler with the encoder "
-              "outputs alive (1.57 GiB). The missing ~2.5 GiB is not in those tensors; a candidate not measured here "
-              "is the patch embedding's Conv3d over 49,152 patches, whose cuDNN workspace is chosen at run time; not "
-              "tuned away. The KV arithmetic itself agrees "
-              "(test_tokens_from_the_logged_pool, 1.0016)",
+        xfail="pool 2.0161, tokens 2.0195 (2.1683 / 2.1720 before the MRoPE cache, deepstack buffers and model-dtype "
+              "pixels; 2.2494 / 2.2533 before the encoder run was counted): the log leaves ~4.05 GiB for the torch "
+              "peak beside 0.09 GiB non-torch, hfmem's largest phase is the 2048-token sampler with the encoder "
+              "outputs and the dummy pixels alive (1.71 GiB; the encoder run on the 49,152-patch dummy video is 1.20 "
+              "GiB). Read in vLLM 0.11.0's source and ruled out: the ViT attention (FlashAttention's head sizes "
+              "exclude Qwen3-VL's 72, so get_vit_attn_backend picks xFormers' memory-efficient kernel on sm86, no "
+              "score matrix; SDPA would loop over 4-patch frames), the dummy count (1 video item, as logged), the "
+              "encoder TP mode (default 'weights': sharded, no data-parallel split), float32 pixels (cast to bf16 "
+              "by the processing context). Not derivable from source: the patch embedding's nn.Conv3d over 49,152 "
+              "patches, whose cuDNN algorithm and workspace are chosen at run time; not tuned away. The KV "
+              "arithmetic itself agrees (test_tokens_from_the_logged_pool, 1.0016)",
         notes=("GPU total: catalog RTX 3090 (23.58 GiB); the log prints none",
-               "weights not asserted: logged 14.7708 GiB against hfmem's 14.55 GiB (0.985), with the vision tower "
-               "and merger split 4 ways; vLLM 0.11's layout of the vision side is not traced here")),
+               "weights 14.76 vs the logged 14.7708 GiB (0.9993; 14.55 before the 4 x max_position MRoPE cache and "
+               "the deepstack buffers, test_vl_weights_count_mrope_cache_and_deepstack_buffers)")),
     LogRow(
         "qwen3-vl-30b-a3b-h100nvl-v0.13", "(vLLM 0.13.0 serve log of a Qwen3VLMoe checkpoint served as 'qwen-custom', "
         "13 shards; found with find_string)",
@@ -238,11 +241,14 @@ ROWS = [
          "maximum feature size", "Available KV cache memory: 19.40 GiB", "GPU KV cache size: 211,936 tokens",
          "Maximum concurrency for 8,192 tokens per request: 25.87x"),
         19.40, 211_936,
-        xfail="pool 1.0551, tokens 1.0549: hfmem leaves ~1.07 GiB more for KV than the log, 0.29 GiB of it in the "
-              "weights (hfmem 57.94 GiB against the logged 58.23: the vision side's layout, as in the TP 4 row) and "
-              "~0.78 GiB in the torch peak (hfmem's is the 1,024-row dummy sampler with the encoder outputs alive, "
-              "5.80 GiB; the encoder run on the dummy image is 2.08 GiB) or the GPU total, which the log does not "
-              "print (95,830 MiB assumed); not tuned away",
+        xfail="pool 1.0310, tokens 1.0307 (1.0551 / 1.0549 before the MRoPE cache, deepstack buffers and "
+              "model-dtype pixels): weights now 58.22 vs the logged 58.23 GiB, so the ~0.60 GiB hfmem still leaves "
+              "for KV is the torch peak (hfmem's: the 1,024-row dummy sampler with the encoder outputs and the "
+              "dummy image's pixels alive, 5.98 GiB; the encoder run 1.71 GiB, FlashAttention varlen on sm90 at "
+              "0.13.0, no score matrix) or the GPU total, which the log does not print (nvidia-smi's 95,830 MiB "
+              "assumed). The H100 80GB logs here print totals of 79.18 and 79.22 GiB where nvidia-smi shows 81,559 "
+              "MiB (79.65): were the NVL's total as far below its nvidia-smi figure, the pool would be 1.0093-1.0112; "
+              "not applied (no H100 NVL log prints its total), not tuned away",
         notes=("held out: the checkpoint is a Qwen3-VL-30B-A3B-shaped MoE (13 shards, 58.23 GiB at TP 1, the "
                "Qwen3VLMoe architecture); its encoder budget line is reproduced exactly "
                "(test_qwen3_vl_encoder_budget_of_013_is_the_image)",)),
@@ -432,14 +438,11 @@ ROWS += [
          "maximum feature size", "Estimated CUDA graph memory: 0.53 GiB total",
          "Available KV cache memory: -14.28 GiB", "ValueError: No available memory for the cache blocks"),
         -14.28, None,
-        xfail="pool 1.0493 (-0.0564 before the Qwen2.5-VL tower was modelled: hfmem left +0.81 GiB): the log "
-              "implies a torch peak of 0.22 x 79.15 + 14.28 - 15.67 - 0.53 - 0.02 = 15.49 GiB, hfmem's encoder run "
-              "is 16.31 GiB (MLP step 14.24, float32 pixels 2.01, rotary 0.07) on the dummy it derives exactly (the "
-              "log's 114,688-token video budget) plus 0.14 GiB less weights (15.53 vs 15.67: the vision side's "
-              "layout, not traced). The run follows the stored 0.11-era qwen2_5_vl.py; the 0.23.0 file is not "
-              "stored here, so which tensors that release frees earlier is not established; not tuned away",
         notes=("the CUDA-graph estimate is the log's own (--cudagraph-memory)",
-               "weights not asserted (15.53 vs 15.67 GiB)")),
+               "pool 0.9854 (1.0493 before the pixel values were counted in the model dtype, "
+               "InputProcessingContext._postprocess_output; -0.0564 before the tower was modelled): encoder run "
+               "15.31 GiB against the log's implied 15.49",
+               "weights not asserted: 15.63 vs 15.67 GiB (0.9971; 15.53 before the 4 x max_position MRoPE cache)")),
 ]
 
 # Token counts from a logged pool (the pool itself needs a GPU the log does not name): KV bytes per token and the
@@ -758,7 +761,8 @@ def test_qwen3_vl_encoder_budget_is_the_logged_one():
 
 def test_encoder_phase_terms_of_the_qwen3_vl_row():
     """The encoder run's parts at TP 4 in bf16, from the shapes (Qwen3-VL-30B vision: hidden 1152, intermediate 4304,
-    out 2048, 3 deepstack levels): float32 pixels and their bf16 cast [49152, 1536]; the attention step's all-gather
+    out 2048, 3 deepstack levels): the pixels in bf16 [49152, 1536] (the processing context casts the processor's
+    float32 to the model dtype, one copy); the attention step's all-gather
     (block input, norm1, local qkv 864 wide, gathered shards and their concatenation 2 x 3456); outputs kept
     12,288 x 2048 x 4 levels."""
     from hfmem.memory.vllm_encoder import encoder_profile
@@ -767,13 +771,29 @@ def test_encoder_phase_terms_of_the_qwen3_vl_row():
     enc = encoder_profile(cfg["vision_config"], 2, 4, (0, 11))
     n = 49_152
     assert enc is not None and enc.modality == "video" and enc.patches == n
-    assert enc.phases["inputs"] == n * 1536 * (4 + 2)
+    assert enc.phases["inputs"] == enc.pixel_bytes == n * 1536 * 2
     assert enc.phases["attention"] == n * 2 * (2 * 1152 + 864 + 6 * 1152)
     assert enc.phases["mlp"] == n * 2 * (2 * 1152 + 2 * 1076)
     assert enc.cache_bytes == 12_288 * 2048 * 4 * 2
+    assert enc.held_bytes == enc.cache_bytes + enc.pixel_bytes  # both alive through the text phases
     assert encoder_profile({"model_type": "siglip_vision_model", "hidden_size": 1152}, 2, 1) is None
     newest = encoder_profile(cfg["vision_config"], 2, 4)  # no release given: the newest code's image dummy
     assert newest is not None and newest.modality == "image" and newest.patches == 65_536
+
+
+def test_vl_weights_count_mrope_cache_and_deepstack_buffers():
+    """"Model loading took" against hfmem's weights for the two Qwen3-VL-30B-A3B logs (14.7708 GiB at TP 4 with 2048
+    batched tokens, 58.2299 GiB at TP 1 with 8192): MRotaryEmbedding's cos/sin cache is built for 4 x
+    max_position_embeddings (262,144 x 4 x 128 x 2 B = 0.25 GiB, rotary_embedding/mrope.py) and Qwen3-VL keeps one
+    [max_num_batched_tokens, 2048] bf16 zero buffer per deepstack level (3; Qwen3VLForConditionalGeneration.__init__).
+    Without them hfmem was 0.22 and 0.29 GiB low; the two logs differ by the buffers' 6144 tokens x 12 KiB."""
+    for name, logged in (("qwen3-vl-30b-a3b-3090-tp4-v0.11", 14.7708), ("qwen3-vl-30b-a3b-h100nvl-v0.13", 58.2299)):
+        row = next(r for r in ROWS if r.name == name)
+        plan = plan_of(row)
+        assert abs(plan.weights_bytes / GiB / logged - 1) <= 0.002, name
+        terms = plan.weight_terms
+        assert terms["rotary cos/sin cache"] == 262_144 * 4 * 128 * 2
+        assert terms["deepstack input buffers"] == 3 * row.settings["max_batched_tokens"] * 2048 * 2
 
 
 def test_qwen3_vl_encoder_budget_of_013_is_the_image():
@@ -859,7 +879,7 @@ def test_qwen25_vl_dummy_video_is_the_logged_budget():
     assert (enc.patches, enc.tokens, enc.budget_tokens) == (458_752, 114_688, 114_688)
     # the MLP step at TP 1: block input, attention output, fused add-norm sum and output (4d), gate_up 2I, act I, down d
     assert enc.phases["mlp"] == 458_752 * 2 * (5 * 1280 + 3 * 3420)
-    assert enc.phases["inputs"] == 458_752 * (1176 * 4 + 40 * 4)
+    assert enc.phases["inputs"] == 458_752 * (1176 * 2 + 40 * 4)  # bf16 pixels, float32 rotary table
     small = encoder_profile(vision, 2, 1, (0, 23), max_model_len=8192)
     assert small is not None and small.modality == "image" and small.patches == 65_536
     row = next(r for r in ROWS if r.name == "qwen25-vl-7b-a100-v0.23-util0.22")

@@ -380,7 +380,30 @@ def _rope_cache_bytes(arch: Architecture, act_bytes: int) -> int:
     rotary = arch.mla.qk_rope_head_dim if arch.mla else int(arch.head_dim * float(cfg.get("partial_rotary_factor") or 1.0))
     if not _uses_rope(arch):
         return 0
-    return arch.max_position_embeddings * rotary * act_bytes
+    return arch.max_position_embeddings * rotary * act_bytes * _mrope_cache_factor(arch)
+
+
+def _mrope_cache_factor(arch: Architecture) -> int:
+    """4 for multimodal RoPE: vLLM's MRotaryEmbedding.__init__ (rotary_embedding/mrope.py, 0.11.0 to 0.23.0) builds its
+    cos/sin cache for 4 x max_position_embeddings ("the maximum index value is related to the duration of the input
+    video"); get_rope picks it whenever the rope parameters carry an ``mrope_section``."""
+    cfg = arch.text_config or {}
+    for key in ("rope_scaling", "rope_parameters"):
+        rope = cfg.get(key)
+        if isinstance(rope, dict) and rope.get("mrope_section"):
+            return 4
+    return 1
+
+
+def _deepstack_buffers(arch: Architecture, max_batched_tokens: int, act_bytes: int) -> tuple[int, int]:
+    """Qwen3-VL's deepstack input buffers: Qwen3VLForConditionalGeneration.__init__ (qwen3_vl.py, 0.11.0 and 0.13.0)
+    allocates one zero tensor [max_num_batched_tokens, text hidden_size] per deepstack level in the model dtype on the
+    GPU while the model is built, so "Model loading took" includes them. Returns (levels, bytes of each)."""
+    vision = arch.vision_config or {}
+    levels = len(vision.get("deepstack_visual_indexes") or [])
+    if not levels or not arch.hidden_size:
+        return 0, 0
+    return levels, max_batched_tokens * arch.hidden_size * act_bytes
 
 
 class Planner:
@@ -520,6 +543,11 @@ class Planner:
             if rope:
                 terms["rotary cos/sin cache"] = rope
                 per_parameter["rotary cos/sin cache"] = rope
+            levels, each = _deepstack_buffers(arch, self.max_batched_tokens, self.act_bytes)
+            if levels:
+                terms["deepstack input buffers"] = levels * each
+                for level in range(levels):  # separate allocations: each is rounded by the allocator
+                    per_parameter[f"deepstack input buffer {level}"] = each
             blocks = allocator_rounding_bytes(per_parameter)
             if blocks:
                 terms[ALLOC_TERM] = blocks
@@ -653,9 +681,9 @@ class Planner:
                                             * self.act_bytes)
             enc = self.encoder_at(context)
             if enc is not None:
-                # profile_run runs the vision tower first and keeps its outputs in encoder_cache through the text
-                # dummy run and the sampler run (hfmem/memory/vllm_encoder.py)
-                terms = {k: v + enc.cache_bytes for k, v in terms.items()}
+                # profile_run runs the vision tower first and keeps its outputs in encoder_cache, and the dummy
+                # pixel values in a local, through the text dummy run and the sampler run (hfmem/memory/vllm_encoder.py)
+                terms = {k: v + enc.held_bytes for k, v in terms.items()}
                 terms[f"multimodal encoder (dummy {enc.modality} run)"] = enc.run_bytes
         return max(terms.values()) if terms else 0, terms, tokens
 
@@ -841,8 +869,8 @@ class Planner:
             if enc is not None:
                 plan.notes.append(f"vLLM's profile runs the vision tower on {enc.detail()}: its peak "
                                   f"{enc.run_bytes / GiB:.2f} GiB per GPU is one phase of the torch peak, and "
-                                  f"its outputs ({enc.cache_bytes / GiB:.2f} GiB) stay alive through the "
-                                  "forward and sampler phases")
+                                  f"its outputs and the dummy pixel values ({enc.held_bytes / GiB:.2f} GiB) stay "
+                                  "alive through the forward and sampler phases")
             elif self.encoder_note:
                 plan.notes.append(self.encoder_note)
             if (self.tp > 1 and self.overhead_given is None and self.vllm.engine == "V1"

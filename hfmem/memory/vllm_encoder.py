@@ -4,8 +4,15 @@ V1's ``gpu_model_runner.py`` ``profile_run`` first runs ``get_multimodal_embeddi
 ``max_items_per_batch`` dummy items of the modality with the most tokens per item (``MultiModalBudget``,
 ``get_modality_with_max_tokens``; log: "Encoder cache will be initialized with a budget of N tokens, and profiled
 with K <modality> items of the maximum feature size"), keeps the outputs in ``encoder_cache`` through the text
-dummy run and the dummy sampler run, and clears them after. The torch peak is therefore the largest of the encoder
-run and the text phases with the encoder outputs alive.
+dummy run and the dummy sampler run, and clears them after; the batched dummy inputs stay referenced by profile_run
+until it returns. The torch peak is therefore the largest of the encoder run and the text phases with the encoder
+outputs and the dummy pixel values alive.
+
+The pixel values are in the model dtype, not the processor's float32: ``InputProcessingContext.call_hf_processor``
+casts every floating-point output of the HF processor to ``model_config.dtype`` (``_postprocess_output``, "mimics the
+behavior of transformers.BatchFeature"; multimodal/processing.py at 0.11.0 and 0.13.0, multimodal/processing/context.py
+at 0.23.0), and the dummy item is built through it (``BaseMultiModalProcessor._call_hf_processor``). The towers'
+``.type(self.visual.dtype)`` / ``x.to(dtype=self.dtype)`` casts are then no-ops: one copy, not two.
 
 Modelled here for Qwen3-VL's vision tower (``model_executor/models/qwen3_vl.py``) and Qwen2.5-VL's
 (``model_executor/models/qwen2_5_vl.py``, whose dummy item follows ``qwen2_vl.py``), where every number is read from
@@ -43,6 +50,14 @@ class EncoderProfile:
     run_bytes: int  # the encoder run's peak, per GPU
     cache_bytes: int  # the outputs kept in encoder_cache through the text dummy run and the sampler, per GPU
     phases: dict[str, int]  # the run's parts, for the docs and tests
+    pixel_bytes: int = 0  # the dummy pixel values, alive through the text dummy run and the sampler too
+
+    @property
+    def held_bytes(self) -> int:
+        """Alive beside the text phases: profile_run keeps ``batched_dummy_mm_inputs`` (the pixel values) as a local
+        until it returns and the outputs in ``encoder_cache`` until after the sampler run (gpu_model_runner.py
+        profile_run at 0.11.0, 0.13.0 and 0.23.0)."""
+        return self.cache_bytes + self.pixel_bytes
 
     def detail(self) -> str:
         return (f"1 dummy {self.modality} of {self.patches:,} patches -> {self.tokens:,} embeddings "
@@ -74,15 +89,21 @@ def qwen2_5_vl_profile(vision: dict[str, Any], act_bytes: int, tp: int, max_mode
     with 1 video items"). ``_MAX_FRAMES_PER_VIDEO`` (600, later 32) caps the frames only beyond 262,144 tokens at
     32, past this family's 128k context; not applied.
 
-    The run, per GPU, from ``Qwen2_5_VisionTransformer.forward`` and ``Qwen2_5_VisionBlock.forward`` (read at the
-    stored 0.11-era commit), linears split TP ways as for Qwen3-VL:
-    - inputs: the float32 ``pixel_values_videos`` [patches, C x T x P²] the batched kwargs hold (the model-dtype
-      copy is consumed by the patch embedding) and the float32 rotary table [patches, head_dim / 2];
+    The run, per GPU, from ``Qwen2_5_VisionTransformer.forward`` and ``Qwen2_5_VisionBlock.forward`` (read at 0.11.0
+    and 0.23.0; the live tensors are the same), linears split TP ways as for Qwen3-VL:
+    - inputs: ``pixel_values_videos`` [patches, C x T x P²] in the model dtype (module docstring) and the rotary
+      table: float32 [patches, head_dim / 2] at 0.11.0, at 0.23.0 ``prepare_encoder_metadata``'s cos and sin
+      [patches, head_dim / 2] each from get_rope's model-dtype cache: the same bytes;
     - the larger of the attention step (block input, norm1's output, qkv, ``qk_concat`` and ``qk_rotated`` [2d],
       the attention output and the projection's: 11d at TP 1; at TP > 1 ``all_gather_interleave`` adds the gathered
       shards and their concatenation [3d] each) and the MLP step (block input, the attention output, the fused
       add-norm's sum and normalised output alive through ``Qwen2_5_VisionMLP.forward``, whose ``gate_up`` [2I] and
-      activation [I] stay referenced until ``down_proj``'s output [d]: 5d + 3I at TP 1).
+      activation [I] stay referenced until ``down_proj``'s output [d]: 5d + 3I at TP 1). At 0.23.0 under the
+      default Inductor compilation the vision blocks run eagerly (``compile_mm_encoder`` False), RMSNorm's
+      fused add-norm takes the IR op's native, out-of-place path (CudaPlatform.get_default_ir_op_priority: "native"
+      when Inductor compiles) and SiluAndMul's native form is compiled into one kernel (``compile_native=True``),
+      so the same tensors are alive; the patch embedding's Conv3dLayer is an unfold and a linear there (torch >=
+      2.9), below the MLP step. The attention step stays below it too.
     Outputs kept: the merger's [embeddings, out_hidden_size].
     """
     try:
@@ -115,14 +136,15 @@ def qwen2_5_vl_profile(vision: dict[str, Any], act_bytes: int, tp: int, max_mode
         tokens = pair_tokens
     patches = tokens * merge * merge
     a, split = act_bytes, max(1, tp)
-    inputs = patches * channels * temporal * patch * patch * 4 + patches * (d // heads // 2) * 4
+    pixels = patches * channels * temporal * patch * patch * act_bytes
+    inputs = pixels + patches * (d // heads // 2) * 4
     gathered = 2 * 3 * d if split > 1 else 0
     attention = patches * a * (2 * d + 3 * d // split + gathered + 4 * d // split + d // split + d)
     mlp = patches * a * (4 * d + 3 * (inter // split) + d)
     run = inputs + max(attention, mlp)
     cache = tokens * out * a
     phases = {"inputs": inputs, "attention": attention, "mlp": mlp}
-    return EncoderProfile(modality, patches, tokens, tokens, run, cache, phases)
+    return EncoderProfile(modality, patches, tokens, tokens, run, cache, phases, pixels)
 
 
 # The first release whose Qwen3-VL video budget is its plain embedding count (no x 12.5): 0.11.0 has the factor
@@ -147,9 +169,14 @@ def encoder_profile(vision: dict[str, Any], act_bytes: int, tp: int,
       (the 0.13.0 log: "budget of 16384 tokens, and profiled with 1 image items").
 
     The run, per GPU (the vision linears are Column/RowParallel split TP ways, vLLM's default mm_encoder_tp_mode
-    "weights"; attention is FlashAttention/xFormers/SDPA varlen per frame, no score matrix is stored):
-    - inputs: the processor's float32 ``pixel_values_videos`` [patches, 3 x T x P²] (held by the batched kwargs)
-      and its cast to the model dtype (``_process_video_input``);
+    "weights"; no attention score matrix is stored: Qwen3-VL's vision head size is 72, outside 0.11.0's
+    FlashAttention list (FlashAttentionBackend.get_supported_head_sizes), so CudaPlatform.get_vit_attn_backend
+    picks xFormers' memory-efficient kernel on sm80-sm90 unless the flash_attn package is installed; 0.13.0's
+    FlashAttention takes any multiple of 8 (supports_head_size) and runs varlen. Not counted: the patch
+    embedding's workspace at 0.11.0, an nn.Conv3d over all patches whose cuDNN engine and workspace are chosen at
+    run time (0.13.0 with torch 2.9.0 runs Conv3dLayer as an unfold and a linear instead)):
+    - inputs: ``pixel_values_videos`` [patches, 3 x T x P²] in the model dtype (module docstring), held by the
+      batched kwargs;
     - the larger of one block's attention step (``Qwen2_5_VisionAttention.split_qkv`` at TP > 1:
       ``all_gather_interleave`` holds the gathered shards and their concatenation [patches, 3d] beside the local
       qkv [patches, 3d/TP], the block input and norm1's output; at TP 1 the qkv and its contiguous q/k/v) and its MLP
@@ -181,8 +208,8 @@ def encoder_profile(vision: dict[str, Any], act_bytes: int, tp: int,
     modality = "video" if budget >= image_tokens else "image"
     if modality == "image":  # the image's budget wins: the dummy is one image at the image processor's cap
         patches, tokens, budget = image_tokens * merge * merge, image_tokens, image_tokens
-    pixels = patches * channels * temporal * patch * patch
-    inputs = pixels * 4 + pixels * a
+    pixels = patches * channels * temporal * patch * patch * a
+    inputs = pixels
     split = max(1, tp)
     if split > 1:
         attention = patches * a * (2 * d + 3 * d // split + 2 * 3 * d)
@@ -193,4 +220,4 @@ def encoder_profile(vision: dict[str, Any], act_bytes: int, tp: int,
     run = inputs + max(attention, mlp) + deepstack
     cache = tokens * out * (1 + deep) * a
     phases = {"inputs": inputs, "attention": attention, "mlp": mlp, "deepstack": deepstack}
-    return EncoderProfile(modality, patches, tokens, budget, run, cache, phases)
+    return EncoderProfile(modality, patches, tokens, budget, run, cache, phases, pixels)
