@@ -112,7 +112,8 @@ def _break(path, how: str):
 def test_a_malformed_shard_fails_as_in_the_serial_read(tmp_path, stub_repo, modes, how, where):
     folder = _copy(stub_repo("Qwen/Qwen3-32B"), tmp_path / "m")
     shards = _shards(folder)
-    child_from = max(1, round(len(shards) * split_read.PARENT_SHARE))
+    child_from = split_read._split_point(folder, shards)
+    assert 2 < child_from < len(shards) - 4
     picks = {"parent": [1], "child": [child_from + 2], "both": [child_from + 3, 2], "last": [len(shards) - 1]}[where]
     for i in picks:
         _break(folder / shards[i], how)

@@ -21,18 +21,19 @@ from __future__ import annotations
 
 import os
 import pickle
+import stat
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hfmem.hub.header import FileHeader
+from hfmem.hub.header import MAX_HEADER_BYTES, FileHeader
 
 FORK = sys.platform.startswith("linux")  # False: always serial (tests compare the two)
 # An index this large (about 50k tensor names) is where forking pays: below it the whole read is a few tens of ms.
 MIN_INDEX_BYTES = 4_000_000
-# The share of the listed shards this process parses itself: it parses the index first (about as long as 40 % of
+# The share of the header bytes this process parses itself: it parses the index first (about as long as 40 % of
 # the headers on Kimi-K3 and DeepSeek-V3), then rebuilds the child's entries.
 PARENT_SHARE = 0.35
 
@@ -50,11 +51,41 @@ def start(folder: Path, index_path: Path,
         listed = sorted(p.name for p in folder.glob("*.safetensors"))
     except OSError:
         return None, 0, []
-    child_from = max(1, round(len(listed) * PARENT_SHARE))
-    if child_from >= len(listed):
+    child_from = _split_point(folder, listed)
+    if not 0 < child_from < len(listed):
         return None, 0, []
     later = listed[child_from:]
     return ShardChild(lambda: read(later)), child_from, listed
+
+
+def _split_point(folder: Path, listed: list[str]) -> int:
+    """Where the child's shards start: after PARENT_SHARE of the header bytes (each shard's 8-byte length prefix;
+    shards are cut by tensor bytes, so their headers differ in size). A shard whose prefix cannot be read counts as
+    empty here; the read proper reports it."""
+    sizes = [_header_length(folder / name) for name in listed]
+    target, running = PARENT_SHARE * sum(sizes), 0
+    for i, size in enumerate(sizes):
+        if running + size / 2 > target:
+            return max(1, i)
+        running += size
+    return len(listed)
+
+
+def _header_length(path: Path) -> int:
+    # non-blocking and regular files only: a FIFO or device among the shards must not hang or feed this
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return 0
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return 0
+        prefix = os.read(fd, 8)
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+    return min(int.from_bytes(prefix, "little"), MAX_HEADER_BYTES) if len(prefix) == 8 else 0
 
 
 class ShardChild:
