@@ -25,6 +25,12 @@ def _sharded(repo_id: str) -> bool:
 SHARDED = [r for r in fixture_repo_ids() if _sharded(r)]
 
 
+@pytest.fixture(autouse=True)
+def _two_cpus(monkeypatch):
+    """The split read runs (correctly, if not faster) wherever these tests do, a one-CPU runner included."""
+    monkeypatch.setattr(split_read, "_cores", lambda: 2)
+
+
 @pytest.fixture
 def modes(monkeypatch):
     """read(folder, split): read_local serially, or with every index large enough to fork; split reads record what
@@ -162,6 +168,13 @@ def test_a_child_error_is_read_again_here(tmp_path, stub_repo, modes, monkeypatc
 
 def test_no_fork_with_other_threads(stub_repo, modes, monkeypatch):
     monkeypatch.setattr(split_read.threading, "active_count", lambda: 2)
+    folder = stub_repo("Qwen/Qwen3-8B")
+    assert modes(folder, True) == modes(folder, False)
+    assert modes.answers == []
+
+
+def test_no_fork_on_one_cpu(stub_repo, modes, monkeypatch):
+    monkeypatch.setattr(split_read, "_cores", lambda: 1)
     folder = stub_repo("Qwen/Qwen3-8B")
     assert modes(folder, True) == modes(folder, False)
     assert modes.answers == []

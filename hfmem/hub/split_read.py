@@ -13,8 +13,9 @@ them read without error. Anything else (another shard list, a failure in the chi
 garbage) is read again here, serially, so the result, and the first error with its message and exit code, are those
 of the serial read by construction.
 
-Linux only (where it is measured, and fork is safe: see ``prefetch.FORK``), and only from a process with no other
-thread (a forked child would inherit locks held by threads that do not exist in it); elsewhere the read is serial.
+Linux only (where it is measured, and fork is safe: see ``prefetch.FORK``), only from a process with no other thread
+(a forked child would inherit locks held by threads that do not exist in it) and allowed on two CPUs at least;
+elsewhere the read is serial.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def start(folder: Path, index_path: Path,
           read: Callable[[list[str]], list[FileHeader]]) -> tuple[ShardChild | None, int, list[str]]:
     """(a child running ``read`` on the later listed shards, the position where they start, the listing), or
     (None, 0, []) where forking does not pay (a small index) or is not safe."""
-    if not (FORK and threading.active_count() == 1):
+    if not (FORK and threading.active_count() == 1 and _cores() >= 2):
         return None, 0, []
     try:
         if index_path.stat().st_size < MIN_INDEX_BYTES:
@@ -56,6 +57,14 @@ def start(folder: Path, index_path: Path,
         return None, 0, []
     later = listed[child_from:]
     return ShardChild(lambda: read(later)), child_from, listed
+
+
+def _cores() -> int:
+    """CPUs this process may run on (taskset, cgroup cpusets): with one, a child only takes turns with the parent."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _split_point(folder: Path, listed: list[str]) -> int:
