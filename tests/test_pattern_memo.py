@@ -260,3 +260,30 @@ def test_name_facts_per_pattern_equal_name_by_name(num_layers, parts):
         assert got[:3] == (component, layer, buffer), name
         assert got[4] is None
         assert got[3] is None or got[3] == re.sub(r"\.\d+(?=\.)", ".#", name)
+
+
+def test_cache_shape_lookups_see_every_tensor_they_ask_for(monkeypatch):
+    """_cache_shapes_from_weights filters the tensors once by _CACHE_SHAPE_SUFFIXES before its look-ups: every
+    suffix a look-up asks for must be in that filter (else it would find nothing), and each look-up finds what it
+    finds among all tensors, on every fixture."""
+    from hfmem.model import architecture
+
+    real = architecture._first_layer_tensor
+    asked: set[str] = set()
+    checked = 0
+
+    def lookup(arch, entries, *suffixes, **kw):
+        nonlocal checked
+        asked.update(suffixes)
+        got = real(arch, entries, *suffixes, **kw)
+        assert got is real(arch, everything, *suffixes, **kw)
+        checked += got is not None
+        return got
+
+    monkeypatch.setattr(architecture, "_first_layer_tensor", lookup)
+    for repo_id in fixture_repo_ids():
+        files = model_files(repo_id)
+        everything = [t for h in files.headers for t in h.tensors]
+        architecture.build_architecture(files.config, everything)
+    assert asked and asked <= set(architecture._CACHE_SHAPE_SUFFIXES)
+    assert checked >= 20

@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from hfmem.errors import HfmemError, LocalPathError, MalformedHeader, NoConfig, NoSafetensors
+from hfmem.hub import split_read
 from hfmem.hub.budget import MAX_INDEX_BYTES
 from hfmem.hub.files import (
     BIN_INDEX_FILE,
@@ -24,7 +25,7 @@ from hfmem.hub.files import (
     read_bounded,
     select_indexed,
 )
-from hfmem.hub.header import read_local_header
+from hfmem.hub.header import FileHeader, read_local_header
 
 
 def looks_local(ref: str) -> bool:
@@ -63,19 +64,38 @@ def _read_folder(path: Path, root: Path, path_str: str, snapshot: tuple[str, str
     warnings: list[str] = []
     index = None
     index_path = path / INDEX_FILE
-    if is_regular(index_path, path_str):
-        _check_inside(index_path, allowed, path_str)
-        # max_depth=None: only the flat weight_map and metadata are read, and json.loads bounds recursion itself.
-        index = load_json_text(read_bounded(index_path, MAX_INDEX_BYTES, path_str), INDEX_FILE, MalformedHeader, MAX_INDEX_BYTES, None)
-        shards = index_shards(index, INDEX_FILE)
-    elif is_regular(path / SINGLE_FILE, path_str):
-        shards = [SINGLE_FILE]
-    else:
-        shards = fallback_safetensors([p.name for p in path.glob("*.safetensors")], warnings)
+    child: split_read.ShardChild | None = None
+    try:
+        if is_regular(index_path, path_str):
+            _check_inside(index_path, allowed, path_str)
+            # for a large index, the later shards parse in a child while the index and the earlier ones parse here
+            child, child_from, listed = split_read.start(
+                path, index_path, lambda shards: _read_shards(path, allowed, path_str, shards))
+            # max_depth=None: only the flat weight_map and metadata are read, and json.loads bounds recursion itself.
+            index = load_json_text(read_bounded(index_path, MAX_INDEX_BYTES, path_str), INDEX_FILE, MalformedHeader, MAX_INDEX_BYTES, None)
+            shards = index_shards(index, INDEX_FILE)
+            if child is not None and shards == listed:
+                headers = _read_shards(path, allowed, path_str, shards[:child_from])
+                later = child.result()
+                if later is None:  # the child failed: the serial read of its shards, its first error included
+                    later = _read_shards(path, allowed, path_str, shards[child_from:])
+                return _files(path_str, snapshot, config, headers + later, index, warnings)
+        elif is_regular(path / SINGLE_FILE, path_str):
+            shards = [SINGLE_FILE]
+        else:
+            shards = fallback_safetensors([p.name for p in path.glob("*.safetensors")], warnings)
+    finally:
+        if child is not None:
+            child.close()
     if not shards:
         bin_index = path / BIN_INDEX_FILE
         approx = approximate_from_bin_index(read_bounded(bin_index, named=path_str) if bin_index.is_file() else None, bin_index.name)
         raise no_safetensors(path_str, approx)
+    return _files(path_str, snapshot, config, _read_shards(path, allowed, path_str, shards), index, warnings)
+
+
+def _read_shards(path: Path, allowed: Path, path_str: str, shards: list[str]) -> list[FileHeader]:
+    """The headers of these shards, read in order; the first that fails raises."""
     headers = []
     for shard in shards:
         shard_path = _check_inside(path / shard, allowed, path_str)
@@ -87,6 +107,11 @@ def _read_folder(path: Path, root: Path, path_str: str, snapshot: tuple[str, str
             raise LocalPathError(
                 f"{path_str}: cannot read {shard!r} ({exc.strerror or type(exc).__name__})", path=str(shard_path)
             ) from None
+    return headers
+
+
+def _files(path_str: str, snapshot: tuple[str, str] | None, config: dict[str, Any], headers: list[FileHeader],
+           index: dict[str, Any] | None, warnings: list[str]) -> ModelFiles:
     return ModelFiles(
         repo=snapshot[0] if snapshot else path_str,
         revision=snapshot[1] if snapshot else None,

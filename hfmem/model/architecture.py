@@ -339,12 +339,20 @@ def _first_layer_tensor(arch: Architecture, entries: list[TensorEntry], *suffixe
     return best[1] if best else None
 
 
+# every suffix _cache_shapes_from_weights asks _first_layer_tensor for
+_CACHE_SHAPE_SUFFIXES = ("self_attn.kv_a_proj_with_mqa.weight", "self_attn.kv_a_layernorm.weight",
+                         "self_attn.indexer.wk.weight", "self_attn.indexer.k_proj.weight",
+                         "self_attn.index_k_proj.weight", "self_attn.k_proj.weight")
+
+
 def _cache_shapes_from_weights(arch: Architecture, entries: list[TensorEntry]) -> list[str]:
     """Cache-shaping config values checked against the projection that produces the cached rows. Where they
     disagree the weights win (the runtime could not load the checkpoint otherwise) and one line says which value
     was used: kv_lora_rank + qk_rope_head_dim vs kv_a_proj_with_mqa rows (MLA, DeepSeek-V2 paper section 2.1),
     index_head_dim vs the sparse-attention indexer's key projection rows, KV heads x head_dim vs k_proj rows."""
     out: list[str] = []
+    # one pass over the tensors instead of one per look-up below (each filters on its own suffixes first, in order)
+    entries = [t for t in entries if t.name.endswith(_CACHE_SHAPE_SUFFIXES)]
 
     def override(line: str) -> None:
         out.append(line)
