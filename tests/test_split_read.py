@@ -27,8 +27,11 @@ SHARDED = [r for r in fixture_repo_ids() if _sharded(r)]
 
 @pytest.fixture(autouse=True)
 def _two_cpus(monkeypatch):
-    """The split read runs (correctly, if not faster) wherever these tests do, a one-CPU runner included."""
+    """The split read runs (correctly, if not faster) wherever these tests do, a one-CPU runner included, and in a
+    test process that earlier tests left with idle daemon threads (local hubs waiting on their sockets), which would
+    otherwise keep it serial: the child only parses shard headers and pickles them, taking no lock those threads hold."""
     monkeypatch.setattr(split_read, "_cores", lambda: 2)
+    monkeypatch.setattr(split_read.threading, "active_count", lambda: 1)
 
 
 @pytest.fixture

@@ -387,12 +387,9 @@ def _mrope_cache_factor(arch: Architecture) -> int:
     """4 for multimodal RoPE: vLLM's MRotaryEmbedding.__init__ (rotary_embedding/mrope.py, 0.11.0 to 0.23.0) builds its
     cos/sin cache for 4 x max_position_embeddings ("the maximum index value is related to the duration of the input
     video"); get_rope picks it whenever the rope parameters carry an ``mrope_section``."""
-    cfg = arch.text_config or {}
-    for key in ("rope_scaling", "rope_parameters"):
-        rope = cfg.get(key)
-        if isinstance(rope, dict) and rope.get("mrope_section"):
-            return 4
-    return 1
+    from hfmem.model.fast_config import mrope_section
+
+    return 4 if mrope_section(arch.text_config or {}) else 1
 
 
 def _deepstack_buffers(arch: Architecture, max_batched_tokens: int, act_bytes: int) -> tuple[int, int]:

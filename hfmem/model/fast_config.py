@@ -489,4 +489,16 @@ def used_view(full: Any, text: Any) -> dict[str, Any]:
     out["text_config keys"] = sorted(set(d) - NOT_READ)
     for key in sorted(set(d) - NOT_READ):
         out[f"text_config[{key}]"] = _plain(d[key])
+    out["mrope_section"] = _plain(mrope_section(d))  # the one part of the RoPE dict hfmem reads
     return out
+
+
+def mrope_section(text_config: dict[str, Any]) -> Any:
+    """The multimodal RoPE sections of a text config (Qwen2-VL family), wherever this transformers version keeps
+    them (``rope_scaling`` before v5, ``rope_parameters`` after), or None. The only part of the RoPE dict hfmem
+    reads, so used_view compares it although the dict itself is NOT_READ."""
+    for key in ("rope_scaling", "rope_parameters"):
+        rope = text_config.get(key)
+        if isinstance(rope, dict) and rope.get("mrope_section"):
+            return rope["mrope_section"]
+    return None
