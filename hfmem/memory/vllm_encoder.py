@@ -68,6 +68,19 @@ def is_qwen3_vl(vision: dict[str, Any]) -> bool:
     return str(vision.get("model_type", "")).startswith("qwen3_vl")
 
 
+def _tower_dims(vision: dict[str, Any], default_patch: int) -> tuple[int, int, int, int, int, int, int] | None:
+    """(hidden, intermediate, patch, temporal patch, spatial merge, output hidden, input channels) of a Qwen-VL
+    vision config, with the defaults its config class has (the patch size differs by family), or None when one is
+    missing or not a number."""
+    try:
+        d = int(vision["hidden_size"])
+        return (d, int(vision["intermediate_size"]), int(vision.get("patch_size", default_patch)),
+                int(vision.get("temporal_patch_size", 2)), int(vision.get("spatial_merge_size", 2)),
+                int(vision.get("out_hidden_size", d)), int(vision.get("in_channels", 3)))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def is_qwen2_5_vl(vision: dict[str, Any]) -> bool:
     return str(vision.get("model_type", "")).startswith("qwen2_5_vl")
 
@@ -106,17 +119,14 @@ def qwen2_5_vl_profile(vision: dict[str, Any], act_bytes: int, tp: int, max_mode
       2.9), below the MLP step. The attention step stays below it too.
     Outputs kept: the merger's [embeddings, out_hidden_size].
     """
+    dims = _tower_dims(vision, default_patch=14)
     try:
-        d = int(vision["hidden_size"])
-        inter = int(vision["intermediate_size"])
         heads = int(vision["num_heads"])
-        patch = int(vision.get("patch_size", 14))
-        temporal = int(vision.get("temporal_patch_size", 2))
-        merge = int(vision.get("spatial_merge_size", 2))
-        out = int(vision.get("out_hidden_size", d))
-        channels = int(vision.get("in_channels", 3))
     except (KeyError, TypeError, ValueError):
         return None
+    if dims is None:
+        return None
+    d, inter, patch, temporal, merge, out, channels = dims
     from math import isqrt
 
     factor = patch * merge
@@ -188,17 +198,14 @@ def encoder_profile(vision: dict[str, Any], act_bytes: int, tp: int,
         return qwen2_5_vl_profile(vision, act_bytes, tp, max_model_len)
     if not is_qwen3_vl(vision):
         return None
+    dims = _tower_dims(vision, default_patch=16)
     try:
-        d = int(vision["hidden_size"])
-        inter = int(vision["intermediate_size"])
-        patch = int(vision.get("patch_size", 16))
-        temporal = int(vision.get("temporal_patch_size", 2))
-        merge = int(vision.get("spatial_merge_size", 2))
-        out = int(vision.get("out_hidden_size", d))
-        channels = int(vision.get("in_channels", 3))
         deep = len(vision.get("deepstack_visual_indexes") or [])
-    except (KeyError, TypeError, ValueError):
+    except TypeError:
         return None
+    if dims is None:
+        return None
+    d, inter, patch, temporal, merge, out, channels = dims
     a = act_bytes
     patches = QWEN3_VL_VIDEO_MAX_PIXELS // (patch * patch * temporal)
     tokens = patches // (merge * merge)
