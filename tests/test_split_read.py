@@ -12,7 +12,7 @@ import pytest
 from stubs import fixture_repo_ids, load_inventory
 
 from hfmem.errors import HfmemError
-from hfmem.hub import local, split_read
+from hfmem.hub import forked, local, split_read
 
 pytestmark = pytest.mark.skipif(not split_read.FORK, reason="the child is forked on Linux only")
 
@@ -149,10 +149,10 @@ def test_a_child_that_dies_is_read_again_here(tmp_path, stub_repo, modes, monkey
     folder = stub_repo("Qwen/Qwen3-32B")
     serial = modes(folder, False)
 
-    def die(fd, read):
+    def die(fd, fn, quiet_stderr):
         os._exit(3)
 
-    monkeypatch.setattr(split_read, "_child", die)
+    monkeypatch.setattr(forked, "_child", die)
     split = modes(folder, True)
     assert modes.answers == [None]
     assert split == serial

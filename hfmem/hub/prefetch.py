@@ -23,8 +23,6 @@ waits for it at exit, as for the thread. A first run stays in a thread (_repeat_
 from __future__ import annotations
 
 import atexit
-import os
-import pickle
 import sys
 import threading
 from typing import Any
@@ -93,68 +91,36 @@ class _Read:
 
 
 class _ForkedRead:
-    """One read_hub call running in a forked child process; the same interface as _Read (see the module docstring).
-
-    The child answers with one pickled message through a pipe, then writes the digest entry and exits:
-    ("same", sha, config): the revision still names the commit whose entry the parent loads itself (wait_preloaded);
-    ("files", source, revision, config, index metadata, warnings, kinds, columns): anything else read_hub returned
-    (_columns);
-    ("error", exc): the HfmemError (or other exception) read_hub raised; ("crash", text) one that would not pickle.
+    """One read_hub call running in a forked child process (hfmem.hub.forked); the same interface as _Read (see the
+    module docstring). The child's answer is ("same", sha, config): the revision still names the commit whose entry
+    the parent loads itself (wait_preloaded); or ("files", source, revision, config, index metadata, warnings, kinds,
+    columns): anything else read_hub returned (_columns). A digest entry read_hub writes is written after answering.
     """
 
     def __init__(self, args: _Key, known: str) -> None:
+        from hfmem.hub.forked import Forked
+
         self.args = args
         # The commit whose digest entry the child's read_hub preloads (HubContext.read_online), which the parent
         # loads and analyses itself instead of receiving it
         self.known = known
         self.preloaded: Any = None
-        self.message: Any = None
-        self.answered = False
-        self.reaped = False
-        read_end, write_end = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:  # the child: never returns
-            os.close(read_end)
-            self._child(write_end)
-        os.close(write_end)
-        self.pipe = read_end
+        self.child = Forked(self._read)
 
-    def _child(self, fd: int) -> None:
-        code = 0
-        try:
-            # Nothing the child might print may reach the parent's stdout (the report, maybe JSON).
-            devnull = os.open(os.devnull, os.O_RDWR)
-            os.dup2(devnull, 0)
-            os.dup2(devnull, 1)
-            from hfmem.gcpause import gc_paused
-            from hfmem.hub.remote import read_hub
+    def _read(self, after: list[Any]) -> tuple[Any, ...]:
+        """In the child: read_hub, and what to hand back of its result."""
+        from hfmem.gcpause import gc_paused
+        from hfmem.hub.remote import read_hub
 
-            repo_id, revision, token, timeout = self.args
-            preloaded: list[Any] = []
-            deferred: list[Any] = []
-            try:
-                with gc_paused():
-                    files = read_hub(repo_id, revision=revision, token=token, timeout=timeout,
-                                     on_preload=preloaded.append, deferred=deferred)
-                    if preloaded and files is preloaded[0]:
-                        message: Any = ("same", files.revision, files.config)
-                    else:
-                        message = ("files", files.source, files.revision, files.config, files.index_metadata,
-                                   files.warnings, *_columns(files.headers))
-            except BaseException as exc:  # raised in the parent as read_hub would have raised it
-                message = ("error", exc)
-            try:
-                data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:
-                data = pickle.dumps(("crash", f"{type(message[1]).__name__}: {message[1]}"))
-            with os.fdopen(fd, "wb") as pipe:
-                pipe.write(data)
-            for write in deferred:  # the digest entry, while the parent analyses
-                write()
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)  # no atexit handlers, no flushing of buffers inherited from the parent
+        repo_id, revision, token, timeout = self.args
+        preloaded: list[Any] = []
+        with gc_paused():
+            files = read_hub(repo_id, revision=revision, token=token, timeout=timeout,
+                             on_preload=preloaded.append, deferred=after)
+            if preloaded and files is preloaded[0]:
+                return ("same", files.revision, files.config)
+            return ("files", files.source, files.revision, files.config, files.index_metadata, files.warnings,
+                    *_columns(files.headers))
 
     def wait_preloaded(self) -> Any:
         """The digest entry read_hub returns if the revision still names the commit it named last time (None when
@@ -165,35 +131,24 @@ class _ForkedRead:
             self.preloaded = _from_digest(self.args[0], self.known, None, "hub")
         return self.preloaded
 
-    def _receive(self) -> Any:
-        if not self.answered:
-            chunks = []
-            with os.fdopen(self.pipe, "rb") as pipe:
-                while chunk := pipe.read(1 << 20):
-                    chunks.append(chunk)
-            self.answered = True
-            self.message = pickle.loads(b"".join(chunks)) if chunks else ("crash", "the Hub read ended without an answer")
-        return self.message
-
     def wait(self) -> Any:
         from hfmem.gcpause import gc_paused
         from hfmem.hub.files import ModelFiles
 
-        message = self._receive()
-        kind = message[0]
+        kind, value = self.child.answer()
         if kind == "error":
-            raise message[1]
+            raise value  # as read_hub raised it
         if kind == "crash":
-            raise RuntimeError(message[1])
+            raise RuntimeError(f"the Hub read's process: {value}")
         repo_id = self.args[0]
-        if kind == "same":
-            _, sha, config = message
+        if value[0] == "same":
+            _, sha, config = value
             files = self.wait_preloaded()
             if files is not None and files.revision == sha:
                 files.config = config
                 return files
             return self._read_here()  # the parent's copy of the entry would not load: read it in-process
-        _, source, revision, config, index_metadata, warnings, kinds, columns = message
+        _, source, revision, config, index_metadata, warnings, kinds, columns = value
         with gc_paused():
             headers = _headers(kinds, columns)
         return ModelFiles(repo=repo_id, revision=revision, source=source, config=config, headers=headers,
@@ -208,17 +163,7 @@ class _ForkedRead:
     def finish(self) -> None:
         """At exit: wait for a child that has answered (it is writing the digest entry); end one that has not (a
         read still waiting on the network is abandoned, as the thread's is)."""
-        if self.reaped:
-            return
-        self.reaped = True
-        try:
-            if not self.answered:
-                import signal
-
-                os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except OSError:
-            pass
+        self.child.end(wait=self.child.answered)
 
 
 def _columns(headers: list[Any]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:

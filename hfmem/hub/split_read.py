@@ -21,13 +21,11 @@ elsewhere the read is serial.
 from __future__ import annotations
 
 import os
-import pickle
 import stat
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from hfmem.hub.header import MAX_HEADER_BYTES, FileHeader
 
@@ -100,80 +98,31 @@ def _header_length(path: Path) -> int:
 
 
 class ShardChild:
-    """A forked child running ``read()`` (the serial read of some shards), answering with its headers or with a
-    failure, which the caller then reproduces by reading those shards itself."""
+    """A forked child (hfmem.hub.forked) running ``read()`` (the serial read of some shards), answering with its
+    headers as columns or with a failure, which the caller then reproduces by reading those shards itself."""
 
     def __init__(self, read: Callable[[], list[FileHeader]]) -> None:
-        read_end, write_end = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:  # the child: never returns
-            os.close(read_end)
-            _child(write_end, read)
-        os.close(write_end)
-        self.pipe = read_end
-        self.closed = False
+        from hfmem.hub.forked import Forked
+        from hfmem.hub.prefetch import _columns
+
+        self.child = Forked(lambda after: _columns(read()), quiet_stderr=True)
+        self.pid = self.child.pid
 
     def result(self) -> list[FileHeader] | None:
         """The child's headers, or None when it failed, died or answered something unreadable."""
         from hfmem.hub.prefetch import _headers
 
-        message: Any = None
         try:
-            chunks = []
-            with os.fdopen(self.pipe, "rb", closefd=False) as pipe:
-                while chunk := pipe.read(1 << 20):
-                    chunks.append(chunk)
-            message = pickle.loads(b"".join(chunks))
-        except Exception:
-            message = None
+            kind, value = self.child.answer()
         finally:
             self.close()
-        if not (isinstance(message, tuple) and len(message) == 3 and message[0] == "headers"):
+        if kind != "ok":
             return None
         try:
-            return _headers(message[1], message[2])
+            return _headers(*value)
         except Exception:
             return None
 
     def close(self) -> None:
         """End the child (whatever it is doing) and reap it; idempotent."""
-        if self.closed:
-            return
-        self.closed = True
-        try:
-            os.close(self.pipe)
-        except OSError:
-            pass
-        try:
-            import signal
-
-            os.kill(self.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            os.waitpid(self.pid, 0)
-        except OSError:
-            pass
-
-
-def _child(fd: int, read: Callable[[], list[FileHeader]]) -> None:
-    code = 0
-    try:
-        # Nothing the child might print may reach the parent's stdout (the report, maybe JSON).
-        devnull = os.open(os.devnull, os.O_RDWR)
-        os.dup2(devnull, 0)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        from hfmem.hub.prefetch import _columns
-
-        try:
-            message: Any = ("headers", *_columns(read()))
-        except BaseException:  # the parent reads these shards again and raises what the serial read raises
-            message = ("failed",)
-        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        with os.fdopen(fd, "wb") as pipe:
-            pipe.write(data)
-    except BaseException:
-        code = 1
-    finally:
-        os._exit(code)  # no atexit handlers, no flushing of buffers inherited from the parent
+        self.child.end(wait=False)
