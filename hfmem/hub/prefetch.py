@@ -29,7 +29,7 @@ from typing import Any
 
 _Key = tuple[str, "str | None", "str | bool | None", "float | None"]
 _pending: dict[_Key, Any] = {}
-_reads: list[Any] = []  # every read started (_Read or _ForkedRead), taken or not (their cache writes are waited for at exit)
+_reads: list[_Read | _ForkedRead] = []  # every read started, taken or not (their finish runs at exit)
 _lock = threading.Lock()
 # Linux only: where it is measured, and where a forked child may use what the parent never initialised (macOS's
 # system frameworks, which httpx's proxy lookup reaches through urllib, are not safe to use after fork).
@@ -88,6 +88,12 @@ class _Read:
         if self.error is not None:
             raise self.error
         return self.result
+
+    def finish(self) -> None:
+        """At exit: let a read that has answered finish writing its cache entry (one still waiting on the network is
+        abandoned with the process; writes are atomic, so an interrupted one leaves no partial entry)."""
+        if self.done.is_set():
+            self.written.wait()
 
 
 class _ForkedRead:
@@ -241,13 +247,9 @@ def _repeat_entry(repo_id: str, revision: str | None) -> str | None:
 
 
 def _finish_writes() -> None:
-    """At exit: let every read that has answered finish writing its cache entry (a read still waiting on the
-    network is abandoned, as before; writes are atomic, so an interrupted one leaves no partial entry)."""
+    """At exit: every read started, taken or not, finishes its cache write or is abandoned (its finish)."""
     for read in _reads:
-        if isinstance(read, _ForkedRead):
-            read.finish()
-        elif read.done.is_set():
-            read.written.wait()
+        read.finish()
 
 
 def take(repo_id: str, revision: str | None, token: str | bool | None, timeout: float | None) -> _Read | None:

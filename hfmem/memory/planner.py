@@ -21,7 +21,15 @@ from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
 from hfmem.memory.kv import ENGINES, SPECULATIVE
 from hfmem.memory.kv.estimate import KVLayout, estimate_at, kv_layout
 from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
-from hfmem.memory.vllm_versions import INTERCONNECTS, NVLINK_TP_LOGGED, SAMPLERS, VllmVersion, resolve_interconnect, resolve_version
+from hfmem.memory.vllm_versions import (
+    INTERCONNECTS,
+    NVLINK_TP_LOGGED,
+    SAMPLERS,
+    VllmVersion,
+    release_of,
+    resolve_interconnect,
+    resolve_version,
+)
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, round_up
 
@@ -616,13 +624,7 @@ class Planner:
                                  "maximum size; hfmem does not count that run under V0, so the KV pool shown may be "
                                  "too large by its peak")
             return
-        release = None
-        if self.vllm_release:
-            try:
-                major, minor = (int(p) for p in self.vllm_release.strip().lstrip("v").split(".")[:2])
-                release = (major, minor)
-            except ValueError:
-                release = None  # resolve_version already refused malformed names
+        release = release_of(self.vllm_release) if self.vllm_release else None  # valid: resolve_version took it
         if is_modelled(vision):
             self._encoder_args = (vision, self.act_bytes, self.tp, release)
         if self._encoder_args is None:

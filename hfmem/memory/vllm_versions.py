@@ -140,16 +140,22 @@ VERSIONS: dict[str, VllmVersion] = {
 DEFAULT_VERSION = "0.25"
 
 
-def resolve_version(name: str | None) -> VllmVersion:
-    """The family for ``X.Y`` (or ``X.Y.Z``): the newest modelled family at or below it."""
-    if name is None:
-        return VERSIONS[DEFAULT_VERSION]
+def release_of(name: str) -> tuple[int, int]:
+    """(major, minor) of a release name such as 0.19, 0.10.1.1 or v0.11.0; a usage error otherwise."""
     try:
         parts = tuple(int(p) for p in name.strip().lstrip("v").split(".")[:2])
     except ValueError:
         raise UsageError(f"--vllm-version must look like 0.19, got {name!r}") from None
     if len(parts) < 2:
         raise UsageError(f"--vllm-version must look like 0.19, got {name!r}")
+    return parts[0], parts[1]
+
+
+def resolve_version(name: str | None) -> VllmVersion:
+    """The family for ``X.Y`` (or ``X.Y.Z``): the newest modelled family at or below it."""
+    if name is None:
+        return VERSIONS[DEFAULT_VERSION]
+    parts = release_of(name)
     known = sorted(VERSIONS, key=lambda v: tuple(int(p) for p in v.split(".")))
     chosen = None
     for v in known:
