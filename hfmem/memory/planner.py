@@ -209,6 +209,23 @@ def v0_mlp_peak(arch: Architecture, tokens: int, act_bytes: int, tp: int, gated:
     return tokens * act_bytes * per_tok
 
 
+def cublas_workspace_bytes(gpu: GPU | None) -> int:
+    """The cuBLAS and cuBLASLt workspaces PyTorch gives the first GEMM on a (handle, stream) pair, per GPU.
+
+    PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp: ``parseChosenWorkspaceSize`` (cuBLAS: 32 MiB on compute
+    capability 9.0, else ``:4096:2:16:8`` = 8 MiB + 128 KiB) and ``parseCUDABlasLtWorkspaceSize`` (cuBLASLt: 1 MiB, a
+    separate buffer unless TORCH_CUBLASLT_UNIFIED_WORKSPACE is set). Both come from the caching allocator
+    (``getNewWorkspace``, ``getNewCUDABlasLtWorkspace``) and are kept for the process, so in vLLM they are torch
+    memory allocated by the profile's first GEMM and part of "torch peak memory increase", never of the non-torch
+    figure. Without a GPU the H100-class default (9.0, as for the batch defaults); a GPU whose compute capability
+    hfmem does not know gets the smaller size (24 MiB less than 9.0's)."""
+    from hfmem.memory.hardware import hardware_of
+
+    hw = hardware_of(gpu) if gpu is not None and gpu.kind == "cuda" else None
+    sm90 = gpu is None or (hw is not None and hw.sm == 90)
+    return (32 << 20 if sm90 else (8 << 20) + (128 << 10)) + (1 << 20)
+
+
 def _uses_rope(arch: Architecture) -> bool:
     cfg = arch.text_config or {}
     if cfg.get("position_embedding_type") == "absolute":
@@ -684,6 +701,10 @@ class Planner:
                 # pixel values in a local, through the text dummy run and the sampler run (hfmem/memory/vllm_encoder.py)
                 terms = {k: v + enc.held_bytes for k, v in terms.items()}
                 terms[f"multimodal encoder (dummy {enc.modality} run)"] = enc.run_bytes
+            if self.device == "cuda":
+                # the cuBLAS/cuBLASLt workspaces, allocated by the profile's first GEMM and alive at every later peak
+                ws = cublas_workspace_bytes(self.gpu)
+                terms = {k: v + ws for k, v in terms.items()}
         return max(terms.values()) if terms else 0, terms, tokens
 
     def kv(self, context: int, batch: int) -> Any:
