@@ -24,7 +24,9 @@ from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve
 from hfmem.memory.vllm_versions import (
     INTERCONNECTS,
     NVLINK_TP_LOGGED,
+    NVLINK_TP_SOURCE,
     SAMPLERS,
+    SNAPSHOT_AFTER_DIST_INIT,
     VllmVersion,
     release_of,
     resolve_interconnect,
@@ -895,15 +897,25 @@ class Planner:
                 plan.notes.append(self.encoder_note)
             if (self.tp > 1 and self.overhead_given is None and self.vllm.engine == "V1"
                     and plan.interconnect == "nvlink"):
-                # The NVLink-class constant is the one term no stored log sets (hfmem/memory/vllm_versions.py
-                # NVLINK_TP_LOGGED; docs/planner.md): say so once, with how far the logs put it
+                # The NVLink-class constant is one release's logs (hfmem/memory/vllm_versions.py NVLINK_TP_SOURCE);
+                # what the figure counts differs by release (SNAPSHOT_AFTER_DIST_INIT), what it weighs is NCCL's
+                # run-time choice: say so once, with how far the other releases' logs put it (docs/planner.md)
                 low = min(NVLINK_TP_LOGGED.values())
                 logged = " and ".join(f"{v / GiB:.2f} GiB ({k})" for k, v in NVLINK_TP_LOGGED.items())
+                release = release_of(self.vllm_release) if self.vllm_release else None
+                if release is None or release >= SNAPSHOT_AFTER_DIST_INIT:
+                    counts = ("from vLLM 0.11 it counts what the profile opens (torch's NCCL communicator for the "
+                              "logits gather, NCCL connections made on first use), the TP group's PyNccl "
+                              "communicator and custom all-reduce buffers being allocated before vLLM's memory "
+                              "snapshot")
+                else:
+                    counts = ("before vLLM 0.11 the memory snapshot precedes the distributed init, so it also "
+                              "counts the TP group's PyNccl communicator and custom all-reduce buffers")
                 plan.notes.append(f"non-torch memory at TP {self.tp} over NVLink: {self.overhead / GiB:.2f} GiB per GPU "
-                                  f"assumed, a figure no stored vLLM log sets; logs at TP 2 show {logged}, so the KV "
-                                  f"pool can be up to {(self.overhead - low) / GiB:.2f} GiB per GPU larger "
-                                  "(NCCL sizes its buffers at run time): --overhead takes your log's 'non-torch "
-                                  "forward increase memory'")
+                                  f"assumed, the figure of {NVLINK_TP_SOURCE}; {counts}; their sizes are NCCL's, "
+                                  f"set at run time (channels x buffers), and logs at TP 2 show {logged}, so the KV "
+                                  f"pool can be up to {(self.overhead - low) / GiB:.2f} GiB per GPU larger: "
+                                  "--overhead takes your log's 'non-torch forward increase memory'")
         limit = self.arch.max_position_embeddings
         if limit and context > limit:
             plan.notes.append(f"context {context:,} exceeds the model's max_position_embeddings {limit:,}")
