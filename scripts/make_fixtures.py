@@ -54,6 +54,7 @@ DERIVED = {
     "Qwen/Qwen2.5-VL-7B-Instruct": "AutoModelForImageTextToText",
     "openai/whisper-large-v3": "AutoModelForSpeechSeq2Seq",
     "openai/gpt-oss-120b": "AutoModelForCausalLM",
+    "meta-llama/Llama-3.2-1B-Instruct": "AutoModelForCausalLM",
 }
 # Derived inventories are of the unquantized model: their config copy drops quantization_config (noted in the
 # inventory's "config_edits") so the fixture is not a config that contradicts its tensors.

@@ -502,6 +502,29 @@ ROWS += [
         notes=("vLLM's auto KV dtype follows the model dtype (fp32 here): the token count checks it",)),
 ]
 
+# Held out (nothing taken from it; it is one of the two logs docs/planner.md cites for the non-Hopper TP 1 non-torch
+# figure, as evidence, not as a constant): a VLLM_LOGGING_LEVEL=DEBUG start of a vLLM development build between 0.10.0
+# and 0.10.1 (its banner: 0.1.dev8168+g475c1a0, August 2025) serving meta-llama/Llama-3.2-1B with API-server defaults,
+# found with find_string. The author notes code modifications for lazy CUDA-graph capture, which runs after the pool
+# is sized.
+ROWS += [
+    LogRow(
+        "llama32-1b-l40s-v0.10-dev", "(vLLM dev build 0.1.dev8168+g475c1a0 DEBUG serve log, 'LAZY CUDA GRAPH' notes; "
+        "found with find_string)", "meta-llama/Llama-3.2-1B-Instruct", "0.10.1",
+        _gpu("l40s", 44.31, "48 GB-class card, total from the log: 'Requested memory: 0.90 (util), 39.88 GiB'"),
+        1, 0.9, 131_072, {"max_batched_tokens": 2048, "max_num_seqs": 256, "sampler": "flashinfer"},
+        ("vllm serve meta-llama/Llama-3.2-1B (Using max model len 131072; 'Setting max_num_batched_tokens to 2048', "
+         "'max_num_seqs to 256 for OPENAI_API_SERVER')", "Using FlashInfer for top-p & top-k sampling.",
+         "Model loading took 2.3185 GiB", "Initial free memory: 43.82 GiB; Requested memory: 0.90 (util), 39.88 GiB",
+         "Total non KV cache memory: 2.78GiB; torch peak memory increase: 0.45GiB; non-torch forward increase "
+         "memory: 0.02GiB; weights memory: 2.32GiB.", "Available KV cache memory: 37.10 GiB",
+         "GPU KV cache size: 1,215,552 tokens", "Maximum concurrency for 131,072 tokens per request: 9.27x"),
+        37.10, 1_215_552, 2.3185,
+        notes=("tensors: Llama-3.2-1B-Instruct's (the base model's shapes; its config), derived on the meta device "
+               "(shared/ holds its config only)", "torch peak 0.447 vs the logged 0.45 GiB (FlashInfer sampler, 256 "
+               "rows x 128,256 x 14 B, with the cuBLAS workspaces of a GPU that is not compute capability 9.0)")),
+]
+
 # Held out: Qwen2.5-VL's vision tower in the profile (hfmem/memory/vllm_encoder.py qwen2_5_vl_profile). A failed start
 # is still a full account: vLLM prints the pool it computed, negative here.
 ROWS += [
