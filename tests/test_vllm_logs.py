@@ -949,6 +949,15 @@ def test_torch_peak_of_the_h100_rows_counts_the_cublas_workspaces():
     assert cublas_workspace_bytes(resolve_gpu("h100")) == 33 << 20
     assert cublas_workspace_bytes(resolve_gpu("a100-80gb")) == (9 << 20) + (128 << 10)
     assert cublas_workspace_bytes(None) == 33 << 20  # no GPU: the H100-class default, as the batch defaults
+    assert cublas_workspace_bytes(resolve_gpu("mi300x")) == (128 + 76) << 20  # hipBLAS on gfx94x, hipBLASLt
+    # a GPU given by its size: the smaller CUDA size, said once in a note with the difference
+    report = analyze_files(model_files("Qwen/Qwen3-0.6B"))
+    sized = resolve_gpu("80GB")
+    plan = Planner(report, gpu=sized).plan(4096, 1, sized, with_catalog=False)
+    assert sum("cuBLAS/cuBLASLt workspaces depend on the GPU's compute capability" in n for n in plan.notes) == 1
+    assert any("23.88 MiB more" in n for n in plan.notes)
+    h100 = Planner(report, gpu=resolve_gpu("h100")).plan(4096, 1, resolve_gpu("h100"), with_catalog=False)
+    assert not any("compute capability, which a size" in n for n in h100.notes)
     logged = {"llama31-8b-h100-v0.11-llmd": 4.76, "qwen3-0.6b-h100-v0.11-llmd": 5.56,
               "gpt-oss-20b-h100-v0.11-llmd": 7.38, "qwen3-32b-h100-v0.11-llmd": 5.64,
               "qwen3-8b-fp8-24gb-v0.10-fp16": 1.40}

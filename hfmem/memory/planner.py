@@ -215,17 +215,28 @@ def cublas_workspace_bytes(gpu: GPU | None) -> int:
     """The cuBLAS and cuBLASLt workspaces PyTorch gives the first GEMM on a (handle, stream) pair, per GPU.
 
     PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp: ``parseChosenWorkspaceSize`` (cuBLAS: 32 MiB on compute
-    capability 9.0, else ``:4096:2:16:8`` = 8 MiB + 128 KiB) and ``parseCUDABlasLtWorkspaceSize`` (cuBLASLt: 1 MiB, a
-    separate buffer unless TORCH_CUBLASLT_UNIFIED_WORKSPACE is set). Both come from the caching allocator
-    (``getNewWorkspace``, ``getNewCUDABlasLtWorkspace``) and are kept for the process, so in vLLM they are torch
-    memory allocated by the profile's first GEMM and part of "torch peak memory increase", never of the non-torch
-    figure. Without a GPU the H100-class default (9.0, as for the batch defaults); a GPU whose compute capability
-    hfmem does not know gets the smaller size (24 MiB less than 9.0's)."""
+    capability 9.0, else ``:4096:2:16:8`` = 8 MiB + 128 KiB; hipBLAS on ROCm: 128 MiB on gfx94x/gfx95x, else 32 MiB)
+    and ``parseCUDABlasLtWorkspaceSize`` (cuBLASLt: 1 MiB, a separate buffer unless TORCH_CUBLASLT_UNIFIED_WORKSPACE
+    is set; hipBLASLt: 76 MiB). Both come from the caching allocator (``getNewWorkspace``,
+    ``getNewCUDABlasLtWorkspace``) and are kept for the process, so in vLLM they are torch memory allocated by the
+    profile's first GEMM and part of "torch peak memory increase", never of the non-torch figure. Without a GPU the
+    H100-class default (9.0, as for the batch defaults); a GPU given only by its size gets the smaller CUDA size, which
+    the plan says (cublas_workspace_known)."""
     from hfmem.memory.hardware import hardware_of
 
-    hw = hardware_of(gpu) if gpu is not None and gpu.kind == "cuda" else None
+    hw = hardware_of(gpu) if gpu is not None else None
+    if gpu is not None and gpu.kind == "rocm":
+        gfx94_95 = hw is not None and str(hw.compute_capability).startswith(("gfx94", "gfx95"))
+        return (128 << 20 if gfx94_95 else 32 << 20) + (76 << 20)
     sm90 = gpu is None or (hw is not None and hw.sm == 90)
     return (32 << 20 if sm90 else (8 << 20) + (128 << 10)) + (1 << 20)
+
+
+def cublas_workspace_known(gpu: GPU | None) -> bool:
+    """Whether hfmem knows the GPU's compute capability (or architecture), which sets the workspaces' size."""
+    from hfmem.memory.hardware import hardware_of
+
+    return gpu is None or hardware_of(gpu) is not None
 
 
 def _uses_rope(arch: Architecture) -> bool:
@@ -895,6 +906,12 @@ class Planner:
                                   "alive through the forward and sampler phases")
             elif self.encoder_note:
                 plan.notes.append(self.encoder_note)
+            if not cublas_workspace_known(self.gpu):
+                small, large = cublas_workspace_bytes(self.gpu), (33 << 20)
+                plan.notes.append(f"torch peak: PyTorch's cuBLAS/cuBLASLt workspaces depend on the GPU's compute "
+                                  f"capability, which a size does not give: {small / (1 << 20):.2f} MiB assumed "
+                                  f"(on compute capability 9.0, H100/H200, {large / (1 << 20):.0f} MiB: "
+                                  f"{(large - small) / (1 << 20):.2f} MiB more)")
             if (self.tp > 1 and self.overhead_given is None and self.vllm.engine == "V1"
                     and plan.interconnect == "nvlink"):
                 # The NVLink-class constant is one release's logs (hfmem/memory/vllm_versions.py NVLINK_TP_SOURCE);
