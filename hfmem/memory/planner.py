@@ -215,19 +215,21 @@ def cublas_workspace_bytes(gpu: GPU | None) -> int:
     """The cuBLAS and cuBLASLt workspaces PyTorch gives the first GEMM on a (handle, stream) pair, per GPU.
 
     PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp: ``parseChosenWorkspaceSize`` (cuBLAS: 32 MiB on compute
-    capability 9.0, else ``:4096:2:16:8`` = 8 MiB + 128 KiB; hipBLAS on ROCm: 128 MiB on gfx94x/gfx95x, else 32 MiB)
-    and ``parseCUDABlasLtWorkspaceSize`` (cuBLASLt: 1 MiB, a separate buffer unless TORCH_CUBLASLT_UNIFIED_WORKSPACE
-    is set; hipBLASLt: 76 MiB). Both come from the caching allocator (``getNewWorkspace``,
-    ``getNewCUDABlasLtWorkspace``) and are kept for the process, so in vLLM they are torch memory allocated by the
-    profile's first GEMM and part of "torch peak memory increase", never of the non-torch figure. Without a GPU the
-    H100-class default (9.0, as for the batch defaults); a GPU given only by its size gets the smaller CUDA size, which
-    the plan says (cublas_workspace_known)."""
+    capability 9.0, else ``:4096:2:16:8`` = 8 MiB + 128 KiB; hipBLAS: 32 MiB, 128 MiB on gfx94x/gfx95x) and
+    ``parseCUDABlasLtWorkspaceSize`` (cuBLASLt: 1 MiB, a separate buffer unless TORCH_CUBLASLT_UNIFIED_WORKSPACE is
+    set; hipBLASLt: 76 MiB). Both come from the caching allocator (``getNewWorkspace``, ``getNewCUDABlasLtWorkspace``)
+    and are kept for the process, so in vLLM they are torch memory allocated by the profile's first GEMM and part of
+    "torch peak memory increase", never of the non-torch figure. On CUDA the cuBLASLt handle is the cuBLAS handle, so
+    the cuBLAS workspace is always set; on ROCm the two are separate handles and AMD Instinct parts (gfx90a, gfx942,
+    gfx950) prefer hipBLASLt (aten/src/ATen/Context.cpp ``Context::blasPreferredBackend``), so only its 76 MiB is
+    counted there, hipBLAS's 32 MiB elsewhere. Without a GPU the H100-class default (9.0, as for the batch defaults);
+    a GPU given only by its size gets the smaller CUDA size, which the plan says (cublas_workspace_known)."""
     from hfmem.memory.hardware import hardware_of
 
     hw = hardware_of(gpu) if gpu is not None else None
     if gpu is not None and gpu.kind == "rocm":
-        gfx94_95 = hw is not None and str(hw.compute_capability).startswith(("gfx94", "gfx95"))
-        return (128 << 20 if gfx94_95 else 32 << 20) + (76 << 20)
+        instinct = hw is not None and str(hw.compute_capability).startswith(("gfx90a", "gfx942", "gfx950"))
+        return 76 << 20 if instinct else 32 << 20
     sm90 = gpu is None or (hw is not None and hw.sm == 90)
     return (32 << 20 if sm90 else (8 << 20) + (128 << 10)) + (1 << 20)
 
