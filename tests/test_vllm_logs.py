@@ -71,10 +71,10 @@ ROWS = [
          "model weights take 30.71GiB; non_torch_memory takes 0.30GiB; PyTorch activation peak memory takes 1.26GiB; "
          "the rest of the memory reserved for KV Cache is 7.71GiB.", "# CUDA blocks: 3947"),
         7.71, 3947 * 16, 30.7098, held_in="V0 non-torch at TP >= 2 (0.30 GiB)",
-        xfail="pool 0.9680, tokens 0.9681 (0.9691 before the cuBLAS workspaces were counted, 0.9591 before V0's sampler followed its scatter-back code): the driver's "
-              "sampler term. Both TP ranks log 1.26 GiB; V0 samples on the driver only, so the second rank's 1.26 GiB "
-              "is the forward, which hfmem reproduces (1.258 GiB with the cuBLAS workspaces, test_v0_forward_of_the_32b_row_is_the_non_driver_"
-              "peak). The driver logs the same 1.26 GiB, so its dummy sampler run stayed under the forward, yet by "
+        xfail="pool 0.9680, tokens 0.9681 (0.9691 before the cuBLAS workspaces were counted, 0.9591 before V0's "
+              "sampler followed its scatter-back code): the driver's sampler term. Both TP ranks log 1.26 GiB; V0 "
+              "samples on the driver only, so the second rank's 1.26 GiB is the forward, which hfmem reproduces "
+              "(1.258 GiB with the cuBLAS workspaces, test_v0_forward_of_the_32b_row_is_the_non_driver_peak). The driver logs the same 1.26 GiB, so its dummy sampler run stayed under the forward, yet by "
               "V0's sampler code 256 dummy rows over a 152,064 vocab need 1.47 GiB (the sort of the fp32 logits, "
               "38 B per element with the bf16 logits, plus the hidden states), which sets hfmem's pool. Not closed: "
               "the excerpt shows no max_num_seqs (<= 214 rows would put the driver's sampler under the forward); "
