@@ -33,6 +33,8 @@ FROM_HEADERS = [
     # quantized / MoE / composite checkpoints for tests/test_quant.py and tests/test_moe.py (all < 100k tensors)
     "Qwen/Qwen3-32B", "Qwen/Qwen3-30B-A3B-Thinking-2507-FP8", "zai-org/GLM-4.5-FP8", "MiniMaxAI/MiniMax-M3-MXFP8",
     "deepseek-ai/DeepSeek-V4-Flash", "Qwen/Qwen3-Omni-30B-A3B-Instruct",
+    # the llm-d-planner vLLM version sweep's model (tests/test_vllm_logs.py)
+    "Qwen/Qwen3-14B",
 ]
 # Real inventories too large to keep whole (> 100k tensors): only the tensors outside numbered layers and those of
 # the first N layers are kept (the inventory says "truncated_to_layers": N); tests compare them layer for layer.
@@ -52,6 +54,7 @@ DERIVED = {
     "Qwen/Qwen2.5-VL-7B-Instruct": "AutoModelForImageTextToText",
     "openai/whisper-large-v3": "AutoModelForSpeechSeq2Seq",
     "openai/gpt-oss-120b": "AutoModelForCausalLM",
+    "meta-llama/Llama-3.2-1B-Instruct": "AutoModelForCausalLM",
 }
 # Derived inventories are of the unquantized model: their config copy drops quantization_config (noted in the
 # inventory's "config_edits") so the fixture is not a config that contradicts its tensors.

@@ -23,7 +23,7 @@ import hfmem
 from hfmem.cli import main
 from hfmem.memory.gpus import GPU
 from hfmem.memory.kv import cdiv, estimate_kv
-from hfmem.memory.planner import Planner
+from hfmem.memory.planner import Planner, cublas_workspace_bytes
 from hfmem.model.architecture import build_architecture
 
 GiB = 2**30
@@ -128,7 +128,8 @@ def test_planner_reproduces_44376(stub_repo):
     report = hfmem.analyze(str(stub_repo(FLASH)))
     p = Planner(report, engine="vllm", tp=2, kv_dtype="fp8", block_size=256, max_batched_tokens=16_384,
                 gpu_util=1.0, overhead=GiB)
-    act = p.activation(30_000, 1)[0]
+    # the test GPU's compute capability is unknown: PyTorch's smaller cuBLAS workspaces, not the no-GPU H100 size
+    act = p.activation(30_000, 1)[0] - cublas_workspace_bytes(None) + cublas_workspace_bytes(GPU("test", "test", 1))
     gpu = GPU("test", "test", p.weights_bytes + act + GiB + p.cudagraph_memory + 5_554 * 1_051_776)
     plan = p.plan(30_000, 1, gpu)
     assert plan.kv_available_bytes == 5_554 * 1_051_776

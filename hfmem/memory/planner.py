@@ -24,7 +24,9 @@ from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve
 from hfmem.memory.vllm_versions import (
     INTERCONNECTS,
     NVLINK_TP_LOGGED,
+    NVLINK_TP_SOURCE,
     SAMPLERS,
+    SNAPSHOT_AFTER_DIST_INIT,
     VllmVersion,
     release_of,
     resolve_interconnect,
@@ -207,6 +209,36 @@ def v0_mlp_peak(arch: Architecture, tokens: int, act_bytes: int, tp: int, gated:
     else:
         per_tok = max(3 * h + up + act, down + act)
     return tokens * act_bytes * per_tok
+
+
+def cublas_workspace_bytes(gpu: GPU | None) -> int:
+    """The cuBLAS and cuBLASLt workspaces PyTorch gives the first GEMM on a (handle, stream) pair, per GPU.
+
+    PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp: ``parseChosenWorkspaceSize`` (cuBLAS: 32 MiB on compute
+    capability 9.0, else ``:4096:2:16:8`` = 8 MiB + 128 KiB; hipBLAS: 32 MiB, 128 MiB on gfx94x/gfx95x) and
+    ``parseCUDABlasLtWorkspaceSize`` (cuBLASLt: 1 MiB, a separate buffer unless TORCH_CUBLASLT_UNIFIED_WORKSPACE is
+    set; hipBLASLt: 76 MiB). Both come from the caching allocator (``getNewWorkspace``, ``getNewCUDABlasLtWorkspace``)
+    and are kept for the process, so in vLLM they are torch memory allocated by the profile's first GEMM and part of
+    "torch peak memory increase", never of the non-torch figure. On CUDA the cuBLASLt handle is the cuBLAS handle, so
+    the cuBLAS workspace is always set; on ROCm the two are separate handles and AMD Instinct parts (gfx90a, gfx942,
+    gfx950) prefer hipBLASLt (aten/src/ATen/Context.cpp ``Context::blasPreferredBackend``), so only its 76 MiB is
+    counted there, hipBLAS's 32 MiB elsewhere. Without a GPU the H100-class default (9.0, as for the batch defaults);
+    a GPU given only by its size gets the smaller CUDA size, which the plan says (cublas_workspace_known)."""
+    from hfmem.memory.hardware import hardware_of
+
+    hw = hardware_of(gpu) if gpu is not None else None
+    if gpu is not None and gpu.kind == "rocm":
+        instinct = hw is not None and str(hw.compute_capability).startswith(("gfx90a", "gfx942", "gfx950"))
+        return 76 << 20 if instinct else 32 << 20
+    sm90 = gpu is None or (hw is not None and hw.sm == 90)
+    return (32 << 20 if sm90 else (8 << 20) + (128 << 10)) + (1 << 20)
+
+
+def cublas_workspace_known(gpu: GPU | None) -> bool:
+    """Whether hfmem knows the GPU's compute capability (or architecture), which sets the workspaces' size."""
+    from hfmem.memory.hardware import hardware_of
+
+    return gpu is None or hardware_of(gpu) is not None
 
 
 def _uses_rope(arch: Architecture) -> bool:
@@ -684,6 +716,10 @@ class Planner:
                 # pixel values in a local, through the text dummy run and the sampler run (hfmem/memory/vllm_encoder.py)
                 terms = {k: v + enc.held_bytes for k, v in terms.items()}
                 terms[f"multimodal encoder (dummy {enc.modality} run)"] = enc.run_bytes
+            if self.device == "cuda":
+                # the cuBLAS/cuBLASLt workspaces, allocated by the profile's first GEMM and alive at every later peak
+                ws = cublas_workspace_bytes(self.gpu)
+                terms = {k: v + ws for k, v in terms.items()}
         return max(terms.values()) if terms else 0, terms, tokens
 
     def kv(self, context: int, batch: int) -> Any:
@@ -872,17 +908,33 @@ class Planner:
                                   "alive through the forward and sampler phases")
             elif self.encoder_note:
                 plan.notes.append(self.encoder_note)
+            if not cublas_workspace_known(self.gpu):
+                small, large = cublas_workspace_bytes(self.gpu), (33 << 20)
+                plan.notes.append(f"torch peak: PyTorch's cuBLAS/cuBLASLt workspaces depend on the GPU's compute "
+                                  f"capability, which a size does not give: {small / (1 << 20):.2f} MiB assumed "
+                                  f"(on compute capability 9.0, H100/H200, {large / (1 << 20):.0f} MiB: "
+                                  f"{(large - small) / (1 << 20):.2f} MiB more)")
             if (self.tp > 1 and self.overhead_given is None and self.vllm.engine == "V1"
                     and plan.interconnect == "nvlink"):
-                # The NVLink-class constant is the one term no stored log sets (hfmem/memory/vllm_versions.py
-                # NVLINK_TP_LOGGED; docs/planner.md): say so once, with how far the logs put it
+                # The NVLink-class constant is one release's logs (hfmem/memory/vllm_versions.py NVLINK_TP_SOURCE);
+                # what the figure counts differs by release (SNAPSHOT_AFTER_DIST_INIT), what it weighs is NCCL's
+                # run-time choice: say so once, with how far the other releases' logs put it (docs/planner.md)
                 low = min(NVLINK_TP_LOGGED.values())
                 logged = " and ".join(f"{v / GiB:.2f} GiB ({k})" for k, v in NVLINK_TP_LOGGED.items())
+                release = release_of(self.vllm_release) if self.vllm_release else None
+                if release is None or release >= SNAPSHOT_AFTER_DIST_INIT:
+                    counts = ("from vLLM 0.11 it counts what the profile opens (torch's NCCL communicator for the "
+                              "logits gather, NCCL connections made on first use), the TP group's PyNccl "
+                              "communicator and custom all-reduce buffers being allocated before vLLM's memory "
+                              "snapshot")
+                else:
+                    counts = ("before vLLM 0.11 the memory snapshot precedes the distributed init, so it also "
+                              "counts the TP group's PyNccl communicator and custom all-reduce buffers")
                 plan.notes.append(f"non-torch memory at TP {self.tp} over NVLink: {self.overhead / GiB:.2f} GiB per GPU "
-                                  f"assumed, a figure no stored vLLM log sets; logs at TP 2 show {logged}, so the KV "
-                                  f"pool can be up to {(self.overhead - low) / GiB:.2f} GiB per GPU larger "
-                                  "(NCCL sizes its buffers at run time): --overhead takes your log's 'non-torch "
-                                  "forward increase memory'")
+                                  f"assumed, the figure of {NVLINK_TP_SOURCE}; {counts}; their sizes are NCCL's, "
+                                  f"set at run time (channels x buffers), and logs at TP 2 show {logged}, so the KV "
+                                  f"pool can be up to {(self.overhead - low) / GiB:.2f} GiB per GPU larger: "
+                                  "--overhead takes your log's 'non-torch forward increase memory'")
         limit = self.arch.max_position_embeddings
         if limit and context > limit:
             plan.notes.append(f"context {context:,} exceeds the model's max_position_embeddings {limit:,}")

@@ -26,6 +26,14 @@ INTERCONNECTS = ("nvlink", "pcie")
 # constant): shown in the plan's note as the range the NVLink-class constant may be off by. Why they differ, and why
 # no constant follows from vLLM's or NCCL's source: docs/planner.md ("non-torch forward increase memory").
 NVLINK_TP_LOGGED = {"vLLM 0.10.2, H200": int(1.38 * GiB), "vLLM 0.11.0, H100": int(0.54 * GiB)}
+# Where the NVLink-class constant comes from (the project issue's figure; the logs: llm-d-planner's accuracy sweep).
+NVLINK_TP_SOURCE = "vLLM 0.19.0 logs on H100s at TP 2-4 (2.06-2.13 GiB)"
+# First release whose gpu_worker.py Worker.init_device takes the memory snapshot after
+# init_worker_distributed_environment: from it the TP group's PyNccl communicator (ncclCommInitRank and its warm-up
+# all-reduce) and the custom all-reduce IPC buffers are allocated before the snapshot and stay out of the non-torch
+# figure (and out of the KV budget's arithmetic); before it they are inside. 0.10.2's worker snapshots first; the
+# 0.11.0 logs show the TP 2 start-up free memory 0.93 GiB below TP 1's, which only the later snapshot explains.
+SNAPSHOT_AFTER_DIST_INIT = (0, 11)
 NVLINK_CLASS = ("a100", "h100", "h200", "b200", "gb200", "gh200", "mi300")  # catalog keys of NVLink/xGMI-class parts
 
 
@@ -119,12 +127,13 @@ def resolve_interconnect(gpu_key: str | None, interconnect: str | None) -> str:
 # non_torch: published start-up logs, one per constant (which log, and its numbers: docs/planner.md and the held-in
 # rows of tests/test_vllm_logs.py). TP 1: V0 0.35 GiB (RTX 3090, 0.6.4); V1 0.02 GiB (0.10.2; cuBLAS workspaces come
 # from torch's allocator in V1's PyTorch, so little is left outside it). TP >= 2: V0 0.30 GiB (2 x L40S, 0.7); V1
-# 0.09 GiB on 24 GB cards (TP 4, 0.11.1) and 2.1 GiB on NVLink data-centre GPUs (the project's issue, V1 logs at
-# TP 2-4). None of these is in vLLM's source: NCCL sizes its buffers at run time (channels x NCCL_BUFFSIZE x protocols).
-# What the logged figure covers does follow the source, by release: up to 0.10.x gpu_worker.py Worker.init_device
-# snapshots memory before init_worker_distributed_environment, so the TP group's PyNcclCommunicator and CustomAllreduce
-# buffers are inside it; releases after 0.10.2 snapshot after it, so they are not. Every V1 profile also opens torch's NCCL
-# communicator (DeviceCommunicatorBase.all_gather of the logits). No family splits on it: no held-in log sizes either side.
+# 0.09 GiB on 24 GB cards (TP 4, 0.11.1) and 2.1 GiB on NVLink data-centre GPUs (NVLINK_TP_SOURCE: 0.19.0 H100 logs
+# at TP 2-4). None of these is in vLLM's source: NCCL sizes its buffers at run time (channels x NCCL_BUFFSIZE x protocols).
+# What the logged figure covers does follow the source, by release (SNAPSHOT_AFTER_DIST_INIT): up to 0.10.x
+# gpu_worker.py Worker.init_device snapshots memory before init_worker_distributed_environment, so the TP group's
+# PyNcclCommunicator and CustomAllreduce buffers are inside it; from 0.11 it snapshots after, so they are not. Every V1
+# profile also opens torch's NCCL communicator (DeviceCommunicatorBase.all_gather of the logits). No family splits on
+# it: only the 0.19 logs (the 2.1 GiB) are held in, and the sizes either side are NCCL's, set at run time.
 #
 # Family boundaries: 0.8 = V1 (the default engine from 0.8.0) with the PyTorch sort sampler (seen in 0.8-0.15 code
 # and logs); 0.17 = the Triton top-k/top-p kernel (it landed after 0.15.1; the first release carrying it is not

@@ -62,14 +62,15 @@ def inference_tables(plan: InferencePlan) -> list[Table]:
     if vllm:
         rows.append(_row(f"torch peak memory increase{per}", plan.activation_bytes,
                          f"vLLM {plan.vllm_version} profile: forward of {plan.activation_tokens:,} tokens, {plan.sampler} sampler of "
-                         f"{min(plan.max_num_seqs or 0, plan.activation_tokens):,} seqs; peak in {peak}"))
+                         f"{min(plan.max_num_seqs or 0, plan.activation_tokens):,} seqs; peak in {peak}, "
+                         "cuBLAS workspaces included"))
     else:
         rows.append(_row(f"activations{per}", plan.activation_bytes, f"one forward of {plan.activation_tokens:,} tokens, peak in {peak}"))
     for k, v in plan.activation_terms.items():
         rows.append(_row(f"- phase: {k}", v, "peak" if k == peak else ""))
     if vllm:
         rows.append(_row(f"non-torch forward increase memory{per}", plan.overhead_bytes,
-                         f"cuBLAS/NCCL/all-reduce buffers, vLLM {plan.vllm_version} at TP {plan.gpus}"
+                         f"outside torch's allocator (NCCL, all-reduce buffers, kernels loaded), vLLM {plan.vllm_version} at TP {plan.gpus}"
                          + (f" over {plan.interconnect} (--interconnect, --overhead)" if plan.interconnect else " (--overhead)")))
         if plan.cudagraph_bytes:
             rows.append(_row(f"CUDA graph memory{per}", plan.cudagraph_bytes,
