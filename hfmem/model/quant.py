@@ -497,7 +497,8 @@ class Quantizer:
         """A faster stand-in for role() on every tensor whose name has this pattern (numeric parts replaced by
         ".#", inventory.CountedTensor.pattern), or None. Only for compressed-tensors ``weight_packed``: role() would
         dispatch on the last name part to _compressed_packed alone, which tests the suffixes the pattern already
-        shows; the stand-in does the rest of _compressed_packed, with the same memo and key, and role()'s count."""
+        shows; the stand-in does the rest of _compressed_packed, with the same memo and key (or, where the config's
+        rules are pattern_blind, a memo of this pattern's own: _packed_weight_of), and role()'s count."""
         if not (self.memo and pattern.endswith(".weight_packed")):
             return None
         if self._dispatch.get("weight_packed") != (self._compressed_packed,):
