@@ -17,7 +17,7 @@ from stubs import fixture_repo_ids, load_config, load_inventory, model_files
 from hfmem.api import analyze_files
 from hfmem.memory.precision import _LINEAR_UNLESS_CONV, WeightTensor, _weight_form, group_tensors, weight_tensors
 from hfmem.model.inventory import _NameFactsMemo, count_tensors, name_facts, summarize
-from hfmem.model.quant import Quantizer, digit_blind
+from hfmem.model.quant import Quantizer, digit_blind, pattern_blind
 
 
 def weight_tensors_reference(counted, quantization=None, hidden_size=None):
@@ -197,6 +197,60 @@ def test_digit_sensitive_rules_are_not_digit_blind(source):
     assert not digit_blind([re.compile(source)], set())
 
 
+PATTERN_NAMES = NAMES[:-1] + [
+    "model.layers.123.mlp.experts.4567.gate_proj", "model.layers.07.mlp", "x.1.2.3.y", "a.12.b.3", "w1.2.w3",
+    "model.layers.5.mlp.experts.60.up_proj", "model.layers.56.mlp.experts.0.up_proj", "layers.1.2x.3",
+    "model.layers.12.mlp.gate_proj", "model.layers.3.mlp.down_proj", "model.layers.10.ffn.x",
+]
+
+
+@pytest.mark.parametrize("source", [
+    ".*experts.*", ".*self_attn.*", ".*mlp\\.(gate|up|gate_up|down)_proj.*", "lm_head", "^.*vision_tower.*",
+    ".*\\..*\\..*", "(?:.*\\.)?layers\\..*x$", ".*a.*.*\\.b", "(.*)?\\.(?:mlp|ffn)?", "model\\.layers\\..*\\.mlp",
+])
+def test_pattern_blind_rules_answer_alike_for_a_name_and_its_pattern(source):
+    """What pattern_blind accepts matches a name exactly when it matches the name's pattern (numeric parts replaced
+    by ".#", the key of the per-pattern weight_packed memo), on names with multi-digit and adjacent numbers."""
+    pattern = re.compile(source)
+    assert pattern_blind([pattern], set())
+    matched = 0
+    for name in PATTERN_NAMES:
+        key = re.sub(r"\.\d+(?=\.)", ".#", name)
+        assert bool(pattern.match(name)) == bool(pattern.match(key)), (source, name)
+        matched += bool(pattern.match(name))
+    assert matched  # (each source matches some name, so the test can fail)
+
+
+@pytest.mark.parametrize("source", [
+    ".*experts\\.\\d\\..*", ".*layers\\..\\..*", ".*a.+\\.b", ".*x.*+", "[a-z].*", ".*experts\\.1.*", "(?i).*x.*",
+    ".*#.*", ".*\\#.*", ".*x{2}.*", ".*\\w.*", ".*\\b.*", "a??", ".*\\x31.*", "(?=a).*",
+])
+def test_rules_that_can_tell_a_name_from_its_pattern_are_refused(source):
+    """".*layers\\..\\..*" matches "layers.1.x" but not "layers.12.x", while both have the pattern "layers.#.x"."""
+    assert not pattern_blind([re.compile(source)], set())
+
+
+def test_exact_names_must_hold_no_digit_or_hash_to_be_pattern_blind():
+    assert pattern_blind([], {"lm_head"})
+    assert not pattern_blind([], {"model.layers.0.mlp"}) and not pattern_blind([], {"a.#.b"})
+
+
+@pytest.mark.parametrize("ignore", [["re:.*block_sparse_moe.*"], ["re:.*self_attn.*", "lm_head"]])
+def test_pattern_blind_rules_memoised_per_pattern(ignore, monkeypatch):
+    """Kimi-K3's own ignore list and one that ignores every packed module: the per-pattern memo (taken: the rules
+    are pattern-blind) gives what every tensor worked out on its own gives."""
+    config = _kimi_with(ignore=ignore)
+    files = model_files("moonshotai/Kimi-K3", config=config)
+    entries = [t for h in files.headers for t in h.tensors]
+    from hfmem.model.quant import detect_scheme
+
+    assert Quantizer(detect_scheme(config, entries), {})._ct_pattern_blind
+    (_, params, seen, _), (_, params_ref, seen_ref, _) = _both(files, monkeypatch, config)
+    assert seen == seen_ref and params.to_dict() == params_ref.to_dict()
+    packed = sum(1 for t in entries if t.name.endswith(".weight_packed"))
+    assert seen[0].get(IGNORED, 0) == (packed if "block_sparse_moe" in ignore[0] else 0)
+
+
 def test_exact_names_with_digits_are_not_digit_blind():
     assert not digit_blind([], {"model.layers.0.mlp.down_proj"})
     assert digit_blind([], {"lm_head"})
@@ -242,6 +296,8 @@ _ODD_NAMES = [
     "vision_tower.blocks.80.attn.qkv.weight", "visual.blocks.70.mlp.fc1.weight", "model.layers.70.rotary_emb.inv_freq",
     "a.1.b.2.layers.3.c.weight", "blocks.3.layers.4.mlp.weight", "lm_head.weight", "model.layers.70.1.weight",
     "vision_tower.patch_embed.proj.weight", "mm.merger.ln_q.weight", "mm.layers.2.mlp.weight",  # prefixes, no number
+    "model.layers.1234.mlp.up_proj.weight", "model.layers.5.x", "model.layers.5.", "model.layers.62.", "h.100.mlp.weight",
+    "model.layers.007.mlp.weight", "model.layers.7.1.weight",  # layer numbers read by their first three characters
 ]
 
 

@@ -560,7 +560,7 @@ class Planner:
             b = memo.get(sig)
             if b is None or gctx is not None:
                 b = memo[sig] = tensor_bytes(t, self.precision, moe=moe, gguf=gctx)
-            per, rule = shard(t, b, arch, self.tp)
+            per, rule = shard(t, b, arch, self.tp) if self.tp > 1 else (b, "whole")  # (shard's answer at tp 1)
             total += per
             per_parameter[key] = per_parameter.get(key, 0) + per
             if self.tp > 1 and rule in ("replicated", "kv-heads") and per:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from hfmem.errors import UsageError
@@ -453,7 +454,9 @@ def for_report(report: Any, precisions: Iterable[str] | None = None, *, include_
     left out unless ``include_mtp``."""
     a = report.architecture
     q = report.parameters.quantization
-    counted = report.tensors if include_mtp else [c for c in report.tensors if c.component != "mtp"]
+    # (a copy without them only where there are some: the set of components is one C-level pass)
+    mtp = not include_mtp and "mtp" in set(map(attrgetter("component"), report.tensors))
+    counted = [c for c in report.tensors if c.component != "mtp"] if mtp else report.tensors
     tensors = weight_tensors(counted, q, a.hidden_size)
     label = "as stored"
     if q:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Literal, overload
 
 from hfmem.errors import MalformedConfig
@@ -299,16 +300,19 @@ def _moe_facts(text: Any) -> MoeFacts | None:
     )
 
 
+_name_of = attrgetter("name")
+
+
 def cross_check(arch: Architecture, entries: list[TensorEntry]) -> list[str]:
     """Compare config facts with what the header shapes say; disagreements become warnings."""
     warnings: list[str] = []
     warnings.extend(_cache_shapes_from_weights(arch, entries))
-    has_head = any(
-        (n.endswith(("lm_head.weight", "embed_out.weight")) or n in ("head.weight", "output.weight")) and "mtp" not in n
-        for n in (t.name for t in entries)
-    )
     is_lm = any(a.endswith(("ForCausalLM", "ForConditionalGeneration", "LMHeadModel")) for a in arch.architectures)
-    if is_lm and not has_head and not arch.tie_word_embeddings:
+    # (from the end: checkpoints store the output head in their last shards)
+    if is_lm and not arch.tie_word_embeddings and not any(
+        (n.endswith(("lm_head.weight", "embed_out.weight")) or n in ("head.weight", "output.weight")) and "mtp" not in n
+        for n in map(_name_of, reversed(entries))
+    ):
         warnings.append(
             "config says tie_word_embeddings is false but no lm_head is stored: the runtime will allocate "
             f"(and randomly initialise) a {arch.vocab_size} x {arch.hidden_size} lm_head"

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 from hfmem.hub.header import FileHeader, TensorEntry
@@ -139,6 +140,8 @@ def name_facts(name: str, num_layers: int | None = None) -> tuple[str, int | Non
 # A numeric path part with the dot before it (replaced by ".#"): the same parts as (?<=\.)\d+(?=\.), found twice as
 # fast (the scan looks for the literal dot instead of testing a look-behind at every position).
 _NUMERIC_PART_RE = re.compile(r"\.\d+(?=\.)")
+# the same on ASCII names, where \d is [0-9]; the class is ~8 % faster to scan than \d's Unicode category test
+_ASCII_NUMERIC_PART_RE = re.compile(r"\.[0-9]+(?=\.)")
 
 
 @lru_cache(maxsize=65536)
@@ -230,7 +233,7 @@ def count_tensors(
     entries = [t for h in headers for t in h.tensors]
     scheme = detect_scheme(config, entries)
     # sibling look-ups by name are the recognisers' (without a scheme role() answers from the tensor alone)
-    index = {t.name: t for t in entries} if scheme is not None else {}
+    index = dict(zip(map(_name_of, entries), entries)) if scheme is not None else {}
     quantizer = Quantizer(scheme, index)
     if scheme is not None:
         scheme.quantizer = quantizer
@@ -243,8 +246,7 @@ def count_tensors(
     parts = structural_parts(config, entries, hidden_size, vocab_size, _owned_by_name_rules)
     prefixes = tuple(sorted(parts, key=len, reverse=True))
     facts_of = _NameFactsMemo(num_layers, parts, prefixes, quantizer.name_only_role, quantizer.pattern_recogniser)
-    for t in entries:
-        component, layer, buffer, pattern, fixed = facts_of(t.name)
+    for t, (component, layer, buffer, pattern, fixed) in zip(entries, facts_of.classify(map(_name_of, entries))):
         if buffer:
             counted.append(CountedTensor(t, component, 0, "buffer", layer, pattern))
             continue
@@ -290,6 +292,7 @@ def count_tensors(
 _LAYER_IN_PATTERN_RE = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks|block)\.#\.")
 _NUMBERS_RE = re.compile(r"\.(\d+)(?=\.)")  # the numeric parts _NUMERIC_PART_RE replaces, in order
 _NO_MTP_RULE = frozenset({"speech_generator", "mtp", "vision", "audio", "projector"})
+_name_of = attrgetter("name")
 
 
 class _NameFactsMemo:
@@ -314,42 +317,81 @@ class _NameFactsMemo:
         self.prefixes = prefixes
         self.name_role = name_role  # Quantizer.name_only_role: the same for every name of a pattern (same last part)
         self.recogniser = recogniser  # Quantizer.pattern_recogniser: role() per tensor, faster, for one pattern
-        self.facts: dict[str, tuple[str, bool, int | None, int | None, str | None, str, Any, int | None]] = {}
+        self.facts: dict[str, tuple[Any, ...]] = {}
         self.by_pattern = self.memo and not any(ch.isdigit() or ch == "#" for p in prefixes for ch in p)
 
     def __call__(self, name: str) -> tuple[str, int | None, bool, str | None, Any]:
         """(component, layer, buffer, pattern or None, the role for every name of the pattern or the recogniser
         that stands in for role() on them, or None: role() itself)."""
-        if not self.by_pattern or not name.isascii() or "#" in name:
-            return (*self._per_name(name), None, None)
-        key = _NUMERIC_PART_RE.sub(".#", name)
-        facts = self.facts.get(key)
-        if facts is None:
-            # (a numeric part is followed by a dot, so the last part of the pattern is the name's own)
-            pattern_facts = self._pattern(key)
-            at, mtp_at = pattern_facts[2:4]
-            # where the first numeric part starts, when the numbers asked for are that one (names before it agree)
-            first = key.index("#") if {at, mtp_at} <= {0, None} and (at, mtp_at) != (None, None) else None
-            role_of: Any = self.name_role(key) if self.name_role else None
-            if role_of is None and self.recogniser is not None:
-                role_of = self.recogniser(key)
-            facts = self.facts[key] = (*pattern_facts, key, role_of, first)
-        component, buffer, at, mtp_at, override, key, role, first = facts  # key: the memo's, one string per pattern
-        if at is None and mtp_at is None:
-            return component, None, buffer, key, role
-        if first is not None:  # the number is the first numeric part, which starts where the pattern's first "#" is
-            number = int(name[first : name.find(".", first)])
-            layer = number if at is not None else None
-            mtp_number = number if mtp_at is not None else None
-        else:
-            numbers = _NUMBERS_RE.findall(name)
-            layer = int(numbers[at]) if at is not None else None
-            mtp_number = int(numbers[mtp_at]) if mtp_at is not None else None
-        if override is not None:
-            return override, layer, buffer, key, role
-        if mtp_number is not None and mtp_number >= self.num_layers:  # type: ignore[operator]
-            return "mtp", layer, buffer, key, role
-        return component, layer, buffer, key, role
+        return self.classify((name,))[0]
+
+    def classify(self, names: Iterable[str]) -> list[tuple[str, int | None, bool, str | None, Any]]:
+        """[self(name) for name in names]: per name one substitution and one dictionary look-up, the rest inlined
+        (this runs once per stored tensor, 500k times on the largest checkpoints); a name whose pattern has no layer
+        number shares its pattern's answer tuple."""
+        out: list[tuple[str, int | None, bool, str | None, Any]] = []
+        append = out.append
+        per_name = self._per_name
+        if not self.by_pattern:
+            for name in names:
+                append((*per_name(name), None, None))
+            return out
+        sub = _ASCII_NUMERIC_PART_RE.sub  # (only ASCII names reach it)
+        get = self.facts.get
+        learn = self._learn
+        findall = _NUMBERS_RE.findall
+        num_layers = self.num_layers
+        small_numbers: dict[str, int] = {}
+        numbers_at = small_numbers.get
+        for name in names:
+            if not name.isascii() or "#" in name:
+                append((*per_name(name), None, None))
+                continue
+            key = sub(".#", name)
+            facts = get(key)
+            if facts is None:
+                facts = learn(key)
+            shared, at, mtp_at, first, component, buffer, override, key, role = facts  # key: one string per pattern
+            if shared is not None:  # no layer number
+                append(shared)
+                continue
+            if first is not None:  # the number is the first numeric part, which starts where the pattern's first "#" is
+                # its first three characters hold its dot when it has one or two digits, and then decide it: a
+                # look-up instead of find, slice and int (a third of this loop's time)
+                number = numbers_at(name[first : first + 3])
+                if number is None:
+                    end = name.find(".", first)
+                    number = int(name[first:end])
+                    if end - first < 3:
+                        small_numbers[name[first : first + 3]] = number
+                layer = number if at is not None else None
+                mtp_number = number if mtp_at is not None else None
+            else:
+                numbers = findall(name)
+                layer = int(numbers[at]) if at is not None else None
+                mtp_number = int(numbers[mtp_at]) if mtp_at is not None else None
+            if override is not None:
+                append((override, layer, buffer, key, role))
+            elif mtp_number is not None and mtp_number >= num_layers:  # type: ignore[operator]
+                append(("mtp", layer, buffer, key, role))
+            else:
+                append((component, layer, buffer, key, role))
+        return out
+
+    def _learn(self, key: str) -> tuple[Any, ...]:
+        """The memo entry of a pattern: (the answer tuple when no layer number is read, else None; position of the
+        layer number, of the MTP rule's number; where the first numeric part starts when that is the one read;
+        component, buffer, prefix part, the pattern, the role or recogniser)."""
+        # (a numeric part is followed by a dot, so the last part of the pattern is the name's own)
+        component, buffer, at, mtp_at, override = self._pattern(key)
+        # where the first numeric part starts, when the numbers asked for are that one (names before it agree)
+        first = key.index("#") if {at, mtp_at} <= {0, None} and (at, mtp_at) != (None, None) else None
+        role_of: Any = self.name_role(key) if self.name_role else None
+        if role_of is None and self.recogniser is not None:
+            role_of = self.recogniser(key)
+        shared = (component, None, buffer, key, role_of) if at is None and mtp_at is None else None
+        facts = self.facts[key] = (shared, at, mtp_at, first, component, buffer, override, key, role_of)
+        return facts
 
     def _per_name(self, name: str) -> tuple[str, int | None, bool]:
         component, layer, buffer = name_facts(name, self.num_layers)

@@ -125,6 +125,7 @@ def summarize_moe(counted: list[Any], arch: Architecture, inference_loaded: int,
     fused_dim_by_layer: dict[int | None, set[int]] = defaultdict(set)
     talker_by_layer: dict[int | None, int] = defaultdict(int)
     talker_indices: dict[int | None, set[int]] = defaultdict(set)
+    index_texts: dict[int | None, set[str]] = defaultdict(set)
     shared = router = embeddings = 0
     for c in counted:
         if c.logical == 0:
@@ -138,7 +139,7 @@ def summarize_moe(counted: list[Any], arch: Architecture, inference_loaded: int,
             routed_by_layer[c.layer] += c.logical
             m = _EXPERT_INDEX_RE.search(c.entry.name)
             if m:
-                indices_by_layer[c.layer].add(int(m.group(1)))
+                index_texts[c.layer].add(m.group(1))  # (as text: each expert's tensors share it; int once below)
             elif c.entry.shape:
                 fused_dim_by_layer[c.layer].add(c.entry.shape[0])
         elif c.component == "moe_shared_experts":
@@ -147,6 +148,8 @@ def summarize_moe(counted: list[Any], arch: Architecture, inference_loaded: int,
             router += c.logical
         elif c.component == "embeddings":
             embeddings += c.logical
+    for layer, texts in index_texts.items():
+        indices_by_layer[layer] = set(map(int, texts))
     moe_cfg: MoeFacts | None = arch.moe
     if not routed_by_layer and not moe_cfg:
         return None

@@ -315,6 +315,29 @@ def digit_blind(patterns: list[re.Pattern[str]], exact: set[str]) -> bool:
     return not any(any(ch.isdigit() for ch in name) for name in exact)
 
 
+# A regex source built only of: literal characters other than digits and "#" (and the metacharacters), escaped
+# punctuation ("\\."), ".*" (not followed by a quantifier), plain and (?:...) groups, "|", "?" after a literal or a
+# group, and "^"/"$".
+_PATTERN_BLIND_SOURCE = re.compile(
+    r"\^?(?:(?:[^\\.\[\](){}|?*+^$#0-9]|\\[^0-9A-Za-z#])\??|\.\*(?![*+?{])|\((?:\?:)?|\)\??|\|)*\$?\Z"
+)
+
+
+def pattern_blind(patterns: list[re.Pattern[str]], exact: set[str]) -> bool:
+    """Whether ``re.match`` of every pattern, and membership in ``exact``, give the same answer for a name and for its
+    pattern (each numeric part's digits replaced by one "#", inventory.CountedTensor.pattern), so answers can be
+    memoised per pattern: one per expert projection instead of one per expert, layer and digit count.
+
+    Sufficient condition, checked on the source text (``_PATTERN_BLIND_SOURCE``): a match then consists of literal
+    characters, none a digit or "#", which stand at the same places of the name and of its pattern, and ".*" spans
+    between them, which may take a run of digits or the "#" standing for it alike (several adjacent spans sharing a
+    run give it to the first, the others match empty). A "." alone, "+", counts or classes could tell "12" from "#",
+    so they are refused. An exact name without digits and "#" equals a name exactly when it equals its pattern."""
+    if not all(p.flags == re.UNICODE and _PATTERN_BLIND_SOURCE.match(p.pattern) for p in patterns):
+        return False
+    return not any(any(ch.isdigit() or ch == "#" for ch in name) for name in exact)
+
+
 def _compile_targets(targets: list[str]) -> tuple[set[str], list[re.Pattern[str]], bool]:
     exact = {t for t in targets if not t.startswith("re:") and "." in t}
     regex = [re.compile(t[3:]) for t in targets if t.startswith("re:")]
@@ -372,6 +395,10 @@ class Quantizer:
         # compressed-tensors: (group, ignored) per module, keyed by the module's digit pattern when the targets and
         # ignore list cannot tell digits apart (a per-layer rule such as "re:.*layers\\.3\\..*" keeps the full name)
         self._ct_digit_blind = digit_blind(
+            [p for _, _, regex, _ in self._ct_groups for p in regex] + self._ignore_regex,
+            {n for _, exact, _, _ in self._ct_groups for n in exact} | self._ignore_exact,
+        )
+        self._ct_pattern_blind = self._ct_digit_blind and pattern_blind(
             [p for _, _, regex, _ in self._ct_groups for p in regex] + self._ignore_regex,
             {n for _, exact, _, _ in self._ct_groups for n in exact} | self._ignore_exact,
         )
@@ -470,18 +497,43 @@ class Quantizer:
         """A faster stand-in for role() on every tensor whose name has this pattern (numeric parts replaced by
         ".#", inventory.CountedTensor.pattern), or None. Only for compressed-tensors ``weight_packed``: role() would
         dispatch on the last name part to _compressed_packed alone, which tests the suffixes the pattern already
-        shows; the stand-in does the rest of _compressed_packed, with the same memo and key, and role()'s count."""
+        shows; the stand-in does the rest of _compressed_packed, with the same memo and key (or, where the config's
+        rules are pattern_blind, a memo of this pattern's own: _packed_weight_of), and role()'s count."""
         if not (self.memo and pattern.endswith(".weight_packed")):
             return None
         if self._dispatch.get("weight_packed") != (self._compressed_packed,):
             return None
-        return self._packed_weight
+        if not self._ct_pattern_blind:
+            return self._packed_weight
+        return self._packed_weight_of(pattern[: -len(".weight_packed")])
 
     def _packed_weight(self, t: TensorEntry) -> Role:
         """role() of a tensor named ``*.weight_packed`` (see pattern_recogniser)."""
         role = self._weight_packed_role(t, t.name[: -len(".weight_packed")])
         self.formats[role.fmt] += role.logical  # type: ignore[index]  # always QUANTIZED with a format
         return role
+
+    def _packed_weight_of(self, module_pattern: str) -> Callable[[TensorEntry], Role]:
+        """_packed_weight for the names of one pattern where the config's rules cannot tell a module from its
+        pattern (``pattern_blind``): _compressed_packed_role then reads of the module only what its pattern shows,
+        so the memo keys on the pattern, the dtype and the two shapes (it runs for every packed tensor: 250k of them
+        in the largest checkpoints)."""
+        memo: dict[tuple[Any, ...], tuple[Role, tuple[str, ...]]] = {}
+        formats, counted_problems = self.formats, self.problems
+
+        def packed(t: TensorEntry) -> Role:
+            scale = self.index.get(t.name[:-14] + ".weight_scale")  # (14: len(".weight_packed"))
+            key = (t.dtype, t.shape, scale.shape if scale is not None else None)
+            hit = memo.get(key)
+            if hit is None:
+                hit = memo[key] = self._compressed_packed_role(t, t.name[:-14], scale)
+            role, problems = hit
+            for problem in problems:
+                counted_problems[problem] += 1
+            formats[role.fmt] += role.logical  # type: ignore[index]  # always QUANTIZED with a format
+            return role
+
+        return packed
 
     def _build_dispatch(self) -> dict[str, tuple[Any, ...]]:
         """Last name component -> the recognisers that may claim it (each still checks its own siblings)."""
