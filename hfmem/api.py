@@ -96,12 +96,20 @@ def read_report(ref: str, revision: str | None = None, token: str | bool | None 
 
 
 def _import_analysis() -> None:
-    """Import the modules analyze_files and attach_sections import on first use."""
+    """Import the modules analyze_files and attach_sections import on first use, and look up the installed
+    transformers version the config table is checked against (importlib.metadata scans the environment: ~10 ms).
+    Called while a Hub read's first requests are on the wire: the interpreter is otherwise idle then, and all of
+    this would otherwise come after the answer."""
     import hfmem.memory.hardware  # noqa: F401
     import hfmem.memory.kv.vllm  # noqa: F401
     import hfmem.memory.parallel  # noqa: F401
     import hfmem.memory.planner  # noqa: F401
-    import hfmem.model.fast_config  # noqa: F401
+    import hfmem.memory.vllm_cudagraph  # noqa: F401
+    import hfmem.memory.vllm_encoder  # noqa: F401
+    import hfmem.memory.vllm_weights  # noqa: F401
+    from hfmem.model import fast_config
+
+    fast_config.table_applies()
 
 
 def _report_of(files: ModelFiles, ref: str) -> Report:

@@ -419,6 +419,31 @@ def test_atomic_write_leaves_old_entry_and_no_temp_files(hub_env, stub_repo, mon
     assert sorted(p.name for p in digests.iterdir()) == [f"{spec.sha}.json"]
 
 
+_PLAIN_NAMES = ["model.embed_tokens.weight", "lm_head.weight", "model.layers.0.mlp.experts.7.w1.weight", " ~", ""]
+
+
+# each name that must be escaped on its own among plain ones, so every check of the joined path is exercised
+@pytest.mark.parametrize("names", [_PLAIN_NAMES, [], *([*_PLAIN_NAMES, odd] for odd in (
+    'quote"d', 'x","y', "back\\slash", "tab\tand", "\x01", "del\x7f", "ünïcödé", "\u2028"))])
+def test_digest_body_is_the_json_encoders(names):
+    """The tensor names go into the entry joined as they are when no name needs escaping (digest._json_names); the
+    bytes are those json.dumps writes, for every name (checked against the stdlib encoder, not our own)."""
+    import hashlib
+
+    from hfmem.hub.header import FileHeader, TensorEntry
+
+    headers = [FileHeader("a.safetensors", tuple(TensorEntry(n, "BF16", (2, 3), 6, 12, "a.safetensors") for n in names), {}),
+               FileHeader("b.safetensors", (TensorEntry("plain.weight", "F32", (4,), 4, 16, "b.safetensors"),), {"format": "pt"})]
+    raw = cache._encode(QWEN, "a" * 40, {"model_type": "qwen2"}, headers, None, [])
+    checksum, head, body = raw.split(b"\n")
+    kind_of = {("BF16", (2, 3), 12): 0, ("F32", (4,), 16): 1} if names else {("F32", (4,), 16): 0}
+    table = [[d, list(s), n] for d, s, n in kind_of]
+    files = [[[t.name for t in h.tensors], [kind_of[(t.dtype, t.shape, t.nbytes)] for t in h.tensors]] for h in headers]
+    assert body == json.dumps([table, files], separators=(",", ":")).encode()
+    assert checksum == hashlib.sha256(head + b"\n" + body).hexdigest().encode()
+    assert [[t.name for t in h.tensors] for h in cache._decode(raw, QWEN, "a" * 40)[1]] == [names, ["plain.weight"]]
+
+
 def test_cache_can_be_disabled(hub_env, stub_repo, monkeypatch):
     _serve(hub_env, stub_repo)
     monkeypatch.setenv("HFMEM_DISABLE_CACHE", "1")

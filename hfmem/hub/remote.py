@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from hfmem.errors import MalformedHeader, NetworkError, NoSafetensors, UsageError
 from hfmem.hub import digest
+from hfmem.hub.answer import decode_answer
 from hfmem.hub.budget import (
     DECODABLE,
     IN_FLIGHT,
@@ -47,9 +48,7 @@ from hfmem.hub.header import (
     MAX_HEADER_BYTES,
     FileHeader,
     header_length,
-    loads_header_json,
     parse_header_bytes,
-    validate_header,
 )
 from hfmem.hub.local import cached_sha, read_local
 from hfmem.hub.retry import (
@@ -179,14 +178,6 @@ def _total_size(response: Any) -> int | None:
     length = response.headers.get("Content-Length", "")
     encoded = (response.headers.get("Content-Encoding") or "identity").strip().lower() != "identity"
     return int(length) if response.status_code == 200 and length.isdigit() and not encoded else None
-
-
-def _entries_of_answer(body: Any) -> int:
-    """Tensor entries of a one-shot answer: every header's keys but its __metadata__."""
-    headers = body.get("headers") if isinstance(body, dict) else None
-    if not isinstance(headers, dict):
-        return 0
-    return sum(len(h) - ("__metadata__" in h) for h in headers.values() if isinstance(h, dict))
 
 
 def _shard_guesses(index: dict[str, Any]) -> dict[str, int]:
@@ -488,13 +479,7 @@ class HubContext:
         except UnicodeDecodeError:
             raise MalformedHeader("safetensors-metadata: not valid UTF-8") from None
         del data
-        body, plain = loads_header_json(text, "safetensors-metadata", _entries_of_answer)
-        if not isinstance(body, dict):
-            raise MalformedHeader("safetensors-metadata: expected a JSON object")
-        shard_headers, index = body.get("headers"), body.get("index")
-        if not isinstance(shard_headers, dict) or not isinstance(index, dict):
-            raise MalformedHeader("safetensors-metadata: expected 'headers' and 'index' objects")
-        headers = [validate_header(shard_headers[name], name, None, plain) for name in sorted(shard_headers)]
+        headers, index = decode_answer(text)
         metadata = index.get("metadata")
         return headers, metadata if isinstance(metadata, dict) else None, _commit(response)
 
