@@ -328,22 +328,22 @@ ROWS += [
          "Available KV cache memory: 50.28 GiB"),
         50.28, None,
         notes=("weights not asserted: logged 13.47 GiB against hfmem's 12.87 (Triton MoE layout on the H100: the "
-               "triton_kernels re-layout is not counted, docs/planner.md); the pool (1.0122; 1.0144 with the 0.02 GiB "
-               "non-torch of other GPUs) carries that 0.60 GiB; non-torch is the logged 0.13 GiB; the torch peak, 7.37 GiB with the cuBLAS "
-               "workspaces, is the logged 7.38",)),
+               "triton_kernels re-layout is not counted, docs/planner.md); the pool (1.0120; 1.0144 with the 0.02 GiB "
+               "non-torch of other GPUs) carries that 0.60 GiB; non-torch 0.14 vs the logged 0.13 GiB; the torch "
+               "peak, 7.37 GiB with the cuBLAS workspaces, is the logged 7.38",)),
     LogRow(
         "qwen3-32b-h100-v0.11-llmd", _LLMD, "Qwen/Qwen3-32B", "0.11.0", _H100_LLMD,
         1, 0.9, 16_000, _LLMD_SET,
         ("Model loading took 61.03 GiB memory", "torch peak 5.64 GiB, non-torch 0.14 GiB, CUDA graph -0.88 GiB",
          "Available KV cache memory: 4.45 GiB"),
         4.45, None, 61.03,
-        notes=("pool 1.0026 with the sm90 TP 1 non-torch 0.13 GiB (1.0273 with the 0.02 GiB of other GPUs, 1.0345 "
-               "before the cuBLAS workspaces; 1.0003 with the logged 0.14): on a pool of only 4.45 GiB the non-torch "
+        notes=("pool 1.0003 with the sm90 TP 1 non-torch 0.14 GiB, as logged (1.0273 with the 0.02 GiB of other GPUs, "
+               "1.0345 before the cuBLAS workspaces): on a pool of only 4.45 GiB the non-torch "
                "term decides the row. The torch peak is hfmem's within the print rounding (5.636 vs 5.64 GiB: the "
                "sort-path sampler, 1,024 rows x 151,936 x 38 B, plus PyTorch's 32 + 1 MiB cuBLAS/cuBLASLt workspaces "
                "on sm90), weights agree (61.03)",
-               "the 0.13 GiB is another run's log (gpt-oss-120b in the same file, hfmem/memory/vllm_versions.py "
-               "SM90_TP1), not this row's: from logs, not source. At TP 1 nothing vLLM sizes is outside torch "
+               "the 0.14 GiB is another run's log (Llama-3.3-70B-FP8 at TP 1 in the same file, "
+               "hfmem/memory/vllm_versions.py SM90_TP1), not this row's: from logs, not source. At TP 1 nothing vLLM sizes is outside torch "
                "(parallel_state.py GroupCoordinator.__init__ builds PyNccl only for more than one rank; the cuBLAS "
                "workspaces are caching-allocator memory, CublasHandlePool.cpp getNewWorkspace); what is left is the "
                "driver's memory for kernels loaded lazily at first launch (FlashAttention 3 on sm90, cuBLAS, Triton), "
@@ -464,8 +464,8 @@ ROWS += [
         kv, None, 27.52,
         notes=("the torch peak crosses hfmem's sampler boundary: 0.15/0.16 take the PyTorch sort path (hfmem 5.64 GiB "
                "with the cuBLAS workspaces, as logged), 0.17/0.18 the Triton top-k/top-p kernel (hfmem 2.16 GiB, "
-               "0.07 low)", "non-torch 0.13 then 0.25 GiB from 0.18, as logged (hfmem's sm90 TP 1 figures, from other runs' "
-               "logs, SM90_TP1): pools 1.0001, 1.0001, 1.0018, 1.0016 (1.0028, 1.0028, 1.0043, 1.0067 with the 0.02 GiB "
+               "0.07 low)", "non-torch 0.13 then 0.25 GiB from 0.18 (hfmem's sm90 TP 1 figures, from other runs' logs, "
+               "SM90_TP1: 0.14, then 0.25 from 0.18): pools 0.9999, 0.9999, 1.0016, 1.0016 (1.0028, 1.0028, 1.0043, 1.0067 with the 0.02 GiB "
                "of other GPUs)"))
     for v, peak, nt, kv, conc in QWEN3_14B_SWEEP
 ]
@@ -989,15 +989,15 @@ def test_sampler_override_is_checked():
 
 
 def test_tp1_non_torch_follows_the_gpu_class_and_release():
-    """V1 at TP 1: compute capability 9.0 takes SM90_TP1 (0.13 GiB, 0.25 GiB from 0.18; two named logs), other GPUs
+    """V1 at TP 1: compute capability 9.0 takes SM90_TP1 (0.14 GiB, 0.25 GiB from 0.18; two named logs), other GPUs
     the family's 0.02 GiB; V0 is untouched; a GPU given by its size keeps 0.02 GiB and says so once."""
     from hfmem.memory.vllm_versions import SM90_TP1, resolve_version
 
-    assert SM90_TP1 == (((0, 8), int(0.13 * GiB)), ((0, 18), int(0.25 * GiB)))
+    assert SM90_TP1 == (((0, 8), int(0.14 * GiB)), ((0, 18), int(0.25 * GiB)))
     v17, v6 = resolve_version("0.17"), resolve_version("0.6")
-    assert v17.non_torch(1, "h100-80gb", None, "sm90", (0, 17)) == int(0.13 * GiB)
+    assert v17.non_torch(1, "h100-80gb", None, "sm90", (0, 17)) == int(0.14 * GiB)
     assert v17.non_torch(1, "h100-80gb", None, "sm90", (0, 18)) == int(0.25 * GiB)
-    assert v17.non_torch(1, "h100-80gb", None, "sm90") == int(0.13 * GiB)  # the family's own release
+    assert v17.non_torch(1, "h100-80gb", None, "sm90") == int(0.14 * GiB)  # the family's own release
     assert v17.non_torch(1, "a100-80gb", None, "other", (0, 19)) == v17.non_torch(1, None, None, None, (0, 19)) \
         == int(0.02 * GiB)
     assert v6.non_torch(1, "h100-80gb", None, "sm90", (0, 6)) == int(0.35 * GiB)
@@ -1007,7 +1007,7 @@ def test_tp1_non_torch_follows_the_gpu_class_and_release():
     assert planner.overhead == int(0.25 * GiB)
     assert planner.for_gpu(resolve_gpu("h200")).overhead == int(0.25 * GiB)
     assert planner.for_gpu(resolve_gpu("a100-80gb")).overhead == int(0.02 * GiB)
-    assert Planner(report, vllm_version="0.11.0", gpu=resolve_gpu("h100")).overhead == int(0.13 * GiB)
+    assert Planner(report, vllm_version="0.11.0", gpu=resolve_gpu("h100")).overhead == int(0.14 * GiB)
     sized = resolve_gpu("80GB")
     notes = [n for n in planner.plan(4096, 1, sized, with_catalog=False).notes if "a size does not give" in n
              and n.startswith("non-torch")]

@@ -45,16 +45,18 @@ NVLINK_CLASS = ("a100", "h100", "h200", "b200", "gb200", "gh200", "mi300")  # ca
 # FlashInfer, and cuBLAS and Triton load
 # per-architecture kernels; the binaries set the size, not vLLM, so the figure is per GPU class and release, and
 # each value is one published log's (docs/planner.md):
-# - 0.13 GiB: gpt-oss-120b, vLLM 0.11.0, one H100 80GB, TP 1 (llm-d-benchmark's empirical-vllm-memory-results.md:
-#   "Non-torch Memory (GiB) 0.13"); a run no table row holds.
+# - 0.14 GiB: RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic, vLLM 0.11.0, one H100 80GB, TP 1 (llm-d-benchmark's
+#   empirical-vllm-memory-results.md: "Non-torch Memory (GiB) 0.14"; a failed start whose terms add up: 67.72 +
+#   4.84 + 0.14 - 1.44 = 71.26 GiB requested); a run no table row holds. No TP 1 log on sm90 before 0.11 is at
+#   hand: 0.8-0.10 take it too (FlashAttention 3 on sm90 is older than 0.8).
 # - 0.25 GiB from 0.18: Llama-3.1-8B-Instruct, vLLM 0.19.0, one H100 80GB, TP 1, max_model_len 8192 (llm-d-planner's
 #   accuracy_report.md, TP sensitivity table: "Actual non-torch (GiB) 0.25"); the table holds its 16k run, not this.
 #   Where between 0.17 and 0.18 it grew is the same report's Part 2 (0.13 on 0.17.0, 0.25 on 0.18.0), not source.
 # Other GPU classes keep the family's non_torch_tp1 (0.02 GiB, a 0.10.2 log on a 24 GB card): the Ampere, Ada,
 # Volta and Blackwell rows of tests/test_vllm_logs.py agree with it, and the one that logs its figure (a 48 GB-class
 # Ada card, 0.10 development build) logs 0.02. A GPU whose class hfmem does not know keeps it too, with a note.
-SM90_TP1: tuple[tuple[tuple[int, int], int], ...] = (((0, 8), int(0.13 * GiB)), ((0, 18), int(0.25 * GiB)))
-SM90_TP1_SOURCE = {(0, 8): "vLLM 0.11.0's H100 log of gpt-oss-120b", (0, 18): "vLLM 0.19.0's H100 log of Llama-3.1-8B"}
+SM90_TP1: tuple[tuple[tuple[int, int], int], ...] = (((0, 8), int(0.14 * GiB)), ((0, 18), int(0.25 * GiB)))
+SM90_TP1_SOURCE = {(0, 8): "vLLM 0.11.0's H100 log of Llama-3.3-70B-FP8", (0, 18): "vLLM 0.19.0's H100 log of Llama-3.1-8B"}
 
 
 @dataclass(frozen=True)
