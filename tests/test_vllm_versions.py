@@ -165,10 +165,11 @@ def test_kv_section_and_plan_use_the_same_batched_tokens():
     assert kv.by_layer_type["sliding_attention"]["tokens"] == (-(-(4095 + 2048) // 16) + 1) * 16
 
 
-@pytest.mark.parametrize("gpu, tp, gib", [("h100", 1, 0.02), ("h100", 2, 2.1), ("a100-80gb", 4, 2.1), ("h200", 8, 2.1),
+@pytest.mark.parametrize("gpu, tp, gib", [("h100", 1, 0.25), ("a100-80gb", 1, 0.02), ("h100", 2, 2.1), ("a100-80gb", 4, 2.1), ("h200", 8, 2.1),
                                           ("4090", 2, 0.09), ("l40s", 4, 0.09)])
 def test_v1_non_torch_by_tp_and_gpu_class(gpu, tp, gib):
-    """NCCL's channel buffers dominate at TP >= 2 and NVLink-class parts get many more channels than PCIe cards."""
+    """NCCL's channel buffers dominate at TP >= 2 and NVLink-class parts get many more channels than PCIe cards; at
+    TP 1 the driver's kernel memory, larger on compute capability 9.0 (vllm_versions.SM90_TP1, the default 0.25)."""
     assert Planner(_report(), tp=tp, gpu=resolve_gpu(gpu)).overhead == int(gib * GiB)
     assert Planner(_report(), tp=tp, gpu=resolve_gpu(gpu), vllm_version="0.6").overhead == int((0.35 if tp == 1 else 0.30) * GiB)
 
@@ -218,7 +219,8 @@ def test_plan_echoes_the_interconnect_it_assumed(gpu, tp, given, link):
     plan = Planner(_report(), tp=tp, interconnect=given).plan(4096, 1, g)
     assert plan.vllm_terms()["interconnect"] == link
     version = Planner(_report()).vllm
-    expected = {None: version.non_torch_tp1, "nvlink": version.non_torch_tp, "pcie": version.non_torch_tp_pcie}[link]
+    expected = {None: version.non_torch(1, g.key, None, "sm90" if gpu == "h100" else "other"),
+                "nvlink": version.non_torch_tp, "pcie": version.non_torch_tp_pcie}[link]
     assert plan.overhead_bytes == expected
 
 

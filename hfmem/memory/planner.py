@@ -31,6 +31,8 @@ from hfmem.memory.vllm_versions import (
     release_of,
     resolve_interconnect,
     resolve_version,
+    sm90_tp1,
+    sm90_tp1_source,
 )
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, round_up
@@ -239,6 +241,20 @@ def cublas_workspace_known(gpu: GPU | None) -> bool:
     from hfmem.memory.hardware import hardware_of
 
     return gpu is None or hardware_of(gpu) is not None
+
+
+def gpu_class(gpu: GPU | None) -> str | None:
+    """The GPU class vLLM's TP 1 non-torch figure follows (VllmVersion.non_torch): "sm90" for compute capability 9.0
+    (and without a GPU, the H100-class default, as for the batch defaults and cublas_workspace_bytes), "other" for
+    any other known part, None for a GPU given only by its size (the plan says so)."""
+    from hfmem.memory.hardware import hardware_of
+
+    if gpu is None:
+        return "sm90"
+    hw = hardware_of(gpu)
+    if hw is None:
+        return None
+    return "sm90" if gpu.kind == "cuda" and hw.sm == 90 else "other"
 
 
 def _uses_rope(arch: Architecture) -> bool:
@@ -514,7 +530,8 @@ class Planner:
         self.max_num_seqs_given = max_num_seqs
         self.overhead_given = overhead
         if overhead is None:
-            overhead = (self.vllm.non_torch(tp, gpu.key if gpu else None, interconnect)
+            overhead = (self.vllm.non_torch(tp, gpu.key if gpu else None, interconnect, gpu_class(gpu),
+                                            self._release())
                         if engine == "vllm" and device == "cuda"
                         else DEFAULT_OVERHEAD["cpu" if device == "cpu" else engine])
         self.overhead = overhead
@@ -830,6 +847,10 @@ class Planner:
             lo, hi = hi, hi * 2
         return _largest_fitting(fits, lo, hi)
 
+    def _release(self) -> tuple[int, int] | None:
+        """The vLLM release asked for (None: the family's own), which picks the sm90 TP 1 non-torch step."""
+        return release_of(self.vllm_release) if self.vllm_release else None  # valid: resolve_version took it
+
     def for_gpu(self, gpu: GPU) -> Planner:
         """This planner with vLLM's GPU-dependent defaults (batch sizes, non-torch memory) resolved for ``gpu``; what
         the user gave is kept. The weights, KV layout and everything else are shared, not recomputed."""
@@ -845,7 +866,7 @@ class Planner:
         if self.max_num_seqs_given is None:
             other.max_num_seqs = seqs
         if self.overhead_given is None:
-            other.overhead = self.vllm.non_torch(self.tp, gpu.key, self.interconnect)
+            other.overhead = self.vllm.non_torch(self.tp, gpu.key, self.interconnect, gpu_class(gpu), self._release())
         other._set_cudagraph()
         return other
 
@@ -914,6 +935,15 @@ class Planner:
                                   f"capability, which a size does not give: {small / (1 << 20):.2f} MiB assumed "
                                   f"(on compute capability 9.0, H100/H200, {large / (1 << 20):.0f} MiB: "
                                   f"{(large - small) / (1 << 20):.2f} MiB more)")
+            if (self.tp <= 1 and self.overhead_given is None and self.vllm.engine == "V1"
+                    and gpu_class(self.gpu) is None):
+                asked = self._release() or release_of(self.vllm.name)
+                hopper = sm90_tp1(asked)
+                plan.notes.append(f"non-torch memory: vLLM's figure at TP 1 follows the GPU's architecture (the driver's "
+                                  f"memory for the kernels it loads), which a size does not give: "
+                                  f"{self.overhead / GiB:.2f} GiB assumed, as logged on GPUs other than compute "
+                                  f"capability 9.0; on H100/H200 {hopper / GiB:.2f} GiB ({sm90_tp1_source(asked)}): "
+                                  f"{(hopper - self.overhead) / GiB:.2f} GiB less KV pool per GPU")
             if (self.tp > 1 and self.overhead_given is None and self.vllm.engine == "V1"
                     and plan.interconnect == "nvlink"):
                 # The NVLink-class constant is one release's logs (hfmem/memory/vllm_versions.py NVLINK_TP_SOURCE);

@@ -35,6 +35,28 @@ NVLINK_TP_SOURCE = "vLLM 0.19.0 logs on H100s at TP 2-4 (2.06-2.13 GiB)"
 # 0.11.0 logs show the TP 2 start-up free memory 0.93 GiB below TP 1's, which only the later snapshot explains.
 SNAPSHOT_AFTER_DIST_INIT = (0, 11)
 NVLINK_CLASS = ("a100", "h100", "h200", "b200", "gb200", "gh200", "mi300")  # catalog keys of NVLink/xGMI-class parts
+# V1 non-torch at TP 1 on compute capability 9.0 (Hopper), by release: (first release, bytes). From logs, not source.
+# At TP 1 vLLM allocates nothing outside torch that it sizes: parallel_state.py GroupCoordinator.__init__ builds a
+# device communicator (PyNccl, custom all-reduce) only for more than one rank, and PyTorch's cuBLAS/cuBLASLt
+# workspaces come from its caching allocator (CublasHandlePool.cpp getNewWorkspace), so they are in the torch peak.
+# What stays outside torch is the driver's memory for kernel modules loaded lazily at first launch (CUDA's lazy
+# module loading) and library handles: on sm90 vLLM's attention runs FlashAttention 3 (fa_utils.py
+# get_flash_attn_version: version 3 only when the device's major capability is 9), elsewhere FlashAttention 2 or
+# FlashInfer, and cuBLAS and Triton load
+# per-architecture kernels; the binaries set the size, not vLLM, so the figure is per GPU class and release, and
+# each value is one published log's (docs/planner.md):
+# - 0.14 GiB: RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic, vLLM 0.11.0, one H100 80GB, TP 1 (llm-d-benchmark's
+#   empirical-vllm-memory-results.md: "Non-torch Memory (GiB) 0.14"; a failed start whose terms add up: 67.72 +
+#   4.84 + 0.14 - 1.44 = 71.26 GiB requested); a run no table row holds. No TP 1 log on sm90 before 0.11 is at
+#   hand: 0.8-0.10 take it too (FlashAttention 3 on sm90 is older than 0.8).
+# - 0.25 GiB from 0.18: Llama-3.1-8B-Instruct, vLLM 0.19.0, one H100 80GB, TP 1, max_model_len 8192 (llm-d-planner's
+#   accuracy_report.md, TP sensitivity table: "Actual non-torch (GiB) 0.25"); the table holds its 16k run, not this.
+#   Where between 0.17 and 0.18 it grew is the same report's Part 2 (0.13 on 0.17.0, 0.25 on 0.18.0), not source.
+# Other GPU classes keep the family's non_torch_tp1 (0.02 GiB, a 0.10.2 log on a 24 GB card): the Ampere, Ada,
+# Volta and Blackwell rows of tests/test_vllm_logs.py agree with it, and the one that logs its figure (a 48 GB-class
+# Ada card, 0.10 development build) logs 0.02. A GPU whose class hfmem does not know keeps it too, with a note.
+SM90_TP1: tuple[tuple[tuple[int, int], int], ...] = (((0, 8), int(0.14 * GiB)), ((0, 18), int(0.25 * GiB)))
+SM90_TP1_SOURCE = {(0, 8): "vLLM 0.11.0's H100 log of Llama-3.3-70B-FP8", (0, 18): "vLLM 0.19.0's H100 log of Llama-3.1-8B"}
 
 
 @dataclass(frozen=True)
@@ -104,16 +126,32 @@ class VllmVersion:
             large = True  # no GPU given: the data-centre default (H100 class)
         return (8192, 1024) if large else (2048, 256)
 
-    def non_torch(self, tp: int, gpu_key: str | None = None, interconnect: str | None = None) -> int:
+    def non_torch(self, tp: int, gpu_key: str | None = None, interconnect: str | None = None,
+                  gpu_class: str | None = None, release: tuple[int, int] | None = None) -> int:
         """Non-torch memory per GPU. At TP >= 2 it is mostly NCCL's per-channel buffers, and NCCL opens many more
         channels over NVLink/NVSwitch than over PCIe, so the figure follows the link between the ranks: the one given
         (``interconnect``), else the GPU class's. A data-centre GPU is not always on NVLink: vLLM's log says so when it
         turns custom all-reduce off (distributed/device_communicators/custom_all_reduce.py CustomAllreduce.__init__:
         "this process group spans across nodes", "your platform lacks GPU P2P capability", "more than two PCIe-only
-        GPUs"), and NCCL then runs over sockets, shared memory or PCIe, as on the PCIe-class constant's own log."""
+        GPUs"), and NCCL then runs over sockets, shared memory or PCIe, as on the PCIe-class constant's own log.
+
+        At TP 1 on V1 it follows the GPU class (``gpu_class``: "sm90" for compute capability 9.0, "other", or None
+        when hfmem cannot tell) and on sm90 the release (``release``, else the family's): SM90_TP1."""
         if tp <= 1:
+            if self.engine == "V1" and gpu_class == "sm90":
+                return sm90_tp1(release or release_of(self.name))
             return self.non_torch_tp1
         return self.non_torch_tp if resolve_interconnect(gpu_key, interconnect) == "nvlink" else self.non_torch_tp_pcie
+
+
+def sm90_tp1(release: tuple[int, int]) -> int:
+    """V1 non-torch at TP 1 on compute capability 9.0 for a release (SM90_TP1: the newest step at or below it)."""
+    return [b for first, b in SM90_TP1 if first <= release][-1]
+
+
+def sm90_tp1_source(release: tuple[int, int]) -> str:
+    """The log SM90_TP1's value for a release comes from."""
+    return [SM90_TP1_SOURCE[first] for first, _ in SM90_TP1 if first <= release][-1]
 
 
 def resolve_interconnect(gpu_key: str | None, interconnect: str | None) -> str:
