@@ -110,8 +110,8 @@ def _layer_split(planner: Planner) -> tuple[int, int]:
 
     moe = bool(planner.arch.moe)
     layers = other = 0
-    for t in planner.tensors:
-        per, _ = shard(t, tensor_bytes(t, planner.precision, moe=moe), planner.arch, planner.tp)
+    for t, mult in planner.groups:  # (first tensor, how many: precision.weight_groups)
+        per = shard(t, tensor_bytes(t, planner.precision, moe=moe), planner.arch, planner.tp)[0] * mult
         if t.layer is None:
             other += per
         else:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,15 @@ from hfmem.hub.disk import folder_size
 from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
 from hfmem.memory.kv import ENGINES, SPECULATIVE
 from hfmem.memory.kv.estimate import KVLayout, estimate_at, kv_layout
-from hfmem.memory.precision import CHECKPOINT, WeightTensor, for_report, resolve_precision, tensor_bytes
+from hfmem.memory.precision import (
+    CHECKPOINT,
+    WeightTensor,
+    counted_for_weights,
+    groups_for_report,
+    resolve_precision,
+    tensor_bytes,
+    weight_tensors,
+)
 from hfmem.memory.vllm_versions import (
     INTERCONNECTS,
     NVLINK_TP_LOGGED,
@@ -124,8 +133,9 @@ def shard(t: WeightTensor, nbytes: int, arch: Architecture, tp: int) -> tuple[in
 # Activation workspace
 
 
-def _gated(tensors: list[WeightTensor]) -> bool:
-    names = " ".join(t.name for t in tensors[:400]).lower()
+def _gated(names: Iterable[str]) -> bool:
+    """Whether the MLP is gated, from the first 400 weight tensors' names."""
+    names = " ".join(islice(names, 400)).lower()
     return any(k in names for k in ("gate_proj", "gate_up_proj", ".w1.", ".w3.", "experts", "gate_up"))
 
 
@@ -535,27 +545,40 @@ class Planner:
                         if engine == "vllm" and device == "cuda"
                         else DEFAULT_OVERHEAD["cpu" if device == "cpu" else engine])
         self.overhead = overhead
-        self.tensors, self.weights = for_report(report, [] if self.precision == CHECKPOINT else [self.precision],
-                                                include_mtp=speculative == "mtp")
+        # the weight tensors as (first tensor, how many) groups (precision.weight_groups): every per-tensor sum below
+        # is the group's term times its count; the tensor-by-tensor list (``tensors``) is made only when asked for
+        self._counted = counted_for_weights(report, include_mtp=speculative == "mtp")
+        self._tensors: list[WeightTensor] | None = None
+        self._quantization = report.parameters.quantization
+        self.groups, self.weights = groups_for_report(report, [] if self.precision == CHECKPOINT else [self.precision],
+                                                      counted=self._counted)
         self.act_bytes = 4 if self.precision == "fp32" else _act_bytes_of(self.arch) if self.precision == CHECKPOINT else 2
         if self.precision == CHECKPOINT and report.parameters.quantization:
             self.act_bytes = 2
         # vLLM's auto KV dtype is the model dtype (CacheConfig cache_dtype "auto" -> model_config.dtype): an fp32
         # model (--dtype fp32) keeps an fp32 cache
         self.kv_dtype = "fp32" if (kv_dtype == "auto" and engine == "vllm" and self.precision == "fp32") else kv_dtype
-        self.gated = _gated(self.tensors)
+        self.gated = _gated(c.entry.name for c in self._counted
+                            if c.role not in ("buffer", "tied_duplicate", "quant_overhead"))
         # need() and concurrency() memos: the catalog asks every GPU's row the same few points
         self._need_memo: dict[tuple[int, int], int] = {}
         self._one_seq_memo: dict[int, tuple[int, Any]] = {}
         self._kv_layout: KVLayout | None = None
         q = report.parameters.quantization
         # vLLM pads MXFP4 MoE experts for its kernels (hfmem/memory/vllm_weights.py): the layers that hold them
-        self.mxfp4_moe_layers = (len({t.layer for t in self.tensors if t.component == "moe_experts" and t.kind == "linear"})
+        self.mxfp4_moe_layers = (len({t.layer for t, _ in self.groups if t.component == "moe_experts" and t.kind == "linear"})
                                  if self.precision == CHECKPOINT and q is not None and q.method.lower() == "mxfp4" else 0)
         self._weights_per_gpu()
         self._pad_for_gpu()
         self._set_cudagraph()
         self._set_encoder()
+
+    @property
+    def tensors(self) -> list[WeightTensor]:
+        """The weight tensors one by one (``precision.weight_tensors``), in checkpoint order."""
+        if self._tensors is None:
+            self._tensors = weight_tensors(self._counted, self._quantization, self.arch.hidden_size)
+        return self._tensors
 
     # -- fixed terms ----------------------------------------------------------------------------------------
     def _weights_per_gpu(self) -> None:
@@ -572,12 +595,13 @@ class Planner:
         replicated: dict[str, int] = {}
         memo: dict[tuple, int] = {}
         per_parameter: dict[str, int] = {}  # vLLM parameter -> bytes on one rank (the allocator's unit)
-        for t, key in zip(self.tensors, parameter_keys(self.tensors)):
+        for (t, mult), key in zip(self.groups, parameter_keys([t for t, _ in self.groups])):
             sig = (t.kind, t.component, t.out, t.inn, t.count, t.stored_bytes, t.layer if gctx else None, t.name.rsplit(".", 1)[-1] if gctx else None)
             b = memo.get(sig)
             if b is None or gctx is not None:
                 b = memo[sig] = tensor_bytes(t, self.precision, moe=moe, gguf=gctx)
             per, rule = shard(t, b, arch, self.tp) if self.tp > 1 else (b, "whole")  # (shard's answer at tp 1)
+            per *= mult
             total += per
             per_parameter[key] = per_parameter.get(key, 0) + per
             if self.tp > 1 and rule in ("replicated", "kv-heads") and per:
@@ -1021,7 +1045,8 @@ def attach(report: Report, *, precision: str = CHECKPOINT, context: int | None =
         from hfmem.memory.precision import weights_by_precision
 
         a = report.architecture
-        all_weights = weights_by_precision(planner.tensors, num_layers=a.num_layers, moe=bool(a.moe),
+        all_weights = weights_by_precision([t for t, _ in planner.groups], counts=[n for _, n in planner.groups],
+                                           num_layers=a.num_layers, moe=bool(a.moe),
                                            n_expert=a.moe.num_experts if a.moe else 0,
                                            tied=a.tie_word_embeddings, model_type=a.model_type,
                                            checkpoint_label=planner.weights.checkpoint_label)

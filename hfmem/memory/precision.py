@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
@@ -186,6 +187,52 @@ def weight_tensors(counted: Iterable[Any], quantization: Quantization | None = N
     if overhead and out:
         # Attribute the checkpoint's quantization bookkeeping as one pseudo-tensor so stored totals stay exact.
         append(WeightTensor("<quantization scales/zeros>", "other", None, "bookkeeping", overhead, 1, 1, overhead))
+    return out
+
+
+def weight_groups(counted: Iterable[Any], quantization: Quantization | None = None,
+                  hidden_size: int | None = None) -> list[tuple[WeightTensor, int]]:
+    """``weight_tensors`` collapsed to (first tensor, how many): tensors whose names differ only in numeric parts
+    other than the layer number (the ``.experts.N.`` index) share (name pattern, layer, role, logical count,
+    component, dtype, shape, bytes), so every field of their WeightTensor but the name, and everything the planner
+    reads from the name: vLLM's parameter key (``vllm_weights.parameter_keys`` decides it per (pattern, layer) for
+    these patterns), ``planner.shard``'s substrings and replicated-label part (no numeric part: the label's part
+    is not a "#" of the pattern), the GGUF category (``group_tensors``). Other tensors stay one per group. The
+    groups keep the order of their first tensor. Kimi-K3's 497,220 tensors are a few thousand groups;
+    tests/test_pattern_memo.py compares the expansion with ``weight_tensors``."""
+    groups: dict[Any, list[Any]] = {}
+    get = groups.get
+    overhead = 0
+    decided: dict[tuple[str, bool], bool] = {}
+    for c in counted:
+        role = c.role
+        if role == "buffer" or role == "tied_duplicate":
+            continue
+        e = c.entry
+        if role == "quant_overhead":
+            overhead += e.nbytes
+            continue
+        pattern = c.pattern
+        key: Any = id(c)
+        if pattern is not None:
+            layer = c.layer
+            layered = layer is not None
+            ok = decided.get((pattern, layered))
+            if ok is None:
+                parts = pattern.split(".")
+                ok = decided[(pattern, layered)] = (pattern.count(".#") == layered + (".experts.#." in pattern)
+                                                    and (len(parts) < 2 or parts[-2] != "#"))
+            if ok:
+                key = (pattern, layer, role, c.logical, c.component, e.dtype, e.shape, e.nbytes)
+        g = get(key)
+        if g is None:
+            groups[key] = [c, 1]
+        else:
+            g[1] += 1
+    firsts = weight_tensors([c for c, _ in groups.values()], quantization, hidden_size)
+    out = [(t, n) for t, (_, n) in zip(firsts, groups.values())]
+    if overhead and out:
+        out.append((WeightTensor("<quantization scales/zeros>", "other", None, "bookkeeping", overhead, 1, 1, overhead), 1))
     return out
 
 
@@ -386,13 +433,14 @@ class WeightsByPrecision:
 
 def weights_by_precision(tensors: list[WeightTensor], *, num_layers: int, moe: bool = False, n_expert: int = 0,
                          tied: bool = False, model_type: str = "", checkpoint_label: str = "as stored",
-                         precisions: Iterable[str] | None = None) -> WeightsByPrecision:
+                         precisions: Iterable[str] | None = None, counts: Iterable[int] | None = None) -> WeightsByPrecision:
+    """``counts``: how many tensors each of ``tensors`` stands for (``weight_groups``); one each without."""
     keys = [CHECKPOINT, *(precisions or PRECISIONS)]
     gguf_ctx = {
         k: _GGUFContext(k, num_layers, n_expert, tied, model_type == "llama" and num_layers == 80)
         for k in ("q8_0", "q6_k", "q5_k_m", "q4_k_m")
     }
-    groups = group_tensors(tensors, num_layers)
+    groups = group_tensors(tensors, num_layers, counts)
     # (a group's tensors share kind and count x out x inn)
     total_params = sum(t.numel * mult for t, mult in groups if t.kind != "bookkeeping")
     out: dict[str, int] = {}
@@ -415,13 +463,14 @@ def weights_by_precision(tensors: list[WeightTensor], *, num_layers: int, moe: b
     return WeightsByPrecision(out, qparams, total_params, checkpoint_label, by_kind)
 
 
-def group_tensors(tensors: list[WeightTensor], num_layers: int) -> list[tuple[WeightTensor, int]]:
+def group_tensors(tensors: list[WeightTensor], num_layers: int, counts: Iterable[int] | None = None) -> list[tuple[WeightTensor, int]]:
     """Identical tensors (same shape, kind and byte-relevant facts) collapsed to (representative, multiplicity);
-    models with one tensor per expert have 10^4-10^5 tensors but a few hundred distinct ones."""
+    models with one tensor per expert have 10^4-10^5 tensors but a few hundred distinct ones. ``counts``: the
+    multiplicity of each of ``tensors`` (``weight_groups``), one each without."""
     groups: dict[tuple, list] = {}
     # _gguf_category's substrings hold no digit where a numeric part could be, so the name's pattern decides it
     categories: dict[tuple[str, str, str], str] = {}
-    for t in tensors:
+    for t, mult in zip(tensors, repeat(1) if counts is None else counts):
         pattern = t.pattern
         if pattern is None:
             cat = _gguf_category(t)
@@ -434,9 +483,9 @@ def group_tensors(tensors: list[WeightTensor], num_layers: int) -> list[tuple[We
         sig = (t.kind, t.component, t.out, t.inn, t.count, t.stored_bytes, cat, layer_bit)
         g = groups.get(sig)
         if g is None:
-            groups[sig] = [t, 1]
+            groups[sig] = [t, mult]
         else:
-            g[1] += 1
+            g[1] += mult
     return [(t, n) for t, n in groups.values()]
 
 
@@ -448,22 +497,43 @@ def _is_quantized(t: WeightTensor, key: str, moe: bool) -> bool:
     return not (key == "mxfp4" and moe and t.component != "moe_experts")
 
 
-def for_report(report: Any, precisions: Iterable[str] | None = None, *, include_mtp: bool = False) -> tuple[list[WeightTensor], WeightsByPrecision]:
-    """Weights at every precision for a ``hfmem.Report``. Multi-token-prediction layers are loaded only for MTP
+def counted_for_weights(report: Any, *, include_mtp: bool = False) -> list[Any]:
+    """The report's counted tensors the weights are made of. Multi-token-prediction layers are loaded only for MTP
     speculative decoding (vLLM's ``SpeculativeConfig`` method "mtp"; transformers never builds them), so they are
     left out unless ``include_mtp``."""
-    a = report.architecture
-    q = report.parameters.quantization
     # (a copy without them only where there are some: the set of components is one C-level pass)
     mtp = not include_mtp and "mtp" in set(map(attrgetter("component"), report.tensors))
-    counted = [c for c in report.tensors if c.component != "mtp"] if mtp else report.tensors
-    tensors = weight_tensors(counted, q, a.hidden_size)
+    return [c for c in report.tensors if c.component != "mtp"] if mtp else report.tensors
+
+
+def for_report(report: Any, precisions: Iterable[str] | None = None, *, include_mtp: bool = False) -> tuple[list[WeightTensor], WeightsByPrecision]:
+    """Weights at every precision for a ``hfmem.Report`` (MTP layers only with ``include_mtp``: counted_for_weights)."""
+    a = report.architecture
+    tensors = weight_tensors(counted_for_weights(report, include_mtp=include_mtp), report.parameters.quantization,
+                             a.hidden_size)
+    return tensors, _weights_of(report, tensors, None, precisions)
+
+
+def groups_for_report(report: Any, precisions: Iterable[str] | None = None, *, include_mtp: bool = False,
+                      counted: list[Any] | None = None) -> tuple[list[tuple[WeightTensor, int]], WeightsByPrecision]:
+    """``for_report`` with the tensors as ``weight_groups`` (first tensor, how many); ``counted``: the
+    counted_for_weights already made."""
+    if counted is None:
+        counted = counted_for_weights(report, include_mtp=include_mtp)
+    groups = weight_groups(counted, report.parameters.quantization, report.architecture.hidden_size)
+    return groups, _weights_of(report, [t for t, _ in groups], [n for _, n in groups], precisions)
+
+
+def _weights_of(report: Any, tensors: list[WeightTensor], counts: list[int] | None,
+                precisions: Iterable[str] | None) -> WeightsByPrecision:
+    a = report.architecture
+    q = report.parameters.quantization
     label = "as stored"
     if q:
         label = f"as stored ({q.method}{' ' + str(q.bits) + '-bit' if q.bits else ''})"
     elif report.parameters.by_dtype:
         label = "as stored (" + ", ".join(report.parameters.by_dtype) + ")"
-    wb = weights_by_precision(
+    return weights_by_precision(
         tensors,
         num_layers=a.num_layers,
         moe=bool(a.moe),
@@ -472,5 +542,5 @@ def for_report(report: Any, precisions: Iterable[str] | None = None, *, include_
         model_type=a.model_type,
         checkpoint_label=label,
         precisions=precisions,
+        counts=counts,
     )
-    return tensors, wb

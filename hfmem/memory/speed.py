@@ -61,8 +61,8 @@ def _weight_split(planner: Planner) -> tuple[int, int, int]:
         gctx = _GGUFContext(planner.precision, arch.num_layers, arch.moe.num_experts if arch.moe else 0,
                             arch.tie_word_embeddings, arch.model_type == "llama" and arch.num_layers == 80)
     experts = embedding = other = 0
-    for t in planner.tensors:
-        per, _ = shard(t, tensor_bytes(t, planner.precision, moe=bool(arch.moe), gguf=gctx), arch, planner.tp)
+    for t, mult in planner.groups:  # (first tensor, how many: precision.weight_groups)
+        per = shard(t, tensor_bytes(t, planner.precision, moe=bool(arch.moe), gguf=gctx), arch, planner.tp)[0] * mult
         if t.component == "moe_experts":
             experts += per
         elif t.kind == "embedding" and not arch.tie_word_embeddings:
