@@ -518,19 +518,24 @@ class Quantizer:
         pattern (``pattern_blind``): _compressed_packed_role then reads of the module only what its pattern shows,
         so the memo keys on the pattern, the dtype and the two shapes (it runs for every packed tensor: 250k of them
         in the largest checkpoints)."""
-        memo: dict[tuple[Any, ...], tuple[Role, tuple[str, ...]]] = {}
+        # memo: the role, its problems, and its format and logical count (read once: a NamedTuple's fields are
+        # properties)
+        memo: dict[tuple[Any, ...], tuple[Role, tuple[str, ...], Any, int]] = {}
         formats, counted_problems = self.formats, self.problems
 
         def packed(t: TensorEntry) -> Role:
-            scale = self.index.get(t.name[:-14] + ".weight_scale")  # (14: len(".weight_packed"))
+            module = t.name[:-14]  # (14: len(".weight_packed"))
+            scale = self.index.get(module + ".weight_scale")  # (not bound early: count_tensors drops the index)
             key = (t.dtype, t.shape, scale.shape if scale is not None else None)
             hit = memo.get(key)
             if hit is None:
-                hit = memo[key] = self._compressed_packed_role(t, t.name[:-14], scale)
-            role, problems = hit
-            for problem in problems:
-                counted_problems[problem] += 1
-            formats[role.fmt] += role.logical  # type: ignore[index]  # always QUANTIZED with a format
+                role, problems = self._compressed_packed_role(t, module, scale)
+                hit = memo[key] = (role, problems, role.fmt, role.logical)
+            role, problems, fmt, logical = hit
+            if problems:
+                for problem in problems:
+                    counted_problems[problem] += 1
+            formats[fmt] += logical  # type: ignore[index]  # always QUANTIZED with a format
             return role
 
         return packed
