@@ -186,8 +186,13 @@ def weight_tensors(counted: Iterable[Any], quantization: Quantization | None = N
         append(WeightTensor(name, c.component, c.layer, kind, rows, cols, count, e.nbytes, pattern))
     if overhead and out:
         # Attribute the checkpoint's quantization bookkeeping as one pseudo-tensor so stored totals stay exact.
-        append(WeightTensor("<quantization scales/zeros>", "other", None, "bookkeeping", overhead, 1, 1, overhead))
+        append(_bookkeeping(overhead))
     return out
+
+
+def _bookkeeping(overhead: int) -> WeightTensor:
+    """The checkpoint's quantization scales and zeros as one pseudo-tensor, so stored totals stay exact."""
+    return WeightTensor("<quantization scales/zeros>", "other", None, "bookkeeping", overhead, 1, 1, overhead)
 
 
 def weight_groups(counted: Iterable[Any], quantization: Quantization | None = None,
@@ -199,7 +204,7 @@ def weight_groups(counted: Iterable[Any], quantization: Quantization | None = No
     these patterns), ``planner.shard``'s substrings and replicated-label part (no numeric part: the label's part
     is not a "#" of the pattern), the GGUF category (``group_tensors``). Other tensors stay one per group. The
     groups keep the order of their first tensor. Kimi-K3's 497,220 tensors are a few thousand groups;
-    tests/test_pattern_memo.py compares the expansion with ``weight_tensors``."""
+    tests/test_weight_groups.py compares the expansion with ``weight_tensors``."""
     groups: dict[Any, list[Any]] = {}
     get = groups.get
     overhead = 0
@@ -232,7 +237,7 @@ def weight_groups(counted: Iterable[Any], quantization: Quantization | None = No
     firsts = weight_tensors([c for c, _ in groups.values()], quantization, hidden_size)
     out = [(t, n) for t, (_, n) in zip(firsts, groups.values())]
     if overhead and out:
-        out.append((WeightTensor("<quantization scales/zeros>", "other", None, "bookkeeping", overhead, 1, 1, overhead), 1))
+        out.append((_bookkeeping(overhead), 1))
     return out
 
 
