@@ -550,8 +550,8 @@ class Planner:
         self._counted = counted_for_weights(report, include_mtp=speculative == "mtp")
         self._tensors: list[WeightTensor] | None = None
         self._quantization = report.parameters.quantization
-        self.groups, self.weights = groups_for_report(report, [] if self.precision == CHECKPOINT else [self.precision],
-                                                      counted=self._counted)
+        self.groups, self.weights = groups_for_report(report, self._counted,
+                                                      [] if self.precision == CHECKPOINT else [self.precision])
         self.act_bytes = 4 if self.precision == "fp32" else _act_bytes_of(self.arch) if self.precision == CHECKPOINT else 2
         if self.precision == CHECKPOINT and report.parameters.quantization:
             self.act_bytes = 2
@@ -697,7 +697,7 @@ class Planner:
                                  "maximum size; hfmem does not count that run under V0, so the KV pool shown may be "
                                  "too large by its peak")
             return
-        release = release_of(self.vllm_release) if self.vllm_release else None  # valid: resolve_version took it
+        release = self._release()
         if is_modelled(vision):
             self._encoder_args = (vision, self.act_bytes, self.tp, release)
         if self._encoder_args is None:
@@ -872,7 +872,8 @@ class Planner:
         return _largest_fitting(fits, lo, hi)
 
     def _release(self) -> tuple[int, int] | None:
-        """The vLLM release asked for (None: the family's own), which picks the sm90 TP 1 non-torch step."""
+        """The vLLM release asked for as (major, minor) (None: the family's own): the encoder profile, the sm90 TP 1
+        non-torch step and the NVLink note's wording follow it."""
         return release_of(self.vllm_release) if self.vllm_release else None  # valid: resolve_version took it
 
     def for_gpu(self, gpu: GPU) -> Planner:
@@ -954,7 +955,7 @@ class Planner:
             elif self.encoder_note:
                 plan.notes.append(self.encoder_note)
             if not cublas_workspace_known(self.gpu):
-                small, large = cublas_workspace_bytes(self.gpu), (33 << 20)
+                small, large = cublas_workspace_bytes(self.gpu), cublas_workspace_bytes(None)  # (None: the sm90 sizes)
                 plan.notes.append(f"torch peak: PyTorch's cuBLAS/cuBLASLt workspaces depend on the GPU's compute "
                                   f"capability, which a size does not give: {small / (1 << 20):.2f} MiB assumed "
                                   f"(on compute capability 9.0, H100/H200, {large / (1 << 20):.0f} MiB: "
@@ -975,7 +976,7 @@ class Planner:
                 # run-time choice: say so once, with how far the other releases' logs put it (docs/planner.md)
                 low = min(NVLINK_TP_LOGGED.values())
                 logged = " and ".join(f"{v / GiB:.2f} GiB ({k})" for k, v in NVLINK_TP_LOGGED.items())
-                release = release_of(self.vllm_release) if self.vllm_release else None
+                release = self._release()
                 if release is None or release >= SNAPSHOT_AFTER_DIST_INIT:
                     counts = ("from vLLM 0.11 it counts what the profile opens (torch's NCCL communicator for the "
                               "logits gather, NCCL connections made on first use), the TP group's PyNccl "

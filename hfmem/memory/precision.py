@@ -519,12 +519,10 @@ def for_report(report: Any, precisions: Iterable[str] | None = None, *, include_
     return tensors, _weights_of(report, tensors, None, precisions)
 
 
-def groups_for_report(report: Any, precisions: Iterable[str] | None = None, *, include_mtp: bool = False,
-                      counted: list[Any] | None = None) -> tuple[list[tuple[WeightTensor, int]], WeightsByPrecision]:
-    """``for_report`` with the tensors as ``weight_groups`` (first tensor, how many); ``counted``: the
-    counted_for_weights already made."""
-    if counted is None:
-        counted = counted_for_weights(report, include_mtp=include_mtp)
+def groups_for_report(report: Any, counted: list[Any], precisions: Iterable[str] | None = None
+                      ) -> tuple[list[tuple[WeightTensor, int]], WeightsByPrecision]:
+    """``for_report`` with the tensors as ``weight_groups`` (first tensor, how many), of ``counted``: the report's
+    counted_for_weights."""
     groups = weight_groups(counted, report.parameters.quantization, report.architecture.hidden_size)
     return groups, _weights_of(report, [t for t, _ in groups], [n for _, n in groups], precisions)
 
