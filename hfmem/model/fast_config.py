@@ -64,25 +64,56 @@ def fast_normalise(config: dict[str, Any]) -> tuple[Any, Any] | None:
     model_type = config.get("model_type")
     if not covered(model_type):  # auto_map (custom code) is never run: transformers uses its own class too
         return None
+    entry = TABLE["types"][model_type]
     try:
-        obj = _build(TABLE["types"][model_type], {k: v for k, v in config.items() if k != "model_type"})
+        obj = _build(entry, {k: v for k, v in config.items() if k != "model_type"})
+        full = _replayed(entry, model_type, obj)
+        text = _text_config(full, obj)
     except _Fallback:
         return None
+    return full, text
+
+
+def _replayed(entry: dict[str, Any], model_type: str, obj: dict[str, Any]) -> Any:
+    """The config object transformers would have built, as hfmem reads it: its attributes (attribute_map aliases
+    included) and its to_dict() (PreTrainedConfig.to_dict: a sub-config serialised as its own to_dict() without
+    transformers_version)."""
     from hfmem.model.normalise import ReplayedConfig
 
-    entry = TABLE["types"][model_type]
     attrs = dict(obj.items())
     for alias, target in entry["attribute_map"].items():
         attrs[alias] = obj.get(target)
     attrs["torch_dtype"] = obj.get("dtype")  # PreTrainedConfig.torch_dtype: a deprecated alias of dtype
-    attrs["model_type"] = model_type
+    attrs.setdefault("model_type", model_type)  # a "model_type" key of a sub-config dict is set on the instance
     attrs["name_or_path"] = ""
     attrs["num_labels"] = len(obj["id2label"]) if obj.get("id2label") else None
-    as_dict = dict(obj.items())
+    as_dict = {k: (v.to_dict() if isinstance(v, ReplayedConfig) else v) for k, v in obj.items()}
+    for key in entry.get("sub_configs", {}):
+        if isinstance(as_dict.get(key), dict):
+            as_dict[key].pop("transformers_version", None)
     as_dict.update(model_type=model_type, transformers_version=TABLE["transformers"], output_attentions=False,
                    _name_or_path="")
-    full = ReplayedConfig(attrs, as_dict)
-    return full, full  # covered classes have no sub-configs: get_text_config(decoder=True) is the config itself
+    return ReplayedConfig(attrs, as_dict)
+
+
+# PreTrainedConfig.get_text_config(decoder=True): the one non-None attribute of these names, else the config itself
+_DECODER_TEXT_NAMES = ("decoder", "generator", "text_config")
+
+
+def _text_config(full: Any, obj: dict[str, Any]) -> Any:
+    from hfmem.model.normalise import ReplayedConfig
+
+    found = [name for name in _DECODER_TEXT_NAMES if getattr(full, name) is not None]
+    if len(found) > 1:
+        raise _Fallback("several text configs")  # ValueError in transformers
+    if found:
+        text = getattr(full, found[0])
+        if not isinstance(text, ReplayedConfig):
+            raise _Fallback(found[0])  # a text config that is not a config object: transformers' business
+        return text
+    if obj.get("is_encoder_decoder"):
+        raise _Fallback("is_encoder_decoder")  # the legacy encoder/decoder split copies and renames attributes
+    return full
 
 
 def _check(value: Any, spec: Any) -> bool:
@@ -156,7 +187,8 @@ def _build(entry: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
             obj[name] = copy.deepcopy(default)
     kwargs = {k: v for k, v in kwargs.items() if k not in fields}
     for rule in entry["rules"]:
-        _RULES[rule](obj, kwargs)
+        name, *args = rule.split(":")
+        _RULES[name](obj, kwargs, *args)
     _base_post_init(entry, obj, kwargs)
     for rule in entry["validators"]:
         _VALIDATORS[rule](obj)
@@ -166,8 +198,10 @@ def _build(entry: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _base_post_init(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
-    """PreTrainedConfig.__post_init__ (transformers/configuration_utils.py), for a class without sub-configs."""
+    """PreTrainedConfig.__post_init__ (transformers/configuration_utils.py)."""
     fields, amap = entry["fields"], entry["attribute_map"]
+    for key, spec in entry.get("sub_configs", {}).items():
+        _create_subconfig(obj, key, spec)
     torch_dtype = kwargs.pop("torch_dtype", None)
     if torch_dtype is not None:
         obj["dtype"] = obj["dtype"] if obj["dtype"] is not None else torch_dtype
@@ -215,9 +249,34 @@ def _base_post_init(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str
             raise _Fallback(key)
 
 
+def _create_subconfig(obj: dict[str, Any], key: str, spec: dict[str, Any]) -> None:
+    """SubConfigSpec.create_subconfig (transformers/configuration_utils.py) for one of ``sub_configs_defaults``: a
+    dict builds the spec's class (under AutoConfig specs, the class of the dict's own model_type, else the spec's
+    default), None builds it from the spec's init_kwargs unless the spec is optional. The class must be in the
+    table too."""
+    value = obj.get(key)
+    if value is None and spec["optional"]:
+        return
+    if value is not None and not isinstance(value, dict):
+        raise _Fallback(key)  # a config instance cannot come from JSON; anything else is a TypeError in transformers
+    model_type = spec["model_type"]
+    if spec["auto"] and value is not None:
+        model_type = value.get("model_type", model_type)
+        if not isinstance(model_type, str) or not model_type:
+            raise _Fallback(key)
+    sub_entry = TABLE["types"].get(model_type) if isinstance(model_type, str) else None
+    if sub_entry is None:
+        raise _Fallback(f"{key} of type {model_type}")
+    kwargs = copy.deepcopy(value) if value is not None else copy.deepcopy(spec["init_kwargs"])
+    sub = _build(sub_entry, kwargs)
+    obj[key] = _replayed(sub_entry, model_type, sub)
+
+
 def _convert_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     """RotaryEmbeddingConfigMixin.convert_rope_params_to_dict + standardize_rope_params (modeling_rope_utils.py),
     flat (one dict for every layer) parameters only."""
+    for rule in entry.get("rope_rules", ()):  # the class's own convert_rope_params_to_dict, before the base one
+        _RULES[rule](obj, kwargs)
     rope_scaling = kwargs.pop("rope_scaling", None)
     rope = rope_scaling or obj["rope_parameters"]
     rope = copy.deepcopy(rope) if rope is not None else {}
@@ -233,6 +292,9 @@ def _convert_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, 
         rope.setdefault("partial_rotary_factor", partial)
     if rope or obj.get("rope_theta"):
         rope.setdefault("rope_type", rope.get("type", "default"))  # "type": the legacy name of rope_type
+        default_type = entry.get("default_rope_type", "default")
+        if default_type != "default" and rope["rope_type"] == "default":
+            rope["rope_type"] = default_type  # standardize_rope_params: the class's default_rope_type (axial)
         rope.setdefault("rope_theta", obj.get("rope_theta"))
         if obj.get("partial_rotary_factor") is not None:
             rope.setdefault("partial_rotary_factor", obj["partial_rotary_factor"])
@@ -402,6 +464,107 @@ def _qk_head_dim_sum(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
         raise _Fallback("qk_head_dim") from exc
 
 
+def _head_dim_or(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Qwen3-VL-MoE text: ``head_dim or hidden_size // num_attention_heads`` (a head_dim of 0 is recomputed too)."""
+    obj["head_dim"] = obj["head_dim"] or _floordiv(obj["hidden_size"], obj["num_attention_heads"])
+
+
+def _head_dim_always(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Pixtral's vision config: head_dim is always hidden_size // num_attention_heads."""
+    obj["head_dim"] = _floordiv(obj["hidden_size"], obj["num_attention_heads"])
+
+
+def _sliding_none(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    obj["sliding_window"] = None
+
+
+def _gemma3_sliding_pattern(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Gemma 3 text: a bidirectional window is halved plus one; every ``sliding_window_pattern``-th layer (6 unless
+    the config says) attends fully. The pattern is read, not popped, so it is also set as an attribute later."""
+    if obj["use_bidirectional_attention"]:
+        try:
+            obj["sliding_window"] = (obj["sliding_window"] // 2) + 1
+        except TypeError as exc:
+            raise _Fallback("sliding_window") from exc
+    pattern = kwargs.get("sliding_window_pattern", 6)
+    obj["_sliding_window_pattern"] = pattern
+    if obj["layer_types"] is None:
+        try:
+            obj["layer_types"] = ["sliding_attention" if bool((i + 1) % pattern) else "full_attention"
+                                  for i in range(obj["num_hidden_layers"])]
+        except (TypeError, ZeroDivisionError) as exc:
+            raise _Fallback("sliding_window_pattern") from exc
+
+
+def _llama4_layers(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Llama 4 text: KV heads, the NoPE layers (every no_rope_layer_interval-th layer has no RoPE), head_dim, the
+    MoE layers (every interleave_moe_layer_step-th) and, with attention_chunk_size, chunked attention on RoPE
+    layers."""
+    if obj["num_key_value_heads"] is None:
+        obj["num_key_value_heads"] = obj["num_attention_heads"]
+    try:
+        default_no_rope = [int((i + 1) % obj["no_rope_layer_interval"] != 0) for i in range(obj["num_hidden_layers"])]
+        obj["no_rope_layers"] = obj["no_rope_layers"] if obj["no_rope_layers"] else default_no_rope
+        if obj["head_dim"] is None:
+            obj["head_dim"] = obj["hidden_size"] // obj["num_attention_heads"]
+        if obj["moe_layers"] is None:
+            step = obj["interleave_moe_layer_step"]
+            obj["moe_layers"] = list(range(step - 1, obj["num_hidden_layers"], step))
+        if obj["layer_types"] is None:
+            chunked = obj["attention_chunk_size"] is not None
+            obj["layer_types"] = ["chunked_attention" if no_rope and chunked else "full_attention"
+                                  for no_rope in obj["no_rope_layers"]]
+    except (TypeError, ValueError, ZeroDivisionError) as exc:
+        raise _Fallback("llama4 layers") from exc
+
+
+def _glm_dsa_layers(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """GLM-5 (glm_moe_dsa): the indexer per layer (an "F"/"S" pattern, else every index_topk_freq-th layer from
+    index_skip_topk_offset keeps its own top-k), the MLA head dims, dense layers first, every layer indexed
+    attention, and num_experts as the routed experts. The index_* keys are read, not popped."""
+    try:
+        if obj["indexer_types"] is None:
+            pattern = kwargs.get("index_topk_pattern")
+            if pattern is not None:
+                obj["indexer_types"] = ([{"F": "full", "S": "shared"}[c] for c in pattern] if isinstance(pattern, str)
+                                        else list(pattern))
+            else:
+                freq = max(kwargs.get("index_topk_freq", 1), 1)
+                offset = kwargs.get("index_skip_topk_offset", 2)
+                obj["indexer_types"] = ["full" if (max(i - offset + 1, 0) % freq) == 0 else "shared"
+                                        for i in range(obj["num_hidden_layers"])]
+        obj["qk_head_dim"] = obj["qk_nope_head_dim"] + obj["qk_rope_head_dim"]
+        obj["head_dim"] = obj["qk_rope_head_dim"]
+        if obj["mlp_layer_types"] is None:
+            n_dense = min(obj["first_k_dense_replace"], obj["num_hidden_layers"])
+            obj["mlp_layer_types"] = ["dense"] * n_dense + ["sparse"] * (obj["num_hidden_layers"] - n_dense)
+        if obj["layer_types"] is None:
+            obj["layer_types"] = ["indexed_attention"] * obj["num_hidden_layers"]
+    except (TypeError, ValueError, KeyError, ZeroDivisionError) as exc:
+        raise _Fallback("glm_moe_dsa layers") from exc
+    if (num_experts := kwargs.get("num_experts")) is not None:
+        obj["n_routed_experts"] = num_experts
+
+
+def _vision_type_fix(obj: dict[str, Any], kwargs: dict[str, Any], old: str, new: str) -> None:
+    """Qwen-VL composites: an old checkpoint's vision_config names the composite's model_type; the vision type is
+    meant (the dict is changed in place, as transformers does)."""
+    vision = obj["vision_config"]
+    if isinstance(vision, dict) and vision.get("model_type") == old:
+        vision["model_type"] = new
+
+
+def _partial_from_rotary_dim(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """MiniMax-M2's convert_rope_params_to_dict: a legacy rotary_dim sets partial_rotary_factor (rotary_dim /
+    head_dim) unless the config gives one."""
+    rotary_dim = kwargs.get("rotary_dim", obj.get("rotary_dim"))
+    if rotary_dim is not None:
+        try:
+            kwargs.setdefault("partial_rotary_factor", rotary_dim / obj["head_dim"])
+        except (TypeError, ZeroDivisionError, KeyError) as exc:
+            raise _Fallback("rotary_dim") from exc
+
+
 def _floordiv(a: Any, b: Any) -> Any:
     try:
         return a // b
@@ -435,6 +598,14 @@ _RULES = {
     "layer_types_linear_interval": _layer_types_linear_interval,
     "mlp_layer_types_first_dense": _mlp_layer_types_first_dense,
     "qk_head_dim_sum": _qk_head_dim_sum,
+    "head_dim_or": _head_dim_or,
+    "head_dim_always": _head_dim_always,
+    "sliding_none": _sliding_none,
+    "gemma3_sliding_pattern": _gemma3_sliding_pattern,
+    "llama4_layers": _llama4_layers,
+    "glm_dsa_layers": _glm_dsa_layers,
+    "vision_type_fix": _vision_type_fix,
+    "partial_from_rotary_dim": _partial_from_rotary_dim,  # with two arguments: "vision_type_fix:<old type>:<new type>"
 }
 _VALIDATORS = {"hidden_divisible_by_heads": _hidden_divisible_by_heads}
 RULE_NAMES = frozenset(_RULES)
