@@ -543,6 +543,25 @@ ROWS += [
                "0.11.0 TP 1 row); torch peak 2.77 vs 2.87; non-torch 2.10 vs 2.07 GiB",)),
 ]
 
+# Held out, the same sweep at TP 2 and TP 4: RedHatAI/Llama-3.3-70B-Instruct-fp8-dynamic (compressed-tensors FP8,
+# channel-wise weight scales, dynamic per-token activations: the engine line says quantization=compressed-tensors).
+# Its tensors are built from Llama-3.3-70B-Instruct's config (_llama33_70b_fp8): no header of the FP8 checkpoint is
+# stored here; the logged weights check them (33.88 and 16.96 GiB per GPU).
+_FP8_70B = "RedHatAI/Llama-3.3-70B-Instruct-fp8-dynamic"
+ROWS += [
+    LogRow(
+        f"llama33-70b-fp8-h100-tp{tp}-v0.19-sweep", SWEEP_LOGS + f"fp8dyn-llama-3-3-70b--h100-80gb--tp{tp}pp1dp1--8192.log",
+        _FP8_70B, "0.19.0", _H100_SWEEP, tp, 0.95, 8192, _SWEEP_TP,
+        (f"vllm serve {_FP8_70B} --tensor-parallel-size {tp} --max-model-len 8192 --gpu-memory-utilization 0.95 "
+         "--no-enable-prefix-caching (vLLM 0.19.0)", f"Model loading took {w} GiB",
+         f"torch peak memory increase: {peak}GiB; non-torch forward increase memory: {nt}GiB",
+         f"Available KV cache memory: {kv} GiB", f"GPU KV cache size: {tokens:,} tokens"),
+        kv, tokens, w,
+        notes=(f"non-torch 2.10 vs the logged {nt} GiB (at TP 4 NCCL adds NVLS on the NVSwitch, docs/planner.md); "
+               f"torch peak 1.90 vs {peak} GiB",))
+    for tp, w, peak, nt, kv, tokens in ((2, 33.88, 1.96, 2.1, 37.28, 244_304), (4, 16.96, 1.97, 2.21, 54.09, 708_992))
+]
+
 # Held out (nothing taken from it; it is one of the two logs docs/planner.md cites for the non-Hopper TP 1 non-torch
 # figure, as evidence, not as a constant): a VLLM_LOGGING_LEVEL=DEBUG start of a vLLM development build between 0.10.0
 # and 0.10.1 (its banner: 0.1.dev8168+g475c1a0, August 2025) serving meta-llama/Llama-3.2-1B with API-server defaults,
@@ -609,12 +628,16 @@ TOKEN_ROWS = [
 def _config(row: LogRow) -> dict:
     if row.repo == "openai/gpt-oss-120b":  # the stored 120b fixture is unquantized: build it from the 20b's layer
         return _gpt_oss_120b_tensors()[0]
+    if row.repo == _FP8_70B:
+        return _llama33_70b_fp8()[0]
     return load_config(row.repo)
 
 
 def _tensors(row: LogRow) -> list:
     if row.repo == "openai/gpt-oss-120b":
         return _gpt_oss_120b_tensors()[1]
+    if row.repo == _FP8_70B:
+        return _llama33_70b_fp8()[1]
     cfg = load_config(row.repo)
     if row.tensors_from:
         other = load_config(row.tensors_from)
@@ -867,6 +890,32 @@ def test_mxfp4_layout_follows_the_backend_vllm_picks():
     assert plan.weights_bytes == a100.weights_bytes - a100.weight_terms[PAD_TERM] + plan.weight_terms[TRITON_TERM]
     marlin = marlin_padding_bytes(Planner(analyze_files(model_files(row.repo)), gpu=row.gpu).arch, 24, 1)
     assert any("MXFP4 experts on H100" in n and f"{marlin / GiB:.2f} GiB more" in n for n in plan.notes)
+
+
+def _llama33_70b_fp8() -> tuple[dict, list]:
+    """RedHatAI/Llama-3.3-70B-Instruct-fp8-dynamic from Llama-3.3-70B-Instruct's config: llm-compressor's FP8_DYNAMIC
+    scheme in compressed-tensors form (float-quantized, 8-bit float weights with one F32 scale per output channel,
+    dynamic per-token activations; lm_head left in bf16), the form the GLM-4.5-FP8 fixture's quantization_config
+    and headers have; Llama's layout (modeling_llama.py: q/k/v/o without bias, gated MLP, untied head)."""
+    import copy
+
+    cfg = copy.deepcopy(load_config("meta-llama/Llama-3.3-70B-Instruct"))
+    quant = copy.deepcopy(load_config("zai-org/GLM-4.5-FP8")["quantization_config"])
+    quant["ignore"] = ["lm_head"]
+    cfg["quantization_config"] = quant
+    h, i, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    kv = cfg["num_key_value_heads"] * h // cfg["num_attention_heads"]
+    f = "model.safetensors"
+    out = [("model.embed_tokens.weight", "BF16", [v, h], f), ("lm_head.weight", "BF16", [v, h], f),
+           ("model.norm.weight", "BF16", [h], f)]
+    for n in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{n}."
+        for name, shape in (("self_attn.q_proj", [h, h]), ("self_attn.k_proj", [kv, h]), ("self_attn.v_proj", [kv, h]),
+                            ("self_attn.o_proj", [h, h]), ("mlp.gate_proj", [i, h]), ("mlp.up_proj", [i, h]),
+                            ("mlp.down_proj", [h, i])):
+            out += [(p + name + ".weight", "F8_E4M3", shape, f), (p + name + ".weight_scale", "F32", [shape[0], 1], f)]
+        out += [(p + "input_layernorm.weight", "BF16", [h], f), (p + "post_attention_layernorm.weight", "BF16", [h], f)]
+    return cfg, out
 
 
 def _gpt_oss_120b_tensors() -> tuple[dict, list]:
