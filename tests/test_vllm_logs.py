@@ -801,6 +801,35 @@ def test_nvlink_tp_rows_of_019_miss_only_by_the_torch_peak():
         assert abs(plan_of(next(r for r in ROWS if r.name == name)).overhead_bytes / GiB - logged) <= 0.035, name
 
 
+def _fi_fusion_workspace(tp: int, hidden: int, max_tokens: int, granularity: int) -> int:
+    """FlashInfer's trtllm all-reduce fusion workspace per rank as flashinfer 0.6.6 allocates it
+    (trtllm_ar.py trtllm_create_ipc_workspace_for_all_reduce_fusion: data tp x T x H x 2 B, flags tp x 256 x 4 B,
+    Lamport 3 x tp x T x H x 2 B; mnnvl.py SymmDeviceMemory._get_allocation_prop: each + a 2 KiB signal pad, rounded
+    up to the granularity)."""
+    sizes = (tp * max_tokens * hidden * 2, tp * 256 * 4, 3 * tp * max_tokens * hidden * 2)
+    return sum(-(-(n + 2048) // granularity) * granularity for n in sizes)
+
+
+def test_019_non_torch_does_not_follow_the_fusion_workspace_size():
+    """vLLM 0.19.0's TP 2 logs on H100 SXM (the sweep's DEBUG logs: "Initialized FlashInfer All Reduce workspace:
+    ... max_token_num=T, hidden_dim=H") against their "non-torch forward increase memory": the workspace's buffers
+    differ by 256 MiB across these models at a 2 MiB granularity, the logged figure by 0.03 GiB; at 512 MiB every
+    model's workspace is 1.5 GiB. So its size in the figure is the driver's multicast granularity (docs/planner.md),
+    which no source fixes; the constant stays the logs'."""
+    mib = 1 << 20
+    logs = {"Llama-3.1-8B": (4096, 8192, 2.07), "Qwen2.5-7B": (3584, 8192, 2.06), "gpt-oss-20b": (2880, 8192, 2.07),
+            "Kimi-VL-A3B": (2048, 8192, 2.07), "Mixtral-8x7B": (4096, 8192, 2.07), "Qwen2.5-72B": (8192, 4096, 2.09)}
+    fine = {m: _fi_fusion_workspace(2, h, t, 2 * mib) for m, (h, t, _) in logs.items()}
+    coarse = {m: _fi_fusion_workspace(2, h, t, 512 * mib) for m, (h, t, _) in logs.items()}
+    logged = [nt for _, _, nt in logs.values()]
+    assert (max(fine.values()) - min(fine.values())) / GiB >= 0.24
+    assert max(logged) - min(logged) <= 0.03
+    assert set(coarse.values()) == {3 * 512 * mib}
+    assert fine["Llama-3.1-8B"] - fine["Qwen2.5-7B"] == 64 * mib  # the two held-in logs: 2.07 vs 2.06 GiB
+    # the same 1.5 GiB at TP 4, where vLLM's sm90 size limit is 2 MiB (T = 2 MiB / 2H)
+    assert _fi_fusion_workspace(4, 4096, 256, 512 * mib) == 3 * 512 * mib
+
+
 def test_v0_forward_of_the_32b_row_is_the_non_driver_peak():
     """vllm#15815 logs both TP ranks: 1.26 GiB each. V0 samples on the driver only (worker/model_runner.py
     ModelRunner.execute_model returns right after compute_logits on the other ranks, and LogitsProcessor gathers the
