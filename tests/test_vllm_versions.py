@@ -165,13 +165,31 @@ def test_kv_section_and_plan_use_the_same_batched_tokens():
     assert kv.by_layer_type["sliding_attention"]["tokens"] == (-(-(4095 + 2048) // 16) + 1) * 16
 
 
-@pytest.mark.parametrize("gpu, tp, gib", [("h100", 1, 0.25), ("a100-80gb", 1, 0.02), ("h100", 2, 2.1), ("a100-80gb", 4, 2.1), ("h200", 8, 2.1),
+@pytest.mark.parametrize("gpu, tp, gib", [("h100", 1, 0.25), ("h100-nvl", 1, 0.25), ("a100-80gb", 1, 0.02), ("h100", 2, 2.1),
+                                          ("h100 nvl", 2, 2.1), ("a100-80gb", 4, 2.1), ("h200", 8, 2.1),
                                           ("4090", 2, 0.09), ("l40s", 4, 0.09)])
 def test_v1_non_torch_by_tp_and_gpu_class(gpu, tp, gib):
     """NCCL's channel buffers dominate at TP >= 2 and NVLink-class parts get many more channels than PCIe cards; at
     TP 1 the driver's kernel memory, larger on compute capability 9.0 (vllm_versions.SM90_TP1, the default 0.25)."""
     assert Planner(_report(), tp=tp, gpu=resolve_gpu(gpu)).overhead == int(gib * GiB)
     assert Planner(_report(), tp=tp, gpu=resolve_gpu(gpu), vllm_version="0.6").overhead == int((0.35 if tp == 1 else 0.30) * GiB)
+
+
+def test_h100_nvl_is_a_catalog_hopper_on_nvlink_bridges():
+    """The H100 NVL: nvidia-smi's 95,830 MiB (NVIDIA/gpu-admin-tools' H100 NVL issue), compute capability 9.0 (sm90
+    non-torch at TP 1 and the 32 + 1 MiB cuBLAS workspaces), the data-centre batch defaults (>= 70 GiB, not an A100),
+    and the NVLink class at TP 2 (bridged pairs), PCIe when asked (pairs joined over PCIe beyond TP 2)."""
+    from hfmem.memory.hardware import hardware_of
+    from hfmem.memory.planner import cublas_workspace_bytes, gpu_class
+
+    nvl = resolve_gpu("H100 NVL")
+    assert (nvl.key, nvl.memory_bytes) == ("h100-nvl", 95_830 << 20)
+    hw = hardware_of(nvl)
+    assert hw is not None and hw.sm == 90 and gpu_class(nvl) == "sm90"
+    assert cublas_workspace_bytes(nvl) == 33 << 20
+    plan = Planner(_report(), tp=2, gpu=nvl).plan(4096, 1, nvl)
+    assert (plan.max_batched_tokens, plan.max_num_seqs, plan.vllm_terms()["interconnect"]) == (8192, 1024, "nvlink")
+    assert Planner(_report(), tp=4, gpu=nvl, interconnect="pcie").overhead == int(0.09 * GiB)
 
 
 def test_catalog_rows_use_each_gpus_defaults():

@@ -52,6 +52,9 @@ CATALOG: tuple[GPU, ...] = (
     _g("rtx6000ada", "RTX 6000 Ada 48GB", 47.99),
     _g("a100-80gb", "A100 80GB", 79.15),
     _g("h100-80gb", "H100 80GB", 79.65),
+    # H100 NVL: the PCIe-card Hopper (compute capability 9.0, 94 GB HBM3) sold in pairs joined by NVLink bridges, no
+    # NVSwitch. nvidia-smi shows 95,830 MiB (NVIDIA/gpu-admin-tools issue "H100 NVL support", its nvidia-smi output).
+    _g("h100-nvl", "H100 NVL 94GB", 95830 / 1024),
     _g("h200", "H200 141GB", 139.8),
     _g("b200", "B200 180GB", 178.36),
     _g("mi300x", "MI300X 192GB", 191.98, "rocm"),
@@ -67,6 +70,7 @@ CATALOG: tuple[GPU, ...] = (
 _ALIASES = {
     "3060": "rtx3060", "3090": "rtx3090", "4090": "rtx4090", "5090": "rtx5090", "a100": "a100-80gb",
     "a100-40": "a100-40gb", "a100-80": "a100-80gb", "h100": "h100-80gb", "h100-80": "h100-80gb",
+    "h100nvl": "h100-nvl", "h100-nvl-94gb": "h100-nvl",
 }
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*(gib|gb|g|tib|tb|t|mib|mb|m|b)?\s*$", re.IGNORECASE)

@@ -62,6 +62,8 @@ HARDWARE: dict[str, Hardware] = {
     "rtx6000ada": _H("8.9", 960, 364.25, 364.25, 728.5, "NVIDIA RTX 6000 Ada datasheet"),
     "a100-80gb": _H("8.0", 2039, 312.0, 312.0, None, "NVIDIA A100 datasheet (SXM)"),
     "h100-80gb": _H("9.0", 3350, 989.5, 989.5, 1979.0, "NVIDIA H100 datasheet (SXM)"),
+    # H100 NVL column of the datasheet: 3.9 TB/s, 1,671 bf16/fp16 and 3,341 fp8 TFLOPS with sparsity (half dense)
+    "h100-nvl": _H("9.0", 3900, 835.5, 835.5, 1670.5, "NVIDIA H100 datasheet (NVL)"),
     "h200": _H("9.0", 4800, 989.5, 989.5, 1979.0, "NVIDIA H200 datasheet (SXM)"),
     "b200": _H("10.0", 8000, 2250.0, 2250.0, 4500.0, "NVIDIA DGX B200 datasheet (per GPU)"),
     "mi300x": _H("gfx942", 5300, 1307.4, 1307.4, 2614.9, "AMD Instinct MI300X datasheet"),

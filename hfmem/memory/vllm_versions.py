@@ -23,8 +23,13 @@ SAMPLERS = ("sort", "triton", "flashinfer")
 # across nodes), where vLLM's log says custom all-reduce is disabled.
 INTERCONNECTS = ("nvlink", "pcie")
 # Non-torch memory logged at TP 2 over NVLink (held-out rows of tests/test_vllm_logs.py, never used to choose a
-# constant): shown in the plan's note as the range the NVLink-class constant may be off by. Why they differ, and why
-# no constant follows from vLLM's or NCCL's source: docs/planner.md ("non-torch forward increase memory").
+# constant): shown in the plan's note as the range the NVLink-class constant may be off by. Why they differ
+# (docs/planner.md, "non-torch forward increase memory"): not NCCL's version (0.10.2-0.11 run torch 2.8.0's NCCL 2.27.3,
+# 0.19 NCCL 2.27.5, the same buffers and NVLS rules) but what vLLM runs between its snapshot and the profile's end
+# (0.19: the allreduce+RMSNorm fusion's FlashInfer workspace and the CUDA-graph memory profile). What the source fixes:
+# per connection LL 512 KiB + LL128 4,915,200 B + SIMPLE 4 MiB (NCCL src/init.cc DEFAULT_*BUFFSIZE), NVLS off at two
+# GPUs or fewer (src/transport/nvls.cc ncclNvlsInit); what it does not: the channel count (src/graph/search.cc
+# ncclTopoCompute, from the topology detected at run time), cuMem's granularity, how many communicators the window opens.
 NVLINK_TP_LOGGED = {"vLLM 0.10.2, H200": int(1.38 * GiB), "vLLM 0.11.0, H100": int(0.54 * GiB)}
 # Where the NVLink-class constant comes from (the project issue's figure; the logs: llm-d-planner's accuracy sweep).
 NVLINK_TP_SOURCE = "vLLM 0.19.0 logs on H100s at TP 2-4 (2.06-2.13 GiB)"
@@ -34,7 +39,12 @@ NVLINK_TP_SOURCE = "vLLM 0.19.0 logs on H100s at TP 2-4 (2.06-2.13 GiB)"
 # figure (and out of the KV budget's arithmetic); before it they are inside. 0.10.2's worker snapshots first; the
 # 0.11.0 logs show the TP 2 start-up free memory 0.93 GiB below TP 1's, which only the later snapshot explains.
 SNAPSHOT_AFTER_DIST_INIT = (0, 11)
-NVLINK_CLASS = ("a100", "h100", "h200", "b200", "gb200", "gh200", "mi300")  # catalog keys of NVLink/xGMI-class parts
+# Catalog keys of NVLink/xGMI-class parts. "h100" covers the H100 NVL (h100-nvl): its pairs are joined by NVLink
+# bridges, so at TP 2 vLLM keeps custom all-reduce (custom_all_reduce.py CustomAllreduce.__init__, NVLink P2P) and NCCL
+# rings over NVLink; it has no NVSwitch, so no NVLS, which no TP 2 run has anyway (ncclNvlsInit). Beyond a bridged pair
+# the pairs meet over PCIe and vLLM turns custom all-reduce off for more than two GPUs not all NVLink-connected: there
+# --interconnect pcie describes the link.
+NVLINK_CLASS = ("a100", "h100", "h200", "b200", "gb200", "gh200", "mi300")
 # V1 non-torch at TP 1 on compute capability 9.0 (Hopper), by release: (first release, bytes). From logs, not source.
 # At TP 1 vLLM allocates nothing outside torch that it sizes: parallel_state.py GroupCoordinator.__init__ builds a
 # device communicator (PyNccl, custom all-reduce) only for more than one rank, and PyTorch's cuBLAS/cuBLASLt
@@ -166,7 +176,8 @@ def resolve_interconnect(gpu_key: str | None, interconnect: str | None) -> str:
 # rows of tests/test_vllm_logs.py). TP 1: V0 0.35 GiB (RTX 3090, 0.6.4); V1 0.02 GiB (0.10.2; cuBLAS workspaces come
 # from torch's allocator in V1's PyTorch, so little is left outside it). TP >= 2: V0 0.30 GiB (2 x L40S, 0.7); V1
 # 0.09 GiB on 24 GB cards (TP 4, 0.11.1) and 2.1 GiB on NVLink data-centre GPUs (NVLINK_TP_SOURCE: 0.19.0 H100 logs
-# at TP 2-4). None of these is in vLLM's source: NCCL sizes its buffers at run time (channels x NCCL_BUFFSIZE x protocols).
+# at TP 2-4; eight 0.19 TP 2 runs of other models log 2.07-2.11, three are held-out rows). None of these is in vLLM's
+# source: NCCL's per-connection buffers are (9,633,792 B), the channel count it multiplies is chosen at run time.
 # What the logged figure covers does follow the source, by release (SNAPSHOT_AFTER_DIST_INIT): up to 0.10.x
 # gpu_worker.py Worker.init_device snapshots memory before init_worker_distributed_environment, so the TP group's
 # PyNcclCommunicator and CustomAllreduce buffers are inside it; from 0.11 it snapshots after, so they are not. Every V1
