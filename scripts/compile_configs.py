@@ -5,7 +5,11 @@ transformers; tests never do:
     python scripts/compile_configs.py            # writes hfmem/model/config_table.py, prints what it left out
 
 A model_type is covered only when every part of what AutoConfig.for_model does for it is known here:
-- no sub-configs, no properties of its own, get_text_config(decoder=True) is the config itself;
+- no properties of its own; no override of a PreTrainedConfig method other than __post_init__ and validate_*
+  (a convert_rope_params_to_dict override only when its source is catalogued: KNOWN_ROPE);
+- sub-configs only as PreTrainedConfig.__post_init__ builds them from sub_configs_defaults
+  (SubConfigSpec.create_subconfig), each default type covered too; get_text_config(decoder=True) is the config
+  itself or one of those sub-configs;
 - its __post_init__ and validate_* methods have exactly the source text one of the named computations in
   hfmem/model/fast_config.py was written from (KNOWN_POST_INIT / KNOWN_VALIDATORS below, by sha256 of the
   dedented source); an edited or new class is left out until someone reads it and adds it;

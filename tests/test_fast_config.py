@@ -57,6 +57,9 @@ def _variations(config: dict[str, Any]) -> list[dict[str, Any]]:
     out.append(legacy)
     out.append({**config, "num_hidden_layers": 3.0})  # a float where the class declares int: transformers rejects it
     out.append({**config, "hidden_act": "gelu"})
+    for key, sub in config.items():  # a composite (text + vision): its sub-configs varied the same way
+        if key.endswith("_config") and isinstance(sub, dict) and isinstance(sub.get("model_type"), str):
+            out += [{**config, key: variant} for variant in _variations(sub)[1:]]
     return out  # fmt: skip
 
 
@@ -105,11 +108,14 @@ def test_covered_types_on_fixtures():
     types = {_load(p).get("model_type") for p in CONFIGS}
     covered = {t for t in types if fast_config.covered(t)}
     assert {"llama", "qwen2", "qwen3", "qwen3_moe", "mistral", "mixtral", "gpt_oss", "deepseek_v3", "gemma2",
-            "bert", "gpt2", "qwen3_next", "glm4_moe_lite"} <= covered  # fmt: skip
+            "bert", "gpt2", "qwen3_next", "glm4_moe_lite", "minimax_m2",
+            # composite text + vision configs and the newest families
+            "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe", "glm_moe_dsa"} <= covered  # fmt: skip
     assert TABLE["transformers"]
     for path in CONFIGS:  # and the fixtures of the types added with their computations really take the fast path
         config = _load(path)
-        if config.get("model_type") in ("qwen3_next", "glm4_moe_lite"):
+        if config.get("model_type") in ("qwen3_next", "glm4_moe_lite", "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe",
+                                        "glm_moe_dsa", "minimax_m2"):
             assert fast_config.fast_normalise(copy.deepcopy(config)) is not None, path
 
 
@@ -129,6 +135,28 @@ _COMPUTED = [
     {"model_type": "glm4_moe_lite"},
     {"model_type": "glm4_moe_lite", "num_hidden_layers": 5, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32},
     {"model_type": "glm4_moe_lite", "num_hidden_layers": 3, "mlp_layer_types": ["dense", "dense", "sparse"]},
+    # GLM-5's indexer schedule: an F/S pattern, a frequency and offset, a list; dense layers first; num_experts
+    {"model_type": "glm_moe_dsa"},
+    {"model_type": "glm_moe_dsa", "num_hidden_layers": 6, "index_topk_pattern": "FFSSFS", "first_k_dense_replace": 2},
+    {"model_type": "glm_moe_dsa", "num_hidden_layers": 8, "index_topk_freq": 3, "index_skip_topk_offset": 1},
+    {"model_type": "glm_moe_dsa", "num_hidden_layers": 4, "index_topk_pattern": ["full", "shared", "full", "full"],
+     "num_experts": 16, "first_k_dense_replace": 9},
+    {"model_type": "glm_moe_dsa", "num_hidden_layers": 3, "index_topk_pattern": "FXS"},  # KeyError: falls back
+    # Llama 4: NoPE interval, chunked attention on RoPE layers, interleaved MoE layers
+    {"model_type": "llama4"},
+    {"model_type": "llama4", "text_config": {"num_hidden_layers": 8, "no_rope_layer_interval": 3,
+                                             "interleave_moe_layer_step": 2, "attention_chunk_size": 1024}},
+    {"model_type": "llama4", "text_config": {"num_hidden_layers": 4, "no_rope_layer_interval": 0}},
+    {"model_type": "llama4", "text_config": {"num_hidden_layers": 4, "attention_chunk_size": None,
+                                             "no_rope_layers": [1, 0, 1, 1], "num_key_value_heads": None}},
+    # Qwen-VL composites: an old checkpoint's vision model_type, a head_dim of 0, sub-configs as null
+    {"model_type": "qwen3_vl_moe", "vision_config": {"model_type": "qwen3_vl_moe", "depth": 2},
+     "text_config": {"head_dim": 0, "num_hidden_layers": 2}},
+    {"model_type": "qwen3_5", "vision_config": {"model_type": "qwen3_5"}, "text_config": None},
+    {"model_type": "qwen3_5_moe", "text_config": {"num_hidden_layers": 6, "full_attention_interval": 3}},
+    {"model_type": "qwen3_5", "text_config": [1, 2]},  # TypeError in transformers: falls back
+    {"model_type": "mistral3", "text_config": {"model_type": "mistral", "num_hidden_layers": 3}},
+    {"model_type": "mistral3", "text_config": {"model_type": "gemma3_text"}},  # a type outside the table: falls back
 ]  # fmt: skip
 
 
@@ -146,8 +174,11 @@ def test_added_types_take_the_fast_path():
     """The accepted inputs above are really compared (a table that fell back on everything would pass the test
     above), and the inputs transformers rejects really fall back."""
     accepted = [c for c in _COMPUTED if fast_config.fast_normalise(copy.deepcopy(c)) is not None]
-    assert {c["model_type"] for c in accepted} == {"qwen2_moe", "qwen3_next", "glm4_moe_lite"}
-    rejected = [_COMPUTED[3], _COMPUTED[7]]  # max_window_layers None, interval 0
+    assert {c["model_type"] for c in accepted} == {"qwen2_moe", "qwen3_next", "glm4_moe_lite", "glm_moe_dsa", "llama4",
+                                                    "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "mistral3"}
+    # max_window_layers None, interval 0, an unknown indexer letter, NoPE interval 0, a list as text_config, a
+    # sub-config type outside the table
+    rejected = [_COMPUTED[i] for i in (3, 7, 16, 19, 24, 26)]
     for config in rejected:
         assert fast_config.fast_normalise(copy.deepcopy(config)) is None, config
 

@@ -13,6 +13,7 @@ transformers as before: the fast path never guesses."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from hfmem.model.config_table import TABLE
@@ -67,7 +68,7 @@ def fast_normalise(config: dict[str, Any]) -> tuple[Any, Any] | None:
     entry = TABLE["types"][model_type]
     try:
         obj = _build(entry, {k: v for k, v in config.items() if k != "model_type"})
-        full = _replayed(entry, model_type, obj)
+        full = _replayed(entry, str(model_type), obj)
         text = _text_config(full, obj)
     except _Fallback:
         return None
@@ -581,7 +582,7 @@ def _hidden_divisible_by_heads(obj: dict[str, Any]) -> None:
         raise _Fallback("hidden_size % num_attention_heads")
 
 
-_RULES = {
+_RULES: dict[str, Callable[..., None]] = {
     "head_dim_default": _head_dim_default,
     "kv_heads_default": _kv_heads_default,
     "sliding_if_used": _sliding_if_used,
