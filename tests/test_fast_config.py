@@ -269,3 +269,21 @@ def test_type_unknown_to_transformers_imports_no_transformers():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["raw", "config.json", "False"]
+
+
+@pytest.mark.parametrize("repo", ["Qwen/Qwen3-VL-30B-A3B-Instruct", "Qwen/Qwen3.5-0.8B-Base", "zai-org/GLM-5.2"])
+def test_composite_and_newest_configs_import_no_transformers(repo):
+    """A composite (text + vision) config and GLM-5's are normalised from the table, in a fresh process that then
+    holds no transformers, torch or numpy module."""
+    path = ROOT / "fixtures" / "configs" / repo / "config.json"
+    code = (
+        "import sys, json\nfrom hfmem.model.normalise import normalise_config\n"
+        f"full, text, how, notes = normalise_config(json.load(open({str(path)!r})))\n"
+        "assert how == 'transformers' and not any('importing transformers' in n for n in notes), notes\n"
+        "assert text.num_hidden_layers and text.model_type != full.model_type or full is text\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'transformers', 'torch'}))"
+    )
+    env = {**__import__("os").environ, "HFMEM_DISABLE_CACHE": "1", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
