@@ -6,7 +6,8 @@ transformers; tests never do:
 
 A model_type is covered only when every part of what AutoConfig.for_model does for it is known here:
 - no properties of its own; no override of a PreTrainedConfig method other than __post_init__ and validate_*
-  (a convert_rope_params_to_dict override only when its source is catalogued: KNOWN_ROPE);
+  (a convert_rope_params_to_dict or to_dict override only when its source is catalogued: KNOWN_ROPE,
+  KNOWN_ROPE_CONVERT, KNOWN_TO_DICT);
 - sub-configs only as PreTrainedConfig.__post_init__ builds them from sub_configs_defaults
   (SubConfigSpec.create_subconfig), each default type covered too; get_text_config(decoder=True) is the config
   itself or one of those sub-configs;
@@ -49,6 +50,8 @@ KNOWN_POST_INIT: dict[str, list[str]] = {}
 KNOWN_VALIDATORS: dict[str, list[str]] = {}
 # convert_rope_params_to_dict overrides that adjust the kwargs and then call the base conversion
 KNOWN_ROPE: dict[str, list[str]] = {}
+KNOWN_ROPE_CONVERT: dict[str, str] = {}
+KNOWN_TO_DICT: dict[str, list[str]] = {}
 # The model types worth covering (the families hfmem is used on most); anything else falls back to transformers.
 CANDIDATES = [
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss", "glm4_moe", "minimax_m2",
@@ -79,6 +82,8 @@ def _load_known() -> None:
     KNOWN_POST_INIT.update(entries["post_init"])
     KNOWN_VALIDATORS.update(entries["validators"])
     KNOWN_ROPE.update(entries.get("rope", {}))
+    KNOWN_ROPE_CONVERT.update(entries.get("rope_convert", {}))
+    KNOWN_TO_DICT.update(entries.get("to_dict", {}))
 
 
 def _spec(tp: Any) -> Any:
@@ -147,12 +152,25 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
                          and not (n.startswith("validate") and n != "validate")
                          and not (n in _GENERATED and (n not in ("__setattr__", "validate")
                                                        or "strict." in getattr(v, "__qualname__", "")))})
+    # catalogued overrides: a convert_rope_params_to_dict that adjusts the kwargs before the base conversion
+    # (KNOWN_ROPE) or replaces it (KNOWN_ROPE_CONVERT), a to_dict that edits the base serialisation (KNOWN_TO_DICT)
     rope_rules: list[str] = []
-    if overridden == ["convert_rope_params_to_dict"]:  # a catalogued override runs before the base conversion
-        owner = next(c for c in mro if "convert_rope_params_to_dict" in vars(c))
-        key = _src_key(vars(owner)["convert_rope_params_to_dict"])
-        if key in KNOWN_ROPE:
-            rope_rules, overridden = KNOWN_ROPE[key], []
+    rope_convert: str | None = None
+    to_dict_rules: list[str] = []
+    for name in list(overridden):
+        owners = [c for c in mro if name in vars(c)]
+        key = _src_key(vars(owners[0])[name])
+        if len(owners) > 1:
+            continue  # an override of an override: its super() is not the base method
+        if name == "convert_rope_params_to_dict" and key in KNOWN_ROPE:
+            rope_rules = KNOWN_ROPE[key]
+        elif name == "convert_rope_params_to_dict" and key in KNOWN_ROPE_CONVERT:
+            rope_convert = KNOWN_ROPE_CONVERT[key]
+        elif name == "to_dict" and key in KNOWN_TO_DICT:
+            to_dict_rules = KNOWN_TO_DICT[key]
+        else:
+            continue
+        overridden.remove(name)
     if overridden:
         return None, f"overrides {overridden}"
     own_props = sorted({n for c in mro for n, v in vars(c).items() if isinstance(v, property)})
@@ -210,6 +228,8 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
         "validators": validators, "properties": properties, "default_theta": getattr(cls, "default_theta", None),
         **({"default_rope_type": default_rope_type} if default_rope_type != "default" else {}),
         **({"rope_rules": rope_rules} if rope_rules else {}),
+        **({"rope_convert": rope_convert} if rope_convert else {}),
+        **({"to_dict_rules": to_dict_rules} if to_dict_rules else {}),
         **({"sub_configs": sub_configs} if sub_configs else {}),
     }, "ok"  # fmt: skip
 
@@ -386,7 +406,8 @@ def main() -> int:
         cover(model_type)
     if args.show_sources:
         for key, src in _SOURCES.items():
-            if key not in KNOWN_POST_INIT and key not in KNOWN_VALIDATORS and key not in KNOWN_ROPE:
+            if not any(key in known for known in (KNOWN_POST_INIT, KNOWN_VALIDATORS, KNOWN_ROPE, KNOWN_ROPE_CONVERT,
+                                                  KNOWN_TO_DICT)):
                 print(f"--- {key}\n{src}")
     body = pprint.pformat(table, width=120, sort_dicts=True)
     Path(args.out).write_text(

@@ -110,12 +110,12 @@ def test_covered_types_on_fixtures():
     assert {"llama", "qwen2", "qwen3", "qwen3_moe", "mistral", "mixtral", "gpt_oss", "deepseek_v3", "gemma2",
             "bert", "gpt2", "qwen3_next", "glm4_moe_lite", "minimax_m2",
             # composite text + vision configs and the newest families
-            "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe", "glm_moe_dsa"} <= covered  # fmt: skip
+            "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe", "glm_moe_dsa", "gemma3"} <= covered  # fmt: skip
     assert TABLE["transformers"]
     for path in CONFIGS:  # and the fixtures of the types added with their computations really take the fast path
         config = _load(path)
         if config.get("model_type") in ("qwen3_next", "glm4_moe_lite", "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe",
-                                        "glm_moe_dsa", "minimax_m2"):
+                                        "glm_moe_dsa", "minimax_m2", "gemma3"):
             assert fast_config.fast_normalise(copy.deepcopy(config)) is not None, path
 
 
@@ -156,7 +156,16 @@ _COMPUTED = [
     {"model_type": "qwen3_5_moe", "text_config": {"num_hidden_layers": 6, "full_attention_interval": 3}},
     {"model_type": "qwen3_5", "text_config": [1, 2]},  # TypeError in transformers: falls back
     {"model_type": "mistral3", "text_config": {"model_type": "mistral", "num_hidden_layers": 3}},
-    {"model_type": "mistral3", "text_config": {"model_type": "gemma3_text"}},  # a type outside the table: falls back
+    {"model_type": "mistral3", "text_config": {"model_type": "falcon"}},  # a type outside the table: falls back
+    # Gemma 3: RoPE per attention kind (rope_scaling on full layers, rope_local_base_freq on sliding ones), the
+    # sliding pattern, a bidirectional window (halved plus one, serialised as it was)
+    {"model_type": "gemma3"},
+    {"model_type": "gemma3", "text_config": {"num_hidden_layers": 7, "sliding_window_pattern": 3, "rope_theta": 5e5,
+                                             "rope_local_base_freq": 2e4, "rope_scaling": {"rope_type": "linear", "factor": 8.0}}},
+    {"model_type": "gemma3_text", "use_bidirectional_attention": True, "sliding_window": 512, "num_hidden_layers": 4},
+    {"model_type": "gemma3_text", "num_hidden_layers": 4, "sliding_window_pattern": 1,
+     "rope_parameters": {"full_attention": {"rope_type": "yarn", "factor": 4.0}}},
+    {"model_type": "gemma3_text", "num_hidden_layers": 4, "sliding_window_pattern": 0},
 ]  # fmt: skip
 
 
@@ -175,20 +184,21 @@ def test_added_types_take_the_fast_path():
     above), and the inputs transformers rejects really fall back."""
     accepted = [c for c in _COMPUTED if fast_config.fast_normalise(copy.deepcopy(c)) is not None]
     assert {c["model_type"] for c in accepted} == {"qwen2_moe", "qwen3_next", "glm4_moe_lite", "glm_moe_dsa", "llama4",
-                                                    "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "mistral3"}
+                                                    "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "mistral3", "gemma3",
+                                                    "gemma3_text"}
     # max_window_layers None, interval 0, an unknown indexer letter, NoPE interval 0, a list as text_config, a
-    # sub-config type outside the table
-    rejected = [_COMPUTED[i] for i in (3, 7, 16, 19, 24, 26)]
+    # sub-config type outside the table, a sliding pattern of 0
+    rejected = [_COMPUTED[i] for i in (3, 7, 16, 19, 24, 26, 31)]
     for config in rejected:
         assert fast_config.fast_normalise(copy.deepcopy(config)) is None, config
 
 
 def test_outside_the_table_falls_back_with_a_note():
-    config = _load(ROOT / "fixtures" / "configs" / "google" / "gemma-3-27b-it" / "config.json")
+    config = _load(ROOT / "fixtures" / "configs" / "tiiuae" / "falcon-7b-instruct" / "config.json")
     assert fast_config.fast_normalise(config) is None
     _, _, how, notes = normalise.normalise_config(config)
     assert how == "transformers"
-    assert any("'gemma3' is not in hfmem's compiled table" in n for n in notes)
+    assert any("'falcon' is not in hfmem's compiled table" in n for n in notes)
     qwen = _load(ROOT / "fixtures" / "configs" / "Qwen" / "Qwen2-7B-Instruct" / "config.json")
     assert normalise.normalise_config(qwen)[3] == []
 

@@ -94,6 +94,8 @@ def _replayed(entry: dict[str, Any], model_type: str, obj: dict[str, Any]) -> An
             as_dict[key].pop("transformers_version", None)
     as_dict.update(model_type=model_type, transformers_version=TABLE["transformers"], output_attentions=False,
                    _name_or_path="")
+    for rule in entry.get("to_dict_rules", ()):  # the class's own to_dict, after the base one
+        _TO_DICT_RULES[rule](obj, as_dict)
     return ReplayedConfig(attrs, as_dict)
 
 
@@ -221,7 +223,9 @@ def _base_post_init(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str
             raise _Fallback("id2label") from exc
     if obj.get("problem_type") is not None or "num_labels" in kwargs:
         raise _Fallback("problem_type")
-    if "rope_parameters" in fields:
+    if "rope_parameters" in fields and entry.get("rope_convert"):
+        kwargs = _ROPE_CONVERSIONS[entry["rope_convert"]](entry, obj, kwargs)
+    elif "rope_parameters" in fields:
         kwargs = _convert_rope(entry, obj, kwargs)
     elif kwargs.get("rope_scaling") and kwargs.get("rope_theta"):
         raise _Fallback("rope without rope_parameters")
@@ -308,6 +312,79 @@ def _convert_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, 
     return kwargs
 
 
+def _gemma3_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Gemma 3 text's convert_rope_params_to_dict: parameters per attention kind (full layers take rope_scaling and
+    rope_theta, default theta "global"; sliding layers rope_local_base_freq, default "local"), both keys popped
+    whatever the dict holds; then standardize_rope_params."""
+    rope_scaling = kwargs.pop("rope_scaling", None)
+    rope = obj["rope_parameters"]
+    rope = copy.deepcopy(rope) if rope is not None else {"sliding_attention": {"rope_type": "default"},
+                                                         "full_attention": {"rope_type": "default"}}
+    theta = entry["default_theta"]
+    if not isinstance(rope, dict) or not isinstance(theta, dict):
+        raise _Fallback("rope_parameters")
+    if rope_scaling is not None:
+        if not isinstance(rope.get("full_attention"), dict) or not isinstance(rope_scaling, dict):
+            raise _Fallback("rope_scaling")
+        rope["full_attention"].update(rope_scaling)
+    if rope.get("full_attention") is None:
+        rope["full_attention"] = {"rope_type": "default"}
+    full_theta = kwargs.pop("rope_theta", theta["global"])
+    if not isinstance(rope["full_attention"], dict):
+        raise _Fallback("rope_parameters")
+    rope["full_attention"].setdefault("rope_theta", full_theta)
+    if rope.get("sliding_attention") is None:
+        rope["sliding_attention"] = {"rope_type": "default"}
+    local_theta = kwargs.pop("rope_local_base_freq", theta["local"])
+    if not isinstance(rope["sliding_attention"], dict):
+        raise _Fallback("rope_parameters")
+    rope["sliding_attention"].setdefault("rope_theta", local_theta)
+    obj["rope_parameters"] = rope
+    _standardize_nested_rope(entry, obj)
+    return kwargs
+
+
+def _standardize_nested_rope(entry: dict[str, Any], obj: dict[str, Any]) -> None:
+    """RotaryEmbeddingConfigMixin.standardize_rope_params for parameters nested by layer type (the keys that are
+    layer types of this config: nested_rope_parameter_keys); a flat dict here falls back."""
+    rope = obj["rope_parameters"] or {}
+    nested = _nested_rope_keys(obj, rope)
+    if not nested:
+        raise _Fallback("rope parameters not nested")
+    theta, partial = obj.get("rope_theta"), obj.get("partial_rotary_factor")
+    default_type = entry.get("default_rope_type", "default")
+    for layer_type in nested:
+        params = rope[layer_type]
+        if params is None:
+            continue
+        if not isinstance(params, dict):
+            raise _Fallback("rope_parameters")
+        params.setdefault("rope_type", params.get("type", "default"))
+        params.setdefault("rope_theta", theta)
+        if partial is not None:
+            params.setdefault("partial_rotary_factor", partial)
+        if params["rope_type"] in ("llama3", "yarn", "longrope"):
+            params.setdefault("original_max_position_embeddings", _attr(entry, obj, "max_position_embeddings"))
+        if default_type != "default" and params["rope_type"] == "default":
+            params["rope_type"] = default_type
+
+
+def _nested_rope_keys(obj: dict[str, Any], rope: Any) -> list[str]:
+    """RotaryEmbeddingConfigMixin.nested_rope_parameter_keys: the keys of the dict that are this config's layer
+    types (classes with _rope_type_labels are not in the table)."""
+    labels = obj.get("layer_types") or ()
+    return [key for key in rope if key in labels] if isinstance(rope, dict) else []
+
+
+def _bidirectional_window(obj: dict[str, Any], as_dict: dict[str, Any]) -> None:
+    """Gemma 3 text's to_dict: a bidirectional model serialises the window __post_init__ converted from."""
+    if obj.get("use_bidirectional_attention"):
+        try:
+            as_dict["sliding_window"] = (obj["sliding_window"] - 1) * 2
+        except TypeError as exc:
+            raise _Fallback("sliding_window") from exc
+
+
 def _attr(entry: dict[str, Any], obj: dict[str, Any], name: str) -> Any:
     name = entry["attribute_map"].get(name, name)
     if name not in obj:
@@ -328,25 +405,33 @@ def _validate_layer_type(obj: dict[str, Any]) -> None:
 
 
 def _validate_rope(obj: dict[str, Any]) -> None:
-    """RotaryEmbeddingConfigMixin.validate_rope: the required keys per rope_type, and an even rotary dimension."""
+    """RotaryEmbeddingConfigMixin.validate_rope: the required keys per rope_type, and an even rotary dimension, for
+    the one dict or each dict nested by layer type."""
     rope = obj.get("rope_parameters")
     if not rope:
         return
-    rope_type = rope.get("rope_type", "default")
-    required = TABLE["rope_required"].get(rope_type)
-    if required is None:
-        raise _Fallback(f"rope_type {rope_type}")
-    if set(required) - (set(rope) - {"type"}):  # _check_received_keys
-        raise _Fallback("rope keys")  # KeyError in transformers
-    head_dim = obj.get("head_dim")
-    partial = rope.get("partial_rotary_factor", 1.0)
-    if isinstance(head_dim, int) and head_dim > 4 and head_dim % 2:
-        try:
-            odd = int(head_dim * partial) == head_dim
-        except (TypeError, ValueError) as exc:
-            raise _Fallback("partial_rotary_factor") from exc
-        if odd:
-            raise _Fallback("odd rotary dimension")
+    nested = _nested_rope_keys(obj, rope)
+    for params in ([rope[key] for key in nested] if nested else [rope]):
+        if params is None:
+            continue  # a NoPE layer type
+        if not isinstance(params, dict):
+            raise _Fallback("rope_parameters")
+        rope_type = params.get("rope_type", params.get("type", "default"))
+        params["rope_type"] = rope_type
+        required = TABLE["rope_required"].get(rope_type)
+        if required is None:
+            raise _Fallback(f"rope_type {rope_type}")
+        if set(required) - (set(params) - {"type"}):  # _check_received_keys
+            raise _Fallback("rope keys")  # KeyError in transformers
+        head_dim = obj.get("head_dim")
+        partial = params.get("partial_rotary_factor", 1.0)
+        if isinstance(head_dim, int) and head_dim > 4 and head_dim % 2:
+            try:
+                odd = int(head_dim * partial) == head_dim
+            except (TypeError, ValueError) as exc:
+                raise _Fallback("partial_rotary_factor") from exc
+            if odd:
+                raise _Fallback("odd rotary dimension")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -608,6 +693,8 @@ _RULES: dict[str, Callable[..., None]] = {
     "vision_type_fix": _vision_type_fix,
     "partial_from_rotary_dim": _partial_from_rotary_dim,  # with two arguments: "vision_type_fix:<old type>:<new type>"
 }
+_ROPE_CONVERSIONS = {"gemma3": _gemma3_rope}
+_TO_DICT_RULES = {"bidirectional_window": _bidirectional_window}
 _VALIDATORS = {"hidden_divisible_by_heads": _hidden_divisible_by_heads}
 RULE_NAMES = frozenset(_RULES)
 VALIDATOR_NAMES = frozenset(_VALIDATORS)
