@@ -190,6 +190,10 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
         if key not in KNOWN_POST_INIT:
             return None, f"__post_init__ {key} not catalogued"
         rules = KNOWN_POST_INIT[key]
+    flat_text_params: list[str] | None = None
+    if "text_config_from_flat" in rules:  # the text class's __init__ parameters, as that rule's source reads them
+        text_cls = cls.sub_configs_defaults["text_config"].config_class
+        flat_text_params = list(inspect.signature(text_cls.__init__).parameters)
     validators: list[str] = []
     for name in sorted(n for n in dir(cls) if n.startswith("validate")):
         owner = next(c for c in cls.__mro__ if name in vars(c))
@@ -230,6 +234,7 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
         **({"rope_rules": rope_rules} if rope_rules else {}),
         **({"rope_convert": rope_convert} if rope_convert else {}),
         **({"to_dict_rules": to_dict_rules} if to_dict_rules else {}),
+        **({"flat_text_params": flat_text_params} if flat_text_params is not None else {}),
         **({"sub_configs": sub_configs} if sub_configs else {}),
     }, "ok"  # fmt: skip
 

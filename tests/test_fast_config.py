@@ -110,12 +110,12 @@ def test_covered_types_on_fixtures():
     assert {"llama", "qwen2", "qwen3", "qwen3_moe", "mistral", "mixtral", "gpt_oss", "deepseek_v3", "gemma2",
             "bert", "gpt2", "qwen3_next", "glm4_moe_lite", "minimax_m2",
             # composite text + vision configs and the newest families
-            "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe", "glm_moe_dsa", "gemma3"} <= covered  # fmt: skip
+            "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe", "glm_moe_dsa", "gemma3", "qwen2_5_vl"} <= covered  # fmt: skip
     assert TABLE["transformers"]
     for path in CONFIGS:  # and the fixtures of the types added with their computations really take the fast path
         config = _load(path)
         if config.get("model_type") in ("qwen3_next", "glm4_moe_lite", "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe",
-                                        "glm_moe_dsa", "minimax_m2", "gemma3"):
+                                        "glm_moe_dsa", "minimax_m2", "gemma3", "qwen2_5_vl"):
             assert fast_config.fast_normalise(copy.deepcopy(config)) is not None, path
 
 
@@ -166,6 +166,14 @@ _COMPUTED = [
     {"model_type": "gemma3_text", "num_hidden_layers": 4, "sliding_window_pattern": 1,
      "rope_parameters": {"full_attention": {"rope_type": "yarn", "factor": 4.0}}},
     {"model_type": "gemma3_text", "num_hidden_layers": 4, "sliding_window_pattern": 0},
+    # Qwen2.5-VL: a flat config's text keys moved into text_config (with torch_dtype), the legacy "mrope" rope type
+    # read as default, tie_word_embeddings forwarded from a text_config
+    {"model_type": "qwen2_5_vl", "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 4,
+     "torch_dtype": "bfloat16", "rope_theta": 1e6, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+     "vision_config": {"model_type": "qwen2_5_vl", "depth": 2}},
+    {"model_type": "qwen2_5_vl", "text_config": {"tie_word_embeddings": True, "num_hidden_layers": 2,
+                                                 "use_sliding_window": True, "sliding_window": 64, "max_window_layers": 1}},
+    {"model_type": "qwen2_5_vl", "num_hidden_layers": 2, "rope_scaling": {"rope_type": "yarn", "factor": 2.0}},
 ]  # fmt: skip
 
 
@@ -185,7 +193,7 @@ def test_added_types_take_the_fast_path():
     accepted = [c for c in _COMPUTED if fast_config.fast_normalise(copy.deepcopy(c)) is not None]
     assert {c["model_type"] for c in accepted} == {"qwen2_moe", "qwen3_next", "glm4_moe_lite", "glm_moe_dsa", "llama4",
                                                     "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "mistral3", "gemma3",
-                                                    "gemma3_text"}
+                                                    "gemma3_text", "qwen2_5_vl"}
     # max_window_layers None, interval 0, an unknown indexer letter, NoPE interval 0, a list as text_config, a
     # sub-config type outside the table, a sliding pattern of 0
     rejected = [_COMPUTED[i] for i in (3, 7, 16, 19, 24, 26, 31)]

@@ -164,6 +164,7 @@ class _Obj(dict):
     def __init__(self, amap: dict[str, str]):
         super().__init__()
         self.amap = amap
+        self.entry: dict[str, Any] = {}  # the table entry being built (rules that read compiled facts of the class)
 
     def __getitem__(self, key: str) -> Any:
         return super().__getitem__(self.amap.get(key, key))
@@ -182,6 +183,7 @@ def _build(entry: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     fields: dict[str, Any] = entry["fields"]
     amap: dict[str, str] = entry["attribute_map"]
     obj = _Obj(amap)
+    obj.entry = entry
     # wrap_init_to_accept_kwargs: dataclass fields from the input or their defaults; the rest goes to __post_init__
     for name, default in fields.items():
         if name in kwargs:
@@ -189,10 +191,16 @@ def _build(entry: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         else:
             obj[name] = copy.deepcopy(default)
     kwargs = {k: v for k, v in kwargs.items() if k not in fields}
-    for rule in entry["rules"]:
+    rules: list[str] = entry["rules"]
+    # "super": where the class's __post_init__ calls PreTrainedConfig.__post_init__ when it computes more after it
+    split = rules.index("super") if "super" in rules else len(rules)
+    for rule in rules[:split]:
         name, *args = rule.split(":")
         _RULES[name](obj, kwargs, *args)
     _base_post_init(entry, obj, kwargs)
+    for rule in rules[split + 1:]:
+        name, *args = rule.split(":")
+        _RULES[name](obj, kwargs, *args)
     for rule in entry["validators"]:
         _VALIDATORS[rule](obj)
     _validate_layer_type(obj)
@@ -228,7 +236,10 @@ def _base_post_init(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str
     elif "rope_parameters" in fields:
         kwargs = _convert_rope(entry, obj, kwargs)
     elif kwargs.get("rope_scaling") and kwargs.get("rope_theta"):
-        raise _Fallback("rope without rope_parameters")
+        # a class without the field (a composite whose config.json repeats its text keys flat, as Qwen2.5-VL's do):
+        # transformers warns and converts anyway, setting rope_parameters as a plain attribute
+        obj["rope_parameters"] = None
+        kwargs = _convert_rope(entry, obj, kwargs)
     for name in TABLE["generation_params"]:
         kwargs.pop(name, None)
     for name in ("name_or_path", "_commit_hash", "output_attentions", "attn_implementation", "experts_implementation"):
@@ -340,19 +351,53 @@ def _gemma3_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, A
         raise _Fallback("rope_parameters")
     rope["sliding_attention"].setdefault("rope_theta", local_theta)
     obj["rope_parameters"] = rope
-    _standardize_nested_rope(entry, obj)
+    _standardize_rope(entry, obj)
     return kwargs
 
 
-def _standardize_nested_rope(entry: dict[str, Any], obj: dict[str, Any]) -> None:
-    """RotaryEmbeddingConfigMixin.standardize_rope_params for parameters nested by layer type (the keys that are
-    layer types of this config: nested_rope_parameter_keys); a flat dict here falls back."""
+def _mrope_as_default_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Qwen2.5-VL text's convert_rope_params_to_dict: rope_scaling or rope_parameters, rope_theta from the kwargs
+    (popped whatever the dict holds) or the class default, the legacy rope_type "mrope" read as "default" (its
+    mrope_section stays); no partial_rotary_factor; then standardize_rope_params."""
+    rope_scaling = kwargs.pop("rope_scaling", None)
+    rope = rope_scaling or obj["rope_parameters"]
+    rope = copy.deepcopy(rope) if rope is not None else {}
+    if not isinstance(rope, dict):
+        raise _Fallback("rope_parameters")
+    theta = kwargs.pop("rope_theta", entry["default_theta"])
+    rope.setdefault("rope_theta", theta)
+    if rope.get("rope_type", rope.get("type")) == "mrope":
+        rope["rope_type"] = "default"
+    obj["rope_parameters"] = rope
+    _standardize_rope(entry, obj)
+    return kwargs
+
+
+def _standardize_rope(entry: dict[str, Any], obj: dict[str, Any]) -> None:
+    """RotaryEmbeddingConfigMixin.standardize_rope_params: one dict, or one per layer type when its keys are this
+    config's layer types (nested_rope_parameter_keys)."""
     rope = obj["rope_parameters"] or {}
-    nested = _nested_rope_keys(obj, rope)
-    if not nested:
-        raise _Fallback("rope parameters not nested")
     theta, partial = obj.get("rope_theta"), obj.get("partial_rotary_factor")
     default_type = entry.get("default_rope_type", "default")
+    nested = _nested_rope_keys(obj, rope)
+    if not (rope or theta):
+        return
+    if not nested:
+        if not isinstance(rope, dict):
+            raise _Fallback("rope_parameters")
+        rope.setdefault("rope_type", rope.get("type", "default"))
+        rope.setdefault("rope_theta", theta)
+        if partial is not None:
+            rope.setdefault("partial_rotary_factor", partial)
+        if default_type != "default" and rope["rope_type"] == "default":
+            rope["rope_type"] = default_type
+        if rope["rope_type"] in ("llama3", "yarn", "longrope"):
+            if "original_max_position_embeddings" in obj:
+                rope["original_max_position_embeddings"] = obj["original_max_position_embeddings"]
+            else:
+                rope.setdefault("original_max_position_embeddings", _attr(entry, obj, "max_position_embeddings"))
+        obj["rope_parameters"] = rope
+        return
     for layer_type in nested:
         params = rope[layer_type]
         if params is None:
@@ -651,6 +696,23 @@ def _partial_from_rotary_dim(obj: dict[str, Any], kwargs: dict[str, Any]) -> Non
             raise _Fallback("rotary_dim") from exc
 
 
+def _text_config_from_flat(obj: Any, kwargs: dict[str, Any]) -> None:
+    """Qwen2.5-VL: a config.json without text_config (the released checkpoints are flat) has its text config made
+    of the keys the text class's __init__ takes (its signature, compiled: entry["flat_text_params"]) plus the RoPE
+    keys, popped from the composite's kwargs; its dtype is torch_dtype (or dtype) as given, read not popped."""
+    if obj["text_config"] is None:
+        params = [*obj.entry["flat_text_params"], "rope_parameters", "rope_scaling", "rope_theta"]
+        text = {key: kwargs.pop(key) for key in params if key in kwargs}
+        text["dtype"] = kwargs.get("torch_dtype", kwargs.get("dtype"))
+        obj["text_config"] = text
+
+
+def _tie_from_text(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Qwen2.5-VL, after the base __post_init__: a text config that ties its embeddings ties the composite's."""
+    if not obj["tie_word_embeddings"] and getattr(obj["text_config"], "tie_word_embeddings", False):
+        obj["tie_word_embeddings"] = True
+
+
 def _floordiv(a: Any, b: Any) -> Any:
     try:
         return a // b
@@ -691,9 +753,11 @@ _RULES: dict[str, Callable[..., None]] = {
     "llama4_layers": _llama4_layers,
     "glm_dsa_layers": _glm_dsa_layers,
     "vision_type_fix": _vision_type_fix,
-    "partial_from_rotary_dim": _partial_from_rotary_dim,  # with two arguments: "vision_type_fix:<old type>:<new type>"
+    "partial_from_rotary_dim": _partial_from_rotary_dim,
+    "text_config_from_flat": _text_config_from_flat,
+    "tie_from_text": _tie_from_text,  # with two arguments: "vision_type_fix:<old type>:<new type>"
 }
-_ROPE_CONVERSIONS = {"gemma3": _gemma3_rope}
+_ROPE_CONVERSIONS = {"gemma3": _gemma3_rope, "mrope_as_default": _mrope_as_default_rope}
 _TO_DICT_RULES = {"bidirectional_window": _bidirectional_window}
 _VALIDATORS = {"hidden_divisible_by_heads": _hidden_divisible_by_heads}
 RULE_NAMES = frozenset(_RULES)
