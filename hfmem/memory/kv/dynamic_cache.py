@@ -14,27 +14,12 @@ _SLIDING_BOOKKEEPING = 8
 # torch.tensor(0, dtype=int), one int64 token counter per layer (not per sequence) on every linear-attention / SSM /
 # short-conv cache layer (LinearAttentionLayer and the hybrid LinearAttentionAnd*Layer); 5.24 has none.
 _LINEAR_COUNTER = 8
-_COUNTER_SINCE = (5, 25)
-
-
-def counts_linear_tokens(release: str | None = None) -> bool:
-    """Whether the transformers release (default: the installed one, as hfmem.model.fast_config looked it up;
-    absent: the newest release hfmem was checked against) keeps cumulative_length_linear."""
-    if release is None:
-        from hfmem.model.fast_config import installed_transformers
-
-        release = installed_transformers()
-    if release is None:
-        return True
-    parts: list[int] = []
-    for piece in release.split(".")[:2]:  # "5.25.0", "5.26.0.dev0", "5.25rc1": the leading digits of major, minor
-        digits = piece[: len(piece) - len(piece.lstrip("0123456789"))]
-        parts.append(int(digits or 0))
-    return tuple(parts) >= _COUNTER_SINCE
 
 
 def _transformers(layers: list[_Layer], dtype: str, context: int, batch: int, release: str | None = None) -> KVCacheEstimate:
-    counter = _LINEAR_COUNTER if counts_linear_tokens(release) else 0
+    from hfmem.model.release import at_least
+
+    counter = _LINEAR_COUNTER if at_least(5, 25, release) else 0
     by: dict[str, dict[str, int]] = {}
     per_token = 0
     constant = 0
