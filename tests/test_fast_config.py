@@ -268,3 +268,16 @@ def test_type_unknown_to_transformers_imports_no_transformers():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["raw", "config.json", "False"]
+
+
+def test_release_comparison():
+    """hfmem.model.release.at_least reads the release strings pip installs (the KV counter and the Mamba-2 scan output
+    switch on it); the installed release is the one the table selected."""
+    from importlib.metadata import version
+
+    from hfmem.model import release
+
+    assert release.installed() == version("transformers")
+    cases = {"5.24.0": False, "5.25.0": True, "5.25.1": True, "5.26.0.dev0": True, "5.25rc1": True, "5.9.0": False,
+             "6.0.0": True, "4.57.3": False}
+    assert {r: release.at_least(5, 25, r) for r in cases} == cases
