@@ -1,8 +1,18 @@
 """Compile transformers' config classes into hfmem/model/config_table.py, the table hfmem.model.fast_config reads
-config.json with (so a run imports no transformers for a covered model_type). Developers run it after upgrading
-transformers; tests never do:
+config.json with (so a run imports no transformers for a covered model_type). Developers run it under each
+transformers release hfmem supports; tests never do:
 
-    python scripts/compile_configs.py            # writes hfmem/model/config_table.py, prints what it left out
+    python scripts/compile_configs.py            # compiles the installed release and merges it into the table
+    python scripts/compile_configs.py --fresh    # the installed release only (forget the others)
+    python scripts/compile_configs.py --drop 5.24.0   # stop claiming a release
+
+The table covers several releases at once: its body is the newest verified release's knowledge, and TABLE["releases"]
+maps every verified release to an overlay of what differs from the body (model_type entries, the known-types list as
+added/dropped names, base-class facts); hfmem.model.fast_config.select_release applies the installed one's at run
+time, and any other installed version falls back to importing transformers with a note. Supporting a new release is
+one command in a venv that has it: ``pip install transformers==X && python scripts/compile_configs.py`` (the releases
+already in the table are read back from it, so they stay), then raise the bound in pyproject.toml and run
+tests/test_fast_config.py, tests/test_contract.py and the measured-cache tests (tests/test_kv_truth.py) under it.
 
 A model_type is covered only when every part of what AutoConfig.for_model does for it is known here:
 - no properties of its own; no override of a PreTrainedConfig method other than __post_init__ and validate_*
@@ -261,6 +271,27 @@ def rope_required() -> dict[str, list[str]]:
     return out
 
 
+def ignored_keys() -> list[str]:
+    """The config.json keys PreTrainedConfig.__post_init__ (transformers/configuration_utils.py) skips in its loop over
+    the remaining kwargs (``if key not in ...: setattr(self, key, value)``), read from its source: a tuple literal in
+    5.24, an ``ignored_keys`` set (with the public ``_attn_implementation`` / ``_experts_implementation``) in 5.25."""
+    from transformers.configuration_utils import PreTrainedConfig
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(PreTrainedConfig.__post_init__)))
+    assigned = {t.id: n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    for loop in ast.walk(tree):
+        if not (isinstance(loop, ast.For) and ast.unparse(loop.iter) == "kwargs.items()"):
+            continue
+        for node in ast.walk(loop):
+            if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "key"
+                    and isinstance(node.ops[0], ast.NotIn)):
+                target = node.comparators[0]
+                if isinstance(target, ast.Name):
+                    target = assigned[target.id]
+                return sorted(ast.literal_eval(target))
+    raise SystemExit("PreTrainedConfig.__post_init__ changed: read it and teach ignored_keys() its kwargs loop")
+
+
 def globals_table() -> dict[str, Any]:
     import torch
     import transformers
@@ -278,6 +309,7 @@ def globals_table() -> dict[str, Any]:
         "allowed_attn_layer_types": list(cu.ALLOWED_ATTN_LAYER_TYPES),
         "torch_dtypes": sorted(n for n in dir(torch) if isinstance(getattr(torch, n, None), torch.dtype)),
         "rope_required": rope_required(),
+        "ignored_keys": ignored_keys(),
     }
 
 
@@ -334,6 +366,7 @@ def _variations(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     out.append(v)
     v = dict(cfg, rope_parameters={"rope_type": "llama3", "factor": 8.0})  # missing keys: KeyError
     out.append(v)
+    out.append(dict(cfg, _attn_implementation="eager"))  # a property in 5.24, skipped by 5.25's __post_init__
     return out
 
 
@@ -349,7 +382,7 @@ def verify(model_type: str, table: dict[str, Any]) -> list[str]:
 
     saved = dict(fast_config.TABLE)
     fast_config.TABLE.clear()
-    fast_config.TABLE.update(table)
+    fast_config.TABLE.update(table, releases={table["transformers"]: {}})
     fast_config._version_ok = True
     problems: list[str] = []
     try:
@@ -372,9 +405,71 @@ def verify(model_type: str, table: dict[str, Any]) -> list[str]:
     return problems
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Several releases in one table
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else -1 for p in release.replace("rc", ".").split("."))
+
+
+def read_releases(path: Path) -> dict[str, dict[str, Any]]:
+    """Every release the table at ``path`` was verified under, each as the full table compile() made for it."""
+    if not path.is_file():
+        return {}
+    namespace: dict[str, Any] = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    table = namespace["TABLE"]
+    if "releases" not in table:  # a table from before the multi-release format: one release
+        return {table["transformers"]: table}
+    from hfmem.model.fast_config import select_release
+
+    out = {}
+    for release in table["releases"]:
+        one = copy.deepcopy(table)
+        assert select_release(one, release)
+        del one["releases"]
+        out[release] = one
+    return out
+
+
+def _overlay(body: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """What ``other`` says differently from ``body``, in the form fast_config.select_release applies."""
+    if set(body) != set(other):
+        raise SystemExit(f"releases disagree on the table's keys {sorted(set(body) ^ set(other))}: recompile both")
+    out: dict[str, Any] = {}
+    for key in sorted(body):
+        if key in ("transformers", "types", "known_types") or body[key] == other[key]:
+            continue
+        out[key] = other[key]
+    types = {t: other["types"].get(t) for t in sorted(set(body["types"]) | set(other["types"]))
+             if body["types"].get(t) != other["types"].get(t)}
+    if types:
+        out["types"] = types
+    known, theirs = set(body["known_types"]), set(other["known_types"])
+    if known != theirs:
+        out["known_types"] = {"add": sorted(theirs - known), "drop": sorted(known - theirs)}
+    return out
+
+
+def merge(releases: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One table for every release: the newest one's body, an overlay per release (empty for the body's own)."""
+    from hfmem.model.fast_config import select_release
+
+    order = sorted(releases, key=_release_key)
+    body = copy.deepcopy(releases[order[-1]])
+    body["releases"] = {r: _overlay(releases[order[-1]], releases[r]) for r in order}
+    for release in order:  # the overlays must give back each release's table exactly
+        one = copy.deepcopy(body)
+        assert select_release(one, release) and {k: v for k, v in one.items() if k != "releases"} == releases[release], release
+    return body
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(ROOT / "hfmem" / "model" / "config_table.py"))
+    ap.add_argument("--fresh", action="store_true", help="the installed release only (do not keep the table's others)")
+    ap.add_argument("--drop", action="append", default=[], metavar="VERSION", help="remove a release from the table")
     ap.add_argument("--show-sources", action="store_true", help="print uncatalogued method sources")
     args = ap.parse_args()
     logging.disable(logging.WARNING)
@@ -414,12 +509,21 @@ def main() -> int:
             if not any(key in known for known in (KNOWN_POST_INIT, KNOWN_VALIDATORS, KNOWN_ROPE, KNOWN_ROPE_CONVERT,
                                                   KNOWN_TO_DICT)):
                 print(f"--- {key}\n{src}")
-    body = pprint.pformat(table, width=120, sort_dicts=True)
+    releases = {} if args.fresh else read_releases(Path(args.out))
+    releases[table["transformers"]] = table
+    for release in args.drop:
+        releases.pop(release, None)
+    merged = merge(releases)
+    names = ", ".join(merged["releases"])
+    body = pprint.pformat(merged, width=120, sort_dicts=True)
     Path(args.out).write_text(
-        '"""Generated by scripts/compile_configs.py from transformers ' + table["transformers"] + "'s config classes: do not edit."
-        '"""\n\nfrom typing import Any\n\nTABLE: dict[str, Any] = ' + body + "\n"
+        '"""Generated by scripts/compile_configs.py from the config classes of transformers ' + names + " (the releases"
+        " it was verified under; the body is " + merged["transformers"] + "'s, the others are overlays in"
+        ' TABLE["releases"]): do not edit."""\n\nfrom typing import Any\n\nTABLE: dict[str, Any] = ' + body + "\n"
     )
-    print(f"wrote {args.out}: {len(table['types'])} model types")
+    for release, overlay in merged["releases"].items():
+        print(f"release {release}: " + (", ".join(f"{k} {len(v)}" for k, v in overlay.items()) or "the body"))
+    print(f"wrote {args.out}: {len(table['types'])} model types, transformers {names}")
     return 0
 
 

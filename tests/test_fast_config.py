@@ -57,6 +57,7 @@ def _variations(config: dict[str, Any]) -> list[dict[str, Any]]:
     out.append(legacy)
     out.append({**config, "num_hidden_layers": 3.0})  # a float where the class declares int: transformers rejects it
     out.append({**config, "hidden_act": "gelu"})
+    out.append({**config, "_attn_implementation": "eager"})  # a property in 5.24 (falls back), skipped by 5.25
     for key, sub in config.items():  # a composite (text + vision): its sub-configs varied the same way
         if key.endswith("_config") and isinstance(sub, dict) and isinstance(sub.get("model_type"), str):
             out += [{**config, key: variant} for variant in _variations(sub)[1:]]
@@ -211,6 +212,35 @@ def test_outside_the_table_falls_back_with_a_note():
     assert normalise.normalise_config(qwen)[3] == []
 
 
+def test_installed_release_is_verified():
+    """CI and the second venv run this file under each release the table claims: the installed one must be among
+    them, and the table, once selected, must say that release (known_types is checked against transformers below)."""
+    from importlib.metadata import version
+
+    installed = version("transformers")
+    assert installed in TABLE["releases"], (installed, list(TABLE["releases"]))
+    assert fast_config.table_applies() and fast_config.installed_transformers() == installed
+    assert TABLE["transformers"] == installed
+    assert fast_config.fast_normalise({"model_type": "llama"})[0].to_dict()["transformers_version"] == installed
+
+
+def test_every_release_overlay_selects():
+    """Each verified release's overlay applies on the body; a release not verified is refused (the import fallback)."""
+    namespace: dict[str, Any] = {}  # the module as written (the imported TABLE has had the installed release applied)
+    exec((ROOT / "hfmem" / "model" / "config_table.py").read_text(), namespace)
+    body = namespace["TABLE"]
+    for release in body["releases"]:
+        one = copy.deepcopy(body)
+        assert fast_config.select_release(one, release) and one["transformers"] == release
+        assert set(one) == set(body) and one["types"]  # the same knowledge, for that release
+    assert "5.24.0" in body["releases"] and "5.25.0" in body["releases"]
+    older = copy.deepcopy(body)
+    fast_config.select_release(older, "5.24.0")
+    assert "_attn_implementation" not in older["ignored_keys"] and "_attn_implementation" in body["ignored_keys"]
+    assert "minicpm5_moe" not in older["known_types"] and "minicpm5_moe" in body["known_types"]  # new in 5.25
+    assert not fast_config.select_release(copy.deepcopy(body), "5.23.0")
+
+
 def test_other_transformers_version_falls_back(monkeypatch):
     monkeypatch.setattr(fast_config, "_version_ok", False)
     config = _load(ROOT / "fixtures" / "configs" / "Qwen" / "Qwen2-7B-Instruct" / "config.json")
@@ -305,3 +335,16 @@ def test_composite_and_newest_configs_import_no_transformers(repo):
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_release_comparison():
+    """hfmem.model.release.at_least reads the release strings pip installs (the KV counter and the Mamba-2 scan output
+    switch on it); the installed release is the one the table selected."""
+    from importlib.metadata import version
+
+    from hfmem.model import release
+
+    assert release.installed() == version("transformers")
+    cases = {"5.24.0": False, "5.25.0": True, "5.25.1": True, "5.26.0.dev0": True, "5.25rc1": True, "5.9.0": False,
+             "6.0.0": True, "4.57.3": False}
+    assert {r: release.at_least(5, 25, r) for r in cases} == cases

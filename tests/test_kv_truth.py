@@ -23,6 +23,7 @@ from hfmem.model.architecture import build_architecture  # noqa: E402
 from hfmem.memory.kv import estimate_kv  # noqa: E402
 
 transformers.utils.logging.set_verbosity_error()
+_TF = tuple(int(x) for x in transformers.__version__.split(".")[:2])  # the release measured
 
 
 def held_bytes(cache: Any) -> tuple[int, int, list[tuple[str, tuple, str]]]:
@@ -381,7 +382,28 @@ def test_recurrent_state_is_float32_in_a_bf16_model():
     case = next(c for c in CASES if c.name.startswith("mamba in bf16"))
     model, cfg = _build(case.config(), False)
     dtypes = {p.split(".")[-1].split("[")[0]: d for p, _, d in held_bytes(_forward(model, cfg, case, case.L))[2]}
-    assert dtypes == {"conv_states": "bfloat16", "recurrent_states": "float32"}
+    counter = {"cumulative_length_linear": "int64"} if _TF >= (5, 25) else {}  # see the next test
+    assert dtypes == {"conv_states": "bfloat16", "recurrent_states": "float32", **counter}
+
+
+@pytest.mark.parametrize("name", ["mamba in bf16", "jamba", "falcon_h1", "lfm2", "qwen3_next", "minimax"])
+def test_linear_token_counter_by_release(name):
+    """transformers 5.25 added cumulative_length_linear (cache_utils.py: LinearAttentionCacheLayerMixin), one int64
+    scalar per linear/SSM cache layer whatever the batch; 5.24 has none; MiniMax's own cache has none in either.
+    hfmem counts what the installed release holds in bookkeeping_bytes (total_bytes is checked in the tests above)."""
+    case = next(c for c in CASES if c.name.startswith(name))
+    cfg_dict = case.config()
+    model, cfg = _build(cfg_dict, False)
+    found = held_bytes(_forward(model, cfg, case, case.L))[2]
+    counters = [(s, d) for p, s, d in found if p.endswith(".cumulative_length_linear")]
+    assert all(c == ((), "int64") for c in counters)
+    sliding = sum(1 for p, _, _ in found if p.endswith("._sliding_window_tensor"))
+    est = estimate_kv(build_architecture(cfg_dict)[0], case.L, batch=case.B, engine="transformers")
+    assert est.bookkeeping_bytes == 8 * (len(counters) + sliding)
+    if _TF >= (5, 25) and name != "minimax":
+        assert counters and any("cumulative_length_linear" in a for a in est.assumptions)
+    else:
+        assert not counters
 
 
 def test_dsa_indexer_keys_measured_where_the_code_keeps_them():

@@ -8,7 +8,12 @@ compiled, so an edited class is not covered until it is recompiled). This module
 ``PreTrainedConfig.__post_init__`` (transformers/configuration_utils.py) and those computations. Whatever it cannot
 vouch for (a value of a type the strict dataclass would reject, nested or unknown RoPE parameters, per-layer
 configs, a model_type or transformers version the table does not cover) returns None and the caller imports
-transformers as before: the fast path never guesses."""
+transformers as before: the fast path never guesses.
+
+The table covers every transformers release it was compiled and verified under (``TABLE["releases"]``): its body is
+the newest release's knowledge, and each other release carries an overlay of what differs from it (per model_type
+entries, the list of known types, base-class facts). table_applies() selects the installed release once, before any
+other lookup, by applying its overlay to TABLE in place."""
 
 from __future__ import annotations
 
@@ -26,18 +31,21 @@ class _Fallback(Exception):
 
 
 _version_ok: bool | None = None
+_installed: str | None = None  # the installed transformers version, once looked up (None: absent or not yet)
 
 
 def table_applies() -> bool:
-    """The table was compiled from the installed transformers (or transformers is absent: the table is then the only
-    knowledge there is). A different version may have changed any class, so it falls back."""
-    global _version_ok
+    """The table was compiled and verified under the installed transformers release (or transformers is absent: the
+    table's newest release is then the only knowledge there is). Another version may have changed any class, so it
+    falls back."""
+    global _version_ok, _installed
     if _version_ok is None:
         try:
             from importlib.metadata import PackageNotFoundError, version
 
             try:
-                _version_ok = version("transformers") == TABLE["transformers"]
+                _installed = version("transformers")
+                _version_ok = select_release(TABLE, _installed)
             except PackageNotFoundError:
                 _version_ok = True
         except Exception:
@@ -45,15 +53,48 @@ def table_applies() -> bool:
     return _version_ok
 
 
+def installed_transformers() -> str | None:
+    """The installed transformers version (None when it is absent), looked up once with the table's release."""
+    table_applies()
+    return _installed
+
+
+def select_release(table: dict[str, Any], release: str) -> bool:
+    """Make ``table`` (the compiled body: the newest verified release) say what ``release`` does, by applying that
+    release's overlay in place; False when the table was not verified under it. scripts/compile_configs.py writes the
+    overlays (its _overlay) and reads them back with this."""
+    releases = table.get("releases", {})
+    if release not in releases:
+        return False
+    if table["transformers"] == release:
+        return True
+    for key, value in releases[release].items():
+        if key == "types":  # per model_type: the entry this release compiles to, or None where it is not covered
+            types = dict(table["types"])
+            for model_type, entry in value.items():
+                if entry is None:
+                    types.pop(model_type, None)
+                else:
+                    types[model_type] = entry
+            table["types"] = types
+        elif key == "known_types":  # a long list: only what this release adds to or lacks from the body's
+            table["known_types"] = sorted(set(table["known_types"]) - set(value["drop"]) | set(value["add"]))
+        else:
+            table[key] = value
+    table["transformers"] = release
+    return True
+
+
 def covered(model_type: Any) -> bool:
-    return isinstance(model_type, str) and model_type in TABLE["types"] and table_applies()
+    return table_applies() and isinstance(model_type, str) and model_type in TABLE["types"]  # the release first
 
 
 def fallback_note(model_type: Any) -> str:
     """The note a report carries when transformers had to be imported (or replayed from the cache) instead."""
     if not table_applies():
         return (f"config normalised by importing transformers: hfmem's compiled config table is for transformers "
-                f"{TABLE['transformers']}, another version is installed")
+                f"{', '.join(TABLE['releases'])}, another version is installed"
+                + (f" ({_installed})" if _installed else ""))
     if covered(model_type):
         return f"config normalised by importing transformers: this {model_type} config.json is outside hfmem's compiled table"
     return f"config normalised by importing transformers: model_type {model_type!r} is not in hfmem's compiled table"
@@ -247,8 +288,9 @@ def _base_post_init(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str
     if kwargs.get("per_layer_config") is not None:
         raise _Fallback("per_layer_config")  # heterogeneous configs: HeterogeneousConfigMixin
     kwargs.pop("per_layer_config", None)
+    ignored = TABLE["ignored_keys"]  # keys __post_init__ never sets (5.25 added the public-looking _attn_implementation)
     for key, value in kwargs.items():
-        if key in ("_attn_implementation_internal", "_experts_implementation_internal"):
+        if key in ignored:
             continue
         if key in entry["properties"]:
             raise _Fallback(key)  # a property setter (or a read-only one that raises) runs in transformers

@@ -38,12 +38,12 @@ def normalise_config(config: dict[str, Any]) -> Normalised:
 
 def _unknown_to_transformers(model_type: Any) -> bool:
     """A model_type the installed transformers does not know, by the compiled table's list of its known types (only
-    when the table was compiled from that very version)."""
+    when the table was verified under the installed release)."""
     from hfmem.model.config_table import TABLE
     from hfmem.model.fast_config import table_applies
 
-    return (isinstance(model_type, str) and bool(model_type) and "known_types" in TABLE
-            and model_type not in TABLE["known_types"] and table_applies())
+    return (table_applies() and isinstance(model_type, str) and bool(model_type)  # table_applies selects the release
+            and model_type not in TABLE["known_types"])
 
 
 def _normalise_config(config: dict[str, Any]) -> Normalised:

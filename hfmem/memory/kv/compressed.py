@@ -5,7 +5,7 @@ Paper: DeepSeek-V4 technical report, §2.3.1 (CSA: overlapping windows of ``m = 
 one entry, plus a lightning-indexer compressor at ``index_head_dim``) and §2.3.2 (HCA: non-overlapping windows of
 ``m' = compress_rate_hca`` tokens, no indexer).
 
-transformers 5.24 (models/deepseek_v4/modeling_deepseek_v4.py), per layer and per sequence after ``T`` tokens:
+transformers 5.24 and 5.25 (models/deepseek_v4/modeling_deepseek_v4.py; measured under both), per layer and per sequence after ``T`` tokens:
 
 * ``DeepseekV4HCACache.update`` (a ``DynamicSlidingWindowLayer``): the last ``sliding_window - 1`` tokens of the
   shared-KV MQA head, ``[B, 1, W - 1, head_dim]``, stored once (``values`` is ``keys``).
@@ -50,7 +50,7 @@ class Compressed:
 
     def hf_bytes(self, context: int, act: str) -> tuple[int, int, int]:
         """(logical bytes, storage right after a one-shot prefill, storage while decoding) of the compressed branch,
-        one sequence, transformers 5.24 (window excluded)."""
+        one sequence, transformers 5.24 and 5.25 (window excluded)."""
         a = _BYTES.get(act, 2)
         rows, rem = divmod(context, self.rate)
         compressed = rows * sum(self.widths) * a

@@ -1,5 +1,7 @@
 """transformers' DynamicCache: the bytes of the tensors the cache object holds after a prefill of `context` tokens
-(transformers 5.24, cache_utils.py: DynamicLayer, DynamicSlidingWindowLayer, LinearAttentionLayer, DummyLayer)."""
+(transformers 5.24 and 5.25, cache_utils.py: DynamicLayer, DynamicSlidingWindowLayer, LinearAttentionLayer,
+DummyLayer). The two releases differ by one scalar per linear-attention/SSM layer (_LINEAR_COUNTER); the installed
+release decides."""
 
 from __future__ import annotations
 
@@ -8,9 +10,16 @@ from hfmem.memory.kv.layers import _add, _attn_bytes_per_token, _Layer, _state_b
 
 # transformers, cache_utils.py: DynamicSlidingWindowLayer._sliding_window_tensor, one int64 scalar per sliding layer
 _SLIDING_BOOKKEEPING = 8
+# transformers >= 5.25, cache_utils.py: LinearAttentionCacheLayerMixin.__init__ keeps cumulative_length_linear =
+# torch.tensor(0, dtype=int), one int64 token counter per layer (not per sequence) on every linear-attention / SSM /
+# short-conv cache layer (LinearAttentionLayer and the hybrid LinearAttentionAnd*Layer); 5.24 has none.
+_LINEAR_COUNTER = 8
 
 
-def _transformers(layers: list[_Layer], dtype: str, context: int, batch: int) -> KVCacheEstimate:
+def _transformers(layers: list[_Layer], dtype: str, context: int, batch: int, release: str | None = None) -> KVCacheEstimate:
+    from hfmem.model.release import at_least
+
+    counter = _LINEAR_COUNTER if at_least(5, 25, release) else 0
     by: dict[str, dict[str, int]] = {}
     per_token = 0
     constant = 0
@@ -44,6 +53,8 @@ def _transformers(layers: list[_Layer], dtype: str, context: int, batch: int) ->
         elif layer.attn == "cross":
             tokens = prefill_tokens = decode_tokens = layer.window or 0
             bounded += tokens * bpt
+        if layer.hf_linear_layer:
+            bookkeeping += counter
         per_token += grow
         constant += bounded
         layer_bytes = batch * (grow * context + bounded)
@@ -68,9 +79,17 @@ def _transformers(layers: list[_Layer], dtype: str, context: int, batch: int) ->
         ),
         bookkeeping_bytes=bookkeeping,
         storage_bytes={"after_prefill": prefill_storage + bookkeeping, "while_decoding": decode_storage + bookkeeping},
-        assumptions=(["transformers 5.24 DynamicCache; recurrent states float32 as on its PyTorch paths"]
-                     if any(l.states for l in layers) else ["transformers 5.24 DynamicCache"]) + _compressed_notes(layers),
+        assumptions=_assumptions(layers, counter) + _compressed_notes(layers),
     )
+
+
+def _assumptions(layers: list[_Layer], counter: int) -> list[str]:
+    if not any(l.states for l in layers):
+        return ["transformers 5.24/5.25 DynamicCache"]  # the same tensors in both releases
+    if counter and any(l.hf_linear_layer for l in layers):
+        return ["transformers 5.25 DynamicCache; recurrent states float32 as on its PyTorch paths; one int64 token "
+                "counter per linear-attention/SSM layer (cumulative_length_linear) in bookkeeping_bytes"]
+    return ["transformers 5.24 DynamicCache; recurrent states float32 as on its PyTorch paths"]
 
 
 def _compressed_notes(layers: list[_Layer]) -> list[str]:

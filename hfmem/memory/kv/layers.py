@@ -43,6 +43,11 @@ _STATE_FAMILY = {
     "minimax": "linear",
     "lfm2": "short_conv", "lfm2_moe": "short_conv",
 }
+# Families whose transformers DynamicCache keeps the states in a LinearAttentionCacheLayerMixin layer (cache_utils.py:
+# LinearAttentionLayer and the hybrid LinearAttentionAnd*Layer, from the "linear_attention" / "conv" / "hybrid" layer
+# types); MiniMax keeps its lightning state in MiniMaxCache.linear_cache instead, a plain list of tensors
+# (models/minimax/modeling_minimax.py).
+_HF_LINEAR_LAYER = {"mamba1", "mamba2", "gdn", "kda", "short_conv"}
 _ENCODER_ONLY = {"bert", "roberta", "xlm-roberta", "distilbert", "electra", "deberta", "deberta-v2", "albert",
                  "mpnet", "camembert", "modernbert", "nomic_bert", "xlm_roberta"}
 
@@ -85,6 +90,7 @@ class _Layer:
     index_kind: str | None = None  # "dsa" (DeepSeek Sparse Attention indexer keys) | "block" (MiniMax-M3 index keys)
     index_dim: int = 0  # width of the one index key the layer caches per token (0: none)
     compressed: Compressed | None = None  # DeepSeek-V4 CSA/HCA branch beside the window (compressed.py)
+    hf_linear_layer: bool = False  # transformers caches its states in a LinearAttentionCacheLayerMixin layer
 
 
 def _int(value: Any) -> int | None:
@@ -413,6 +419,7 @@ def describe_layers(
             if not states:
                 no_state[name] = no_state.get(name, 0) + 1
             layer.states = states
+            layer.hf_linear_layer = family in _HF_LINEAR_LAYER
         if attn is not None:
             window = None
             if attn == "sliding":

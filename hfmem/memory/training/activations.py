@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from hfmem.model.architecture import Architecture
     from hfmem.model.inventory import CountedTensor
 
-# transformers 5.24 refuses SDPA for these (the model class sets ``_supports_sdpa = False``): HF training runs eager unless flash is chosen.
+# transformers 5.24 and 5.25 refuse SDPA for these (the model class sets ``_supports_sdpa = False``): HF training runs eager unless flash is chosen.
 _NO_SDPA = {"gemma2"}
 # Eager attention softmax in the model dtype (no fp32 upcast): models/t5/modeling_t5.py and
 # models/whisper/modeling_whisper.py: eager_attention_forward.
@@ -519,7 +519,7 @@ def _context(report: Report, method: str, settings: TrainingSettings, dt: _Dtype
     attn = settings.attn
     if attn == "sdpa" and arch.model_type in _NO_SDPA:
         attn = "eager"
-        notes.append(f"transformers 5.24 has no SDPA for {arch.model_type}: HF training uses eager attention (s x s scores) unless --attn flash")
+        notes.append(f"transformers (5.24, 5.25) has no SDPA for {arch.model_type}: HF training uses eager attention (s x s scores) unless --attn flash")
     mt = arch.model_type
     norm_style = "layernorm" if mt in CONV1D_TYPES or any(
         c.component == "norms" and c.entry.name.endswith(".bias") for c in report.tensors if c.layer == 0

@@ -101,12 +101,14 @@ def padded(seq: int, chunk: int) -> int:
     return math.ceil(seq / chunk) * chunk
 
 
-def mixer_terms(m: Mixer, path: str, e: int, seq: int, autocast: bool = False) -> tuple[dict[str, float], int]:
+def mixer_terms(m: Mixer, path: str, e: int, seq: int, autocast: bool = False,
+                release: str | None = None) -> tuple[dict[str, float], int]:
     """(saved bytes per token by term, token-independent bytes) of one mixer at ``seq`` tokens per sequence. ``e``:
     the model dtype's bytes; fp32 copies (``.float()``) exist only when e < 4 (on fp32 tensors they are no-ops and
     alias the original). Terms over the padded length (chunked scans) are scaled by padded / seq. Under autocast
     (HF Trainer bf16=True) the chunked scans' einsums / matmuls run in bf16: their outputs and the operand copies
-    they save are 2 B, the elementwise exp / mul / solve results stay fp32."""
+    they save are 2 B, the elementwise exp / mul / solve results stay fp32. ``release``: the transformers release
+    whose torch path is modelled (default: the installed one; hfmem.model.release)."""
     cp = 4 if e < 4 else 0
     mm = 2 if autocast else 4
     t: dict[str, float] = {}
@@ -152,7 +154,13 @@ def mixer_terms(m: Mixer, path: str, e: int, seq: int, autocast: bool = False) -
                 (4 + 2 * mm) * h * c + (2 * mm + 4) * h * n + (2 * mm + 4) * i + 3 * 4 * h + 3 * mm * i * n / c
                 + (2 * mm * h * n + mm * i if copies else 0))
             fixed += 2 * 2 * c * c  # segment_sum's two bool masks, twice
-            out_fp32 = 4 * pad * i  # the scan output (fp32, padded storage) is the norm's input
+            # The scan output (fp32) is the norm's input. 5.24's mixers keep a view of the chunk scan's padded
+            # output; 5.25's mamba2_scan_forward (models/mamba2/modeling_mamba2.py, and its copies in bamba,
+            # falcon_h1, granitemoehybrid, nemotron_h, zamba2) returns torch.cat(all_outputs), an unpadded copy,
+            # and the padded storage is freed.
+            from hfmem.model.release import at_least
+
+            out_fp32 = 4 * i if at_least(5, 25, release) else 4 * pad * i
         else:
             # MambaSplitConv1dScanCombinedFn (norm and out_proj inside the Function): zxbcdt (the in_proj output),
             # out_x (the scan output, model dtype) and rstd per group; the conv output, dt, the chunk states, the
