@@ -15,7 +15,12 @@ already in the table are read back from it, so they stay), then raise the bound 
 tests/test_fast_config.py, tests/test_contract.py and the measured-cache tests (tests/test_kv_truth.py) under it.
 
 A model_type is covered only when every part of what AutoConfig.for_model does for it is known here:
-- no sub-configs, no properties of its own, get_text_config(decoder=True) is the config itself;
+- no properties of its own; no override of a PreTrainedConfig method other than __post_init__ and validate_*
+  (a convert_rope_params_to_dict or to_dict override only when its source is catalogued: KNOWN_ROPE,
+  KNOWN_ROPE_CONVERT, KNOWN_TO_DICT);
+- sub-configs only as PreTrainedConfig.__post_init__ builds them from sub_configs_defaults
+  (SubConfigSpec.create_subconfig), each default type covered too; get_text_config(decoder=True) is the config
+  itself or one of those sub-configs;
 - its __post_init__ and validate_* methods have exactly the source text one of the named computations in
   hfmem/model/fast_config.py was written from (KNOWN_POST_INIT / KNOWN_VALIDATORS below, by sha256 of the
   dedented source); an edited or new class is left out until someone reads it and adds it;
@@ -31,6 +36,7 @@ import argparse
 import ast
 import copy
 import dataclasses
+import functools
 import hashlib
 import inspect
 import json
@@ -52,14 +58,25 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 # sha256 (first 16 hex) of a method's dedented source -> the computations it performs, in order
 KNOWN_POST_INIT: dict[str, list[str]] = {}
 KNOWN_VALIDATORS: dict[str, list[str]] = {}
+# convert_rope_params_to_dict overrides that adjust the kwargs and then call the base conversion
+KNOWN_ROPE: dict[str, list[str]] = {}
+KNOWN_ROPE_CONVERT: dict[str, str] = {}
+KNOWN_TO_DICT: dict[str, list[str]] = {}
 # The model types worth covering (the families hfmem is used on most); anything else falls back to transformers.
 CANDIDATES = [
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss", "glm4_moe", "minimax_m2",
     "bert", "gpt2", "phi", "phi3", "gemma", "gemma2", "deepseek_v2", "deepseek_v3", "glm4_moe_lite", "qwen3_next",
     "kimi_linear", "falcon", "mamba", "t5", "whisper", "starcoder2", "olmo2", "granite", "cohere", "stablelm",
+    # composite (text + vision) and frontier families
+    "gemma3", "gemma3_text", "gemma4", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "llama4",
+    "mistral3", "glm_moe_dsa", "deepseek_v4", "hunyuan_v1_moe",
 ]  # fmt: skip
 
 _SOURCES: dict[str, str] = {}
+# what @dataclass (and huggingface_hub's strict wrapper) write into every config class
+_GENERATED = frozenset({"__init__", "__eq__", "__repr__", "__hash__", "__setattr__", "__delattr__", "__match_args__",
+                        "__getstate__", "__setstate__", "__replace__", "__dataclass_fields__", "__dataclass_params__",
+                        "validate"})
 
 
 def _src_key(fn: Any) -> str:
@@ -74,6 +91,9 @@ def _load_known() -> None:
     entries = json.loads((ROOT / "scripts" / "compile_configs_known.json").read_text())
     KNOWN_POST_INIT.update(entries["post_init"])
     KNOWN_VALIDATORS.update(entries["validators"])
+    KNOWN_ROPE.update(entries.get("rope", {}))
+    KNOWN_ROPE_CONVERT.update(entries.get("rope_convert", {}))
+    KNOWN_TO_DICT.update(entries.get("to_dict", {}))
 
 
 def _spec(tp: Any) -> Any:
@@ -123,14 +143,54 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
     if model_type not in CONFIG_MAPPING:
         return None, "unknown to transformers"
     cls = CONFIG_MAPPING[model_type]
-    if cls.sub_configs:
-        return None, "sub-configs"
+    sub_configs: dict[str, Any] = {}
+    for key, spec in (getattr(cls, "sub_configs_defaults", None) or {}).items():
+        if key == "backbone_config":
+            return None, "backbone sub-config"  # consolidate_backbone_kwargs_to_config: not replayed
+        try:
+            init_kwargs = _jsonable(dict(spec.init_kwargs))
+        except TypeError:
+            return None, f"init_kwargs of {key} are not JSON"
+        sub_configs[key] = {"model_type": spec.model_type, "auto": not issubclass(spec.config_class, PreTrainedConfig),
+                            "init_kwargs": init_kwargs, "optional": bool(spec.optional)}
     mro = [c for c in cls.__mro__ if issubclass(c, PreTrainedConfig) and c is not PreTrainedConfig]
+    # Only __post_init__ and validate_* are replayed (by catalogued source); a class that overrides any other method
+    # of PreTrainedConfig or its mixins (to_dict, __setattr__, convert_rope_params_to_dict, get_text_config, ...)
+    # computes something this table does not know. The dataclass decorator's own methods are generated.
+    overridden = sorted({n for c in mro for n, v in vars(c).items()
+                         if callable(v) and not isinstance(v, type) and n != "__post_init__"
+                         and not (n.startswith("validate") and n != "validate")
+                         and not (n in _GENERATED and (n not in ("__setattr__", "validate")
+                                                       or "strict." in getattr(v, "__qualname__", "")))})
+    # catalogued overrides: a convert_rope_params_to_dict that adjusts the kwargs before the base conversion
+    # (KNOWN_ROPE) or replaces it (KNOWN_ROPE_CONVERT), a to_dict that edits the base serialisation (KNOWN_TO_DICT)
+    rope_rules: list[str] = []
+    rope_convert: str | None = None
+    to_dict_rules: list[str] = []
+    for name in list(overridden):
+        owners = [c for c in mro if name in vars(c)]
+        key = _src_key(vars(owners[0])[name])
+        if len(owners) > 1:
+            continue  # an override of an override: its super() is not the base method
+        if name == "convert_rope_params_to_dict" and key in KNOWN_ROPE:
+            rope_rules = KNOWN_ROPE[key]
+        elif name == "convert_rope_params_to_dict" and key in KNOWN_ROPE_CONVERT:
+            rope_convert = KNOWN_ROPE_CONVERT[key]
+        elif name == "to_dict" and key in KNOWN_TO_DICT:
+            to_dict_rules = KNOWN_TO_DICT[key]
+        else:
+            continue
+        overridden.remove(name)
+    if overridden:
+        return None, f"overrides {overridden}"
     own_props = sorted({n for c in mro for n, v in vars(c).items() if isinstance(v, property)})
     if own_props:
         return None, f"properties {own_props}"
-    if getattr(cls, "default_rope_type", "default") != "default" or getattr(cls, "_rope_type_labels", None):
-        return None, "non-default rope type"
+    if getattr(cls, "_rope_type_labels", None):
+        return None, "rope type labels"
+    default_rope_type = getattr(cls, "default_rope_type", "default")
+    if default_rope_type != "default" and default_rope_type not in rope_required():
+        return None, f"default rope type {default_rope_type}"
     post = [c for c in mro if "__post_init__" in vars(c)]
     rules: list[str] = []
     if len(post) > 1:
@@ -140,6 +200,10 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
         if key not in KNOWN_POST_INIT:
             return None, f"__post_init__ {key} not catalogued"
         rules = KNOWN_POST_INIT[key]
+    flat_text_params: list[str] | None = None
+    if "text_config_from_flat" in rules:  # the text class's __init__ parameters, as that rule's source reads them
+        text_cls = cls.sub_configs_defaults["text_config"].config_class
+        flat_text_params = list(inspect.signature(text_cls.__init__).parameters)
     validators: list[str] = []
     for name in sorted(n for n in dir(cls) if n.startswith("validate")):
         owner = next(c for c in cls.__mro__ if name in vars(c))
@@ -169,15 +233,23 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
     if {"head_dim", "num_heads", "embed_dim"} <= set(fields):
         return None, "base validate_architecture applies"
     instance = cls()
-    if instance.get_text_config(decoder=True) is not instance:
-        return None, "text config is not the config itself"
+    text = instance.get_text_config(decoder=True)
+    if text is not instance and not any(text is getattr(instance, key, None) for key in sub_configs):
+        return None, "text config is neither the config itself nor one of its sub-configs"
     properties = sorted({n for c in cls.__mro__ for n, v in vars(c).items() if isinstance(v, property)})
     return {
         "fields": fields, "types": specs, "attribute_map": dict(cls.attribute_map), "rules": rules,
         "validators": validators, "properties": properties, "default_theta": getattr(cls, "default_theta", None),
+        **({"default_rope_type": default_rope_type} if default_rope_type != "default" else {}),
+        **({"rope_rules": rope_rules} if rope_rules else {}),
+        **({"rope_convert": rope_convert} if rope_convert else {}),
+        **({"to_dict_rules": to_dict_rules} if to_dict_rules else {}),
+        **({"flat_text_params": flat_text_params} if flat_text_params is not None else {}),
+        **({"sub_configs": sub_configs} if sub_configs else {}),
     }, "ok"  # fmt: skip
 
 
+@functools.cache
 def rope_required() -> dict[str, list[str]]:
     """required_keys of each RotaryEmbeddingConfigMixin._validate_{rope_type}_rope_parameters, read from its source."""
     from transformers.modeling_rope_utils import RotaryEmbeddingConfigMixin
@@ -259,30 +331,42 @@ def probe_configs(model_type: str) -> list[dict[str, Any]]:
                 continue
             if isinstance(cfg, dict) and cfg.get("model_type") == model_type:
                 found.append(cfg)
+            if isinstance(cfg, dict):  # a composite's sub-config of this type (Gemma 3's text_config, ...)
+                found += [dict(v, model_type=model_type) for v in cfg.values()
+                          if isinstance(v, dict) and v.get("model_type") == model_type]
     out: list[dict[str, Any]] = [{"model_type": model_type}]
     for cfg in found:
-        out.append(cfg)
-        for drop in ("num_key_value_heads", "head_dim", "layer_types", "sliding_window", "rope_parameters", "dtype"):
-            if drop in cfg:
-                out.append({k: v for k, v in cfg.items() if k != drop})
-        v = copy.deepcopy(cfg)
-        v["use_sliding_window"] = True
-        v.setdefault("sliding_window", 4096)
-        v.pop("layer_types", None)
-        out.append(v)
-        v = {k: x for k, x in cfg.items() if k not in ("rope_parameters", "dtype")}
-        v.update(rope_theta=500000.0, torch_dtype="float16",
-                 rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                               "original_max_position_embeddings": 8192})
-        out.append(v)
-        v = {k: x for k, x in cfg.items() if k != "rope_parameters"}
-        v.update(rope_scaling={"rope_type": "yarn", "factor": 4.0}, partial_rotary_factor=0.5)
-        out.append(v)
-        v = dict(cfg, num_attention_heads=7)  # often not a divisor: validators must agree on the rejection
-        out.append(v)
-        v = dict(cfg, rope_parameters={"rope_type": "llama3", "factor": 8.0})  # missing keys: KeyError
-        out.append(v)
-        out.append(dict(cfg, _attn_implementation="eager"))  # a property in 5.24, skipped by 5.25's __post_init__
+        for key, sub in cfg.items():  # a composite: its sub-configs varied as configs of their own
+            if isinstance(sub, dict) and isinstance(sub.get("model_type"), str) and key.endswith("_config"):
+                out += [dict(cfg, **{key: v}) for v in _variations(sub)[1:]]
+        out += _variations(cfg)
+    return out
+
+
+def _variations(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """A config and variations of it that make config classes compute values (or reject them)."""
+    out = [cfg]
+    for drop in ("num_key_value_heads", "head_dim", "layer_types", "sliding_window", "rope_parameters", "dtype"):
+        if drop in cfg:
+            out.append({k: v for k, v in cfg.items() if k != drop})
+    v = copy.deepcopy(cfg)
+    v["use_sliding_window"] = True
+    v.setdefault("sliding_window", 4096)
+    v.pop("layer_types", None)
+    out.append(v)
+    v = {k: x for k, x in cfg.items() if k not in ("rope_parameters", "dtype")}
+    v.update(rope_theta=500000.0, torch_dtype="float16",
+             rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                           "original_max_position_embeddings": 8192})
+    out.append(v)
+    v = {k: x for k, x in cfg.items() if k != "rope_parameters"}
+    v.update(rope_scaling={"rope_type": "yarn", "factor": 4.0}, partial_rotary_factor=0.5)
+    out.append(v)
+    v = dict(cfg, num_attention_heads=7)  # often not a divisor: validators must agree on the rejection
+    out.append(v)
+    v = dict(cfg, rope_parameters={"rope_type": "llama3", "factor": 8.0})  # missing keys: KeyError
+    out.append(v)
+    out.append(dict(cfg, _attn_implementation="eager"))  # a property in 5.24, skipped by 5.25's __post_init__
     return out
 
 
@@ -393,21 +477,37 @@ def main() -> int:
     _load_known()
     table = globals_table()
     table["types"] = {}
-    for model_type in CANDIDATES:
+    outcome: dict[str, bool] = {}
+
+    def cover(model_type: str) -> bool:
+        """Compile and verify a type, its sub-configs' default types first (a composite is covered only with them)."""
+        if model_type in outcome:
+            return outcome[model_type]
+        outcome[model_type] = False
         entry, why = compile_type(model_type)
+        if entry is not None:
+            missing = [s["model_type"] for s in entry.get("sub_configs", {}).values() if not cover(s["model_type"])]
+            if missing:
+                entry, why = None, f"sub-config types not covered: {missing}"
         if entry is None:
             print(f"left out {model_type}: {why}")
-            continue
-        trial = dict(table, types={model_type: entry})
+            return False
+        trial = dict(table, types={**table["types"], model_type: entry})
         problems = verify(model_type, trial)
         if problems:
             print(f"left out {model_type}: {len(problems)} probe(s) disagree, e.g. {problems[0]}")
-            continue
+            return False
         table["types"][model_type] = entry
+        outcome[model_type] = True
         print(f"covered  {model_type}")
+        return True
+
+    for model_type in CANDIDATES:
+        cover(model_type)
     if args.show_sources:
         for key, src in _SOURCES.items():
-            if key not in KNOWN_POST_INIT and key not in KNOWN_VALIDATORS:
+            if not any(key in known for known in (KNOWN_POST_INIT, KNOWN_VALIDATORS, KNOWN_ROPE, KNOWN_ROPE_CONVERT,
+                                                  KNOWN_TO_DICT)):
                 print(f"--- {key}\n{src}")
     releases = {} if args.fresh else read_releases(Path(args.out))
     releases[table["transformers"]] = table

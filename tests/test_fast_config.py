@@ -58,6 +58,9 @@ def _variations(config: dict[str, Any]) -> list[dict[str, Any]]:
     out.append({**config, "num_hidden_layers": 3.0})  # a float where the class declares int: transformers rejects it
     out.append({**config, "hidden_act": "gelu"})
     out.append({**config, "_attn_implementation": "eager"})  # a property in 5.24 (falls back), skipped by 5.25
+    for key, sub in config.items():  # a composite (text + vision): its sub-configs varied the same way
+        if key.endswith("_config") and isinstance(sub, dict) and isinstance(sub.get("model_type"), str):
+            out += [{**config, key: variant} for variant in _variations(sub)[1:]]
     return out  # fmt: skip
 
 
@@ -106,11 +109,14 @@ def test_covered_types_on_fixtures():
     types = {_load(p).get("model_type") for p in CONFIGS}
     covered = {t for t in types if fast_config.covered(t)}
     assert {"llama", "qwen2", "qwen3", "qwen3_moe", "mistral", "mixtral", "gpt_oss", "deepseek_v3", "gemma2",
-            "bert", "gpt2", "qwen3_next", "glm4_moe_lite"} <= covered  # fmt: skip
+            "bert", "gpt2", "qwen3_next", "glm4_moe_lite", "minimax_m2",
+            # composite text + vision configs and the newest families
+            "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe", "glm_moe_dsa", "gemma3", "qwen2_5_vl"} <= covered  # fmt: skip
     assert TABLE["transformers"]
     for path in CONFIGS:  # and the fixtures of the types added with their computations really take the fast path
         config = _load(path)
-        if config.get("model_type") in ("qwen3_next", "glm4_moe_lite"):
+        if config.get("model_type") in ("qwen3_next", "glm4_moe_lite", "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe",
+                                        "glm_moe_dsa", "minimax_m2", "gemma3", "qwen2_5_vl"):
             assert fast_config.fast_normalise(copy.deepcopy(config)) is not None, path
 
 
@@ -130,6 +136,45 @@ _COMPUTED = [
     {"model_type": "glm4_moe_lite"},
     {"model_type": "glm4_moe_lite", "num_hidden_layers": 5, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32},
     {"model_type": "glm4_moe_lite", "num_hidden_layers": 3, "mlp_layer_types": ["dense", "dense", "sparse"]},
+    # GLM-5's indexer schedule: an F/S pattern, a frequency and offset, a list; dense layers first; num_experts
+    {"model_type": "glm_moe_dsa"},
+    {"model_type": "glm_moe_dsa", "num_hidden_layers": 6, "index_topk_pattern": "FFSSFS", "first_k_dense_replace": 2},
+    {"model_type": "glm_moe_dsa", "num_hidden_layers": 8, "index_topk_freq": 3, "index_skip_topk_offset": 1},
+    {"model_type": "glm_moe_dsa", "num_hidden_layers": 4, "index_topk_pattern": ["full", "shared", "full", "full"],
+     "num_experts": 16, "first_k_dense_replace": 9},
+    {"model_type": "glm_moe_dsa", "num_hidden_layers": 3, "index_topk_pattern": "FXS"},  # KeyError: falls back
+    # Llama 4: NoPE interval, chunked attention on RoPE layers, interleaved MoE layers
+    {"model_type": "llama4"},
+    {"model_type": "llama4", "text_config": {"num_hidden_layers": 8, "no_rope_layer_interval": 3,
+                                             "interleave_moe_layer_step": 2, "attention_chunk_size": 1024}},
+    {"model_type": "llama4", "text_config": {"num_hidden_layers": 4, "no_rope_layer_interval": 0}},
+    {"model_type": "llama4", "text_config": {"num_hidden_layers": 4, "attention_chunk_size": None,
+                                             "no_rope_layers": [1, 0, 1, 1], "num_key_value_heads": None}},
+    # Qwen-VL composites: an old checkpoint's vision model_type, a head_dim of 0, sub-configs as null
+    {"model_type": "qwen3_vl_moe", "vision_config": {"model_type": "qwen3_vl_moe", "depth": 2},
+     "text_config": {"head_dim": 0, "num_hidden_layers": 2}},
+    {"model_type": "qwen3_5", "vision_config": {"model_type": "qwen3_5"}, "text_config": None},
+    {"model_type": "qwen3_5_moe", "text_config": {"num_hidden_layers": 6, "full_attention_interval": 3}},
+    {"model_type": "qwen3_5", "text_config": [1, 2]},  # TypeError in transformers: falls back
+    {"model_type": "mistral3", "text_config": {"model_type": "mistral", "num_hidden_layers": 3}},
+    {"model_type": "mistral3", "text_config": {"model_type": "falcon"}},  # a type outside the table: falls back
+    # Gemma 3: RoPE per attention kind (rope_scaling on full layers, rope_local_base_freq on sliding ones), the
+    # sliding pattern, a bidirectional window (halved plus one, serialised as it was)
+    {"model_type": "gemma3"},
+    {"model_type": "gemma3", "text_config": {"num_hidden_layers": 7, "sliding_window_pattern": 3, "rope_theta": 5e5,
+                                             "rope_local_base_freq": 2e4, "rope_scaling": {"rope_type": "linear", "factor": 8.0}}},
+    {"model_type": "gemma3_text", "use_bidirectional_attention": True, "sliding_window": 512, "num_hidden_layers": 4},
+    {"model_type": "gemma3_text", "num_hidden_layers": 4, "sliding_window_pattern": 1,
+     "rope_parameters": {"full_attention": {"rope_type": "yarn", "factor": 4.0}}},
+    {"model_type": "gemma3_text", "num_hidden_layers": 4, "sliding_window_pattern": 0},
+    # Qwen2.5-VL: a flat config's text keys moved into text_config (with torch_dtype), the legacy "mrope" rope type
+    # read as default, tie_word_embeddings forwarded from a text_config
+    {"model_type": "qwen2_5_vl", "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 4,
+     "torch_dtype": "bfloat16", "rope_theta": 1e6, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+     "vision_config": {"model_type": "qwen2_5_vl", "depth": 2}},
+    {"model_type": "qwen2_5_vl", "text_config": {"tie_word_embeddings": True, "num_hidden_layers": 2,
+                                                 "use_sliding_window": True, "sliding_window": 64, "max_window_layers": 1}},
+    {"model_type": "qwen2_5_vl", "num_hidden_layers": 2, "rope_scaling": {"rope_type": "yarn", "factor": 2.0}},
 ]  # fmt: skip
 
 
@@ -147,18 +192,22 @@ def test_added_types_take_the_fast_path():
     """The accepted inputs above are really compared (a table that fell back on everything would pass the test
     above), and the inputs transformers rejects really fall back."""
     accepted = [c for c in _COMPUTED if fast_config.fast_normalise(copy.deepcopy(c)) is not None]
-    assert {c["model_type"] for c in accepted} == {"qwen2_moe", "qwen3_next", "glm4_moe_lite"}
-    rejected = [_COMPUTED[3], _COMPUTED[7]]  # max_window_layers None, interval 0
+    assert {c["model_type"] for c in accepted} == {"qwen2_moe", "qwen3_next", "glm4_moe_lite", "glm_moe_dsa", "llama4",
+                                                    "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "mistral3", "gemma3",
+                                                    "gemma3_text", "qwen2_5_vl"}
+    # max_window_layers None, interval 0, an unknown indexer letter, NoPE interval 0, a list as text_config, a
+    # sub-config type outside the table, a sliding pattern of 0
+    rejected = [_COMPUTED[i] for i in (3, 7, 16, 19, 24, 26, 31)]
     for config in rejected:
         assert fast_config.fast_normalise(copy.deepcopy(config)) is None, config
 
 
 def test_outside_the_table_falls_back_with_a_note():
-    config = _load(ROOT / "fixtures" / "configs" / "google" / "gemma-3-27b-it" / "config.json")
+    config = _load(ROOT / "fixtures" / "configs" / "tiiuae" / "falcon-7b-instruct" / "config.json")
     assert fast_config.fast_normalise(config) is None
     _, _, how, notes = normalise.normalise_config(config)
     assert how == "transformers"
-    assert any("'gemma3' is not in hfmem's compiled table" in n for n in notes)
+    assert any("'falcon' is not in hfmem's compiled table" in n for n in notes)
     qwen = _load(ROOT / "fixtures" / "configs" / "Qwen" / "Qwen2-7B-Instruct" / "config.json")
     assert normalise.normalise_config(qwen)[3] == []
 
@@ -268,6 +317,24 @@ def test_type_unknown_to_transformers_imports_no_transformers():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["raw", "config.json", "False"]
+
+
+@pytest.mark.parametrize("repo", ["Qwen/Qwen3-VL-30B-A3B-Instruct", "Qwen/Qwen3.5-0.8B-Base", "zai-org/GLM-5.2"])
+def test_composite_and_newest_configs_import_no_transformers(repo):
+    """A composite (text + vision) config and GLM-5's are normalised from the table, in a fresh process that then
+    holds no transformers, torch or numpy module."""
+    path = ROOT / "fixtures" / "configs" / repo / "config.json"
+    code = (
+        "import sys, json\nfrom hfmem.model.normalise import normalise_config\n"
+        f"full, text, how, notes = normalise_config(json.load(open({str(path)!r})))\n"
+        "assert how == 'transformers' and not any('importing transformers' in n for n in notes), notes\n"
+        "assert text.num_hidden_layers and text.model_type != full.model_type or full is text\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'transformers', 'torch'}))"
+    )
+    env = {**__import__("os").environ, "HFMEM_DISABLE_CACHE": "1", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_release_comparison():

@@ -18,6 +18,7 @@ other lookup, by applying its overlay to TABLE in place."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from hfmem.model.config_table import TABLE
@@ -105,25 +106,58 @@ def fast_normalise(config: dict[str, Any]) -> tuple[Any, Any] | None:
     model_type = config.get("model_type")
     if not covered(model_type):  # auto_map (custom code) is never run: transformers uses its own class too
         return None
+    entry = TABLE["types"][model_type]
     try:
-        obj = _build(TABLE["types"][model_type], {k: v for k, v in config.items() if k != "model_type"})
+        obj = _build(entry, {k: v for k, v in config.items() if k != "model_type"})
+        full = _replayed(entry, str(model_type), obj)
+        text = _text_config(full, obj)
     except _Fallback:
         return None
+    return full, text
+
+
+def _replayed(entry: dict[str, Any], model_type: str, obj: dict[str, Any]) -> Any:
+    """The config object transformers would have built, as hfmem reads it: its attributes (attribute_map aliases
+    included) and its to_dict() (PreTrainedConfig.to_dict: a sub-config serialised as its own to_dict() without
+    transformers_version)."""
     from hfmem.model.normalise import ReplayedConfig
 
-    entry = TABLE["types"][model_type]
     attrs = dict(obj.items())
     for alias, target in entry["attribute_map"].items():
         attrs[alias] = obj.get(target)
     attrs["torch_dtype"] = obj.get("dtype")  # PreTrainedConfig.torch_dtype: a deprecated alias of dtype
-    attrs["model_type"] = model_type
+    attrs.setdefault("model_type", model_type)  # a "model_type" key of a sub-config dict is set on the instance
     attrs["name_or_path"] = ""
     attrs["num_labels"] = len(obj["id2label"]) if obj.get("id2label") else None
-    as_dict = dict(obj.items())
+    as_dict = {k: (v.to_dict() if isinstance(v, ReplayedConfig) else v) for k, v in obj.items()}
+    for key in entry.get("sub_configs", {}):
+        if isinstance(as_dict.get(key), dict):
+            as_dict[key].pop("transformers_version", None)
     as_dict.update(model_type=model_type, transformers_version=TABLE["transformers"], output_attentions=False,
                    _name_or_path="")
-    full = ReplayedConfig(attrs, as_dict)
-    return full, full  # covered classes have no sub-configs: get_text_config(decoder=True) is the config itself
+    for rule in entry.get("to_dict_rules", ()):  # the class's own to_dict, after the base one
+        _TO_DICT_RULES[rule](obj, as_dict)
+    return ReplayedConfig(attrs, as_dict)
+
+
+# PreTrainedConfig.get_text_config(decoder=True): the one non-None attribute of these names, else the config itself
+_DECODER_TEXT_NAMES = ("decoder", "generator", "text_config")
+
+
+def _text_config(full: Any, obj: dict[str, Any]) -> Any:
+    from hfmem.model.normalise import ReplayedConfig
+
+    found = [name for name in _DECODER_TEXT_NAMES if getattr(full, name) is not None]
+    if len(found) > 1:
+        raise _Fallback("several text configs")  # ValueError in transformers
+    if found:
+        text = getattr(full, found[0])
+        if not isinstance(text, ReplayedConfig):
+            raise _Fallback(found[0])  # a text config that is not a config object: transformers' business
+        return text
+    if obj.get("is_encoder_decoder"):
+        raise _Fallback("is_encoder_decoder")  # the legacy encoder/decoder split copies and renames attributes
+    return full
 
 
 def _check(value: Any, spec: Any) -> bool:
@@ -171,6 +205,7 @@ class _Obj(dict):
     def __init__(self, amap: dict[str, str]):
         super().__init__()
         self.amap = amap
+        self.entry: dict[str, Any] = {}  # the table entry being built (rules that read compiled facts of the class)
 
     def __getitem__(self, key: str) -> Any:
         return super().__getitem__(self.amap.get(key, key))
@@ -189,6 +224,7 @@ def _build(entry: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     fields: dict[str, Any] = entry["fields"]
     amap: dict[str, str] = entry["attribute_map"]
     obj = _Obj(amap)
+    obj.entry = entry
     # wrap_init_to_accept_kwargs: dataclass fields from the input or their defaults; the rest goes to __post_init__
     for name, default in fields.items():
         if name in kwargs:
@@ -196,9 +232,16 @@ def _build(entry: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         else:
             obj[name] = copy.deepcopy(default)
     kwargs = {k: v for k, v in kwargs.items() if k not in fields}
-    for rule in entry["rules"]:
-        _RULES[rule](obj, kwargs)
+    rules: list[str] = entry["rules"]
+    # "super": where the class's __post_init__ calls PreTrainedConfig.__post_init__ when it computes more after it
+    split = rules.index("super") if "super" in rules else len(rules)
+    for rule in rules[:split]:
+        name, *args = rule.split(":")
+        _RULES[name](obj, kwargs, *args)
     _base_post_init(entry, obj, kwargs)
+    for rule in rules[split + 1:]:
+        name, *args = rule.split(":")
+        _RULES[name](obj, kwargs, *args)
     for rule in entry["validators"]:
         _VALIDATORS[rule](obj)
     _validate_layer_type(obj)
@@ -207,8 +250,10 @@ def _build(entry: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _base_post_init(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
-    """PreTrainedConfig.__post_init__ (transformers/configuration_utils.py), for a class without sub-configs."""
+    """PreTrainedConfig.__post_init__ (transformers/configuration_utils.py)."""
     fields, amap = entry["fields"], entry["attribute_map"]
+    for key, spec in entry.get("sub_configs", {}).items():
+        _create_subconfig(obj, key, spec)
     torch_dtype = kwargs.pop("torch_dtype", None)
     if torch_dtype is not None:
         obj["dtype"] = obj["dtype"] if obj["dtype"] is not None else torch_dtype
@@ -227,10 +272,15 @@ def _base_post_init(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str
             raise _Fallback("id2label") from exc
     if obj.get("problem_type") is not None or "num_labels" in kwargs:
         raise _Fallback("problem_type")
-    if "rope_parameters" in fields:
+    if "rope_parameters" in fields and entry.get("rope_convert"):
+        kwargs = _ROPE_CONVERSIONS[entry["rope_convert"]](entry, obj, kwargs)
+    elif "rope_parameters" in fields:
         kwargs = _convert_rope(entry, obj, kwargs)
     elif kwargs.get("rope_scaling") and kwargs.get("rope_theta"):
-        raise _Fallback("rope without rope_parameters")
+        # a class without the field (a composite whose config.json repeats its text keys flat, as Qwen2.5-VL's do):
+        # transformers warns and converts anyway, setting rope_parameters as a plain attribute
+        obj["rope_parameters"] = None
+        kwargs = _convert_rope(entry, obj, kwargs)
     for name in TABLE["generation_params"]:
         kwargs.pop(name, None)
     for name in ("name_or_path", "_commit_hash", "output_attentions", "attn_implementation", "experts_implementation"):
@@ -257,9 +307,34 @@ def _base_post_init(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str
             raise _Fallback(key)
 
 
+def _create_subconfig(obj: dict[str, Any], key: str, spec: dict[str, Any]) -> None:
+    """SubConfigSpec.create_subconfig (transformers/configuration_utils.py) for one of ``sub_configs_defaults``: a
+    dict builds the spec's class (under AutoConfig specs, the class of the dict's own model_type, else the spec's
+    default), None builds it from the spec's init_kwargs unless the spec is optional. The class must be in the
+    table too."""
+    value = obj.get(key)
+    if value is None and spec["optional"]:
+        return
+    if value is not None and not isinstance(value, dict):
+        raise _Fallback(key)  # a config instance cannot come from JSON; anything else is a TypeError in transformers
+    model_type = spec["model_type"]
+    if spec["auto"] and value is not None:
+        model_type = value.get("model_type", model_type)
+        if not isinstance(model_type, str) or not model_type:
+            raise _Fallback(key)
+    sub_entry = TABLE["types"].get(model_type) if isinstance(model_type, str) else None
+    if sub_entry is None:
+        raise _Fallback(f"{key} of type {model_type}")
+    kwargs = copy.deepcopy(value) if value is not None else copy.deepcopy(spec["init_kwargs"])
+    sub = _build(sub_entry, kwargs)
+    obj[key] = _replayed(sub_entry, model_type, sub)
+
+
 def _convert_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     """RotaryEmbeddingConfigMixin.convert_rope_params_to_dict + standardize_rope_params (modeling_rope_utils.py),
     flat (one dict for every layer) parameters only."""
+    for rule in entry.get("rope_rules", ()):  # the class's own convert_rope_params_to_dict, before the base one
+        _RULES[rule](obj, kwargs)
     rope_scaling = kwargs.pop("rope_scaling", None)
     rope = rope_scaling or obj["rope_parameters"]
     rope = copy.deepcopy(rope) if rope is not None else {}
@@ -275,6 +350,9 @@ def _convert_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, 
         rope.setdefault("partial_rotary_factor", partial)
     if rope or obj.get("rope_theta"):
         rope.setdefault("rope_type", rope.get("type", "default"))  # "type": the legacy name of rope_type
+        default_type = entry.get("default_rope_type", "default")
+        if default_type != "default" and rope["rope_type"] == "default":
+            rope["rope_type"] = default_type  # standardize_rope_params: the class's default_rope_type (axial)
         rope.setdefault("rope_theta", obj.get("rope_theta"))
         if obj.get("partial_rotary_factor") is not None:
             rope.setdefault("partial_rotary_factor", obj["partial_rotary_factor"])
@@ -285,6 +363,113 @@ def _convert_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, 
                 rope.setdefault("original_max_position_embeddings", _attr(entry, obj, "max_position_embeddings"))
     obj["rope_parameters"] = rope
     return kwargs
+
+
+def _gemma3_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Gemma 3 text's convert_rope_params_to_dict: parameters per attention kind (full layers take rope_scaling and
+    rope_theta, default theta "global"; sliding layers rope_local_base_freq, default "local"), both keys popped
+    whatever the dict holds; then standardize_rope_params."""
+    rope_scaling = kwargs.pop("rope_scaling", None)
+    rope = obj["rope_parameters"]
+    rope = copy.deepcopy(rope) if rope is not None else {"sliding_attention": {"rope_type": "default"},
+                                                         "full_attention": {"rope_type": "default"}}
+    theta = entry["default_theta"]
+    if not isinstance(rope, dict) or not isinstance(theta, dict):
+        raise _Fallback("rope_parameters")
+    if rope_scaling is not None:
+        if not isinstance(rope.get("full_attention"), dict) or not isinstance(rope_scaling, dict):
+            raise _Fallback("rope_scaling")
+        rope["full_attention"].update(rope_scaling)
+    if rope.get("full_attention") is None:
+        rope["full_attention"] = {"rope_type": "default"}
+    full_theta = kwargs.pop("rope_theta", theta["global"])
+    if not isinstance(rope["full_attention"], dict):
+        raise _Fallback("rope_parameters")
+    rope["full_attention"].setdefault("rope_theta", full_theta)
+    if rope.get("sliding_attention") is None:
+        rope["sliding_attention"] = {"rope_type": "default"}
+    local_theta = kwargs.pop("rope_local_base_freq", theta["local"])
+    if not isinstance(rope["sliding_attention"], dict):
+        raise _Fallback("rope_parameters")
+    rope["sliding_attention"].setdefault("rope_theta", local_theta)
+    obj["rope_parameters"] = rope
+    _standardize_rope(entry, obj)
+    return kwargs
+
+
+def _mrope_as_default_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Qwen2.5-VL text's convert_rope_params_to_dict: rope_scaling or rope_parameters, rope_theta from the kwargs
+    (popped whatever the dict holds) or the class default, the legacy rope_type "mrope" read as "default" (its
+    mrope_section stays); no partial_rotary_factor; then standardize_rope_params."""
+    rope_scaling = kwargs.pop("rope_scaling", None)
+    rope = rope_scaling or obj["rope_parameters"]
+    rope = copy.deepcopy(rope) if rope is not None else {}
+    if not isinstance(rope, dict):
+        raise _Fallback("rope_parameters")
+    theta = kwargs.pop("rope_theta", entry["default_theta"])
+    rope.setdefault("rope_theta", theta)
+    if rope.get("rope_type", rope.get("type")) == "mrope":
+        rope["rope_type"] = "default"
+    obj["rope_parameters"] = rope
+    _standardize_rope(entry, obj)
+    return kwargs
+
+
+def _standardize_rope(entry: dict[str, Any], obj: dict[str, Any]) -> None:
+    """RotaryEmbeddingConfigMixin.standardize_rope_params: one dict, or one per layer type when its keys are this
+    config's layer types (nested_rope_parameter_keys)."""
+    rope = obj["rope_parameters"] or {}
+    theta, partial = obj.get("rope_theta"), obj.get("partial_rotary_factor")
+    default_type = entry.get("default_rope_type", "default")
+    nested = _nested_rope_keys(obj, rope)
+    if not (rope or theta):
+        return
+    if not nested:
+        if not isinstance(rope, dict):
+            raise _Fallback("rope_parameters")
+        rope.setdefault("rope_type", rope.get("type", "default"))
+        rope.setdefault("rope_theta", theta)
+        if partial is not None:
+            rope.setdefault("partial_rotary_factor", partial)
+        if default_type != "default" and rope["rope_type"] == "default":
+            rope["rope_type"] = default_type
+        if rope["rope_type"] in ("llama3", "yarn", "longrope"):
+            if "original_max_position_embeddings" in obj:
+                rope["original_max_position_embeddings"] = obj["original_max_position_embeddings"]
+            else:
+                rope.setdefault("original_max_position_embeddings", _attr(entry, obj, "max_position_embeddings"))
+        obj["rope_parameters"] = rope
+        return
+    for layer_type in nested:
+        params = rope[layer_type]
+        if params is None:
+            continue
+        if not isinstance(params, dict):
+            raise _Fallback("rope_parameters")
+        params.setdefault("rope_type", params.get("type", "default"))
+        params.setdefault("rope_theta", theta)
+        if partial is not None:
+            params.setdefault("partial_rotary_factor", partial)
+        if params["rope_type"] in ("llama3", "yarn", "longrope"):
+            params.setdefault("original_max_position_embeddings", _attr(entry, obj, "max_position_embeddings"))
+        if default_type != "default" and params["rope_type"] == "default":
+            params["rope_type"] = default_type
+
+
+def _nested_rope_keys(obj: dict[str, Any], rope: Any) -> list[str]:
+    """RotaryEmbeddingConfigMixin.nested_rope_parameter_keys: the keys of the dict that are this config's layer
+    types (classes with _rope_type_labels are not in the table)."""
+    labels = obj.get("layer_types") or ()
+    return [key for key in rope if key in labels] if isinstance(rope, dict) else []
+
+
+def _bidirectional_window(obj: dict[str, Any], as_dict: dict[str, Any]) -> None:
+    """Gemma 3 text's to_dict: a bidirectional model serialises the window __post_init__ converted from."""
+    if obj.get("use_bidirectional_attention"):
+        try:
+            as_dict["sliding_window"] = (obj["sliding_window"] - 1) * 2
+        except TypeError as exc:
+            raise _Fallback("sliding_window") from exc
 
 
 def _attr(entry: dict[str, Any], obj: dict[str, Any], name: str) -> Any:
@@ -307,25 +492,33 @@ def _validate_layer_type(obj: dict[str, Any]) -> None:
 
 
 def _validate_rope(obj: dict[str, Any]) -> None:
-    """RotaryEmbeddingConfigMixin.validate_rope: the required keys per rope_type, and an even rotary dimension."""
+    """RotaryEmbeddingConfigMixin.validate_rope: the required keys per rope_type, and an even rotary dimension, for
+    the one dict or each dict nested by layer type."""
     rope = obj.get("rope_parameters")
     if not rope:
         return
-    rope_type = rope.get("rope_type", "default")
-    required = TABLE["rope_required"].get(rope_type)
-    if required is None:
-        raise _Fallback(f"rope_type {rope_type}")
-    if set(required) - (set(rope) - {"type"}):  # _check_received_keys
-        raise _Fallback("rope keys")  # KeyError in transformers
-    head_dim = obj.get("head_dim")
-    partial = rope.get("partial_rotary_factor", 1.0)
-    if isinstance(head_dim, int) and head_dim > 4 and head_dim % 2:
-        try:
-            odd = int(head_dim * partial) == head_dim
-        except (TypeError, ValueError) as exc:
-            raise _Fallback("partial_rotary_factor") from exc
-        if odd:
-            raise _Fallback("odd rotary dimension")
+    nested = _nested_rope_keys(obj, rope)
+    for params in ([rope[key] for key in nested] if nested else [rope]):
+        if params is None:
+            continue  # a NoPE layer type
+        if not isinstance(params, dict):
+            raise _Fallback("rope_parameters")
+        rope_type = params.get("rope_type", params.get("type", "default"))
+        params["rope_type"] = rope_type
+        required = TABLE["rope_required"].get(rope_type)
+        if required is None:
+            raise _Fallback(f"rope_type {rope_type}")
+        if set(required) - (set(params) - {"type"}):  # _check_received_keys
+            raise _Fallback("rope keys")  # KeyError in transformers
+        head_dim = obj.get("head_dim")
+        partial = params.get("partial_rotary_factor", 1.0)
+        if isinstance(head_dim, int) and head_dim > 4 and head_dim % 2:
+            try:
+                odd = int(head_dim * partial) == head_dim
+            except (TypeError, ValueError) as exc:
+                raise _Fallback("partial_rotary_factor") from exc
+            if odd:
+                raise _Fallback("odd rotary dimension")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -444,6 +637,124 @@ def _qk_head_dim_sum(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
         raise _Fallback("qk_head_dim") from exc
 
 
+def _head_dim_or(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Qwen3-VL-MoE text: ``head_dim or hidden_size // num_attention_heads`` (a head_dim of 0 is recomputed too)."""
+    obj["head_dim"] = obj["head_dim"] or _floordiv(obj["hidden_size"], obj["num_attention_heads"])
+
+
+def _head_dim_always(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Pixtral's vision config: head_dim is always hidden_size // num_attention_heads."""
+    obj["head_dim"] = _floordiv(obj["hidden_size"], obj["num_attention_heads"])
+
+
+def _sliding_none(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    obj["sliding_window"] = None
+
+
+def _gemma3_sliding_pattern(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Gemma 3 text: a bidirectional window is halved plus one; every ``sliding_window_pattern``-th layer (6 unless
+    the config says) attends fully. The pattern is read, not popped, so it is also set as an attribute later."""
+    if obj["use_bidirectional_attention"]:
+        try:
+            obj["sliding_window"] = (obj["sliding_window"] // 2) + 1
+        except TypeError as exc:
+            raise _Fallback("sliding_window") from exc
+    pattern = kwargs.get("sliding_window_pattern", 6)
+    obj["_sliding_window_pattern"] = pattern
+    if obj["layer_types"] is None:
+        try:
+            obj["layer_types"] = ["sliding_attention" if bool((i + 1) % pattern) else "full_attention"
+                                  for i in range(obj["num_hidden_layers"])]
+        except (TypeError, ZeroDivisionError) as exc:
+            raise _Fallback("sliding_window_pattern") from exc
+
+
+def _llama4_layers(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Llama 4 text: KV heads, the NoPE layers (every no_rope_layer_interval-th layer has no RoPE), head_dim, the
+    MoE layers (every interleave_moe_layer_step-th) and, with attention_chunk_size, chunked attention on RoPE
+    layers."""
+    if obj["num_key_value_heads"] is None:
+        obj["num_key_value_heads"] = obj["num_attention_heads"]
+    try:
+        default_no_rope = [int((i + 1) % obj["no_rope_layer_interval"] != 0) for i in range(obj["num_hidden_layers"])]
+        obj["no_rope_layers"] = obj["no_rope_layers"] if obj["no_rope_layers"] else default_no_rope
+        if obj["head_dim"] is None:
+            obj["head_dim"] = obj["hidden_size"] // obj["num_attention_heads"]
+        if obj["moe_layers"] is None:
+            step = obj["interleave_moe_layer_step"]
+            obj["moe_layers"] = list(range(step - 1, obj["num_hidden_layers"], step))
+        if obj["layer_types"] is None:
+            chunked = obj["attention_chunk_size"] is not None
+            obj["layer_types"] = ["chunked_attention" if no_rope and chunked else "full_attention"
+                                  for no_rope in obj["no_rope_layers"]]
+    except (TypeError, ValueError, ZeroDivisionError) as exc:
+        raise _Fallback("llama4 layers") from exc
+
+
+def _glm_dsa_layers(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """GLM-5 (glm_moe_dsa): the indexer per layer (an "F"/"S" pattern, else every index_topk_freq-th layer from
+    index_skip_topk_offset keeps its own top-k), the MLA head dims, dense layers first, every layer indexed
+    attention, and num_experts as the routed experts. The index_* keys are read, not popped."""
+    try:
+        if obj["indexer_types"] is None:
+            pattern = kwargs.get("index_topk_pattern")
+            if pattern is not None:
+                obj["indexer_types"] = ([{"F": "full", "S": "shared"}[c] for c in pattern] if isinstance(pattern, str)
+                                        else list(pattern))
+            else:
+                freq = max(kwargs.get("index_topk_freq", 1), 1)
+                offset = kwargs.get("index_skip_topk_offset", 2)
+                obj["indexer_types"] = ["full" if (max(i - offset + 1, 0) % freq) == 0 else "shared"
+                                        for i in range(obj["num_hidden_layers"])]
+        obj["qk_head_dim"] = obj["qk_nope_head_dim"] + obj["qk_rope_head_dim"]
+        obj["head_dim"] = obj["qk_rope_head_dim"]
+        if obj["mlp_layer_types"] is None:
+            n_dense = min(obj["first_k_dense_replace"], obj["num_hidden_layers"])
+            obj["mlp_layer_types"] = ["dense"] * n_dense + ["sparse"] * (obj["num_hidden_layers"] - n_dense)
+        if obj["layer_types"] is None:
+            obj["layer_types"] = ["indexed_attention"] * obj["num_hidden_layers"]
+    except (TypeError, ValueError, KeyError, ZeroDivisionError) as exc:
+        raise _Fallback("glm_moe_dsa layers") from exc
+    if (num_experts := kwargs.get("num_experts")) is not None:
+        obj["n_routed_experts"] = num_experts
+
+
+def _vision_type_fix(obj: dict[str, Any], kwargs: dict[str, Any], old: str, new: str) -> None:
+    """Qwen-VL composites: an old checkpoint's vision_config names the composite's model_type; the vision type is
+    meant (the dict is changed in place, as transformers does)."""
+    vision = obj["vision_config"]
+    if isinstance(vision, dict) and vision.get("model_type") == old:
+        vision["model_type"] = new
+
+
+def _partial_from_rotary_dim(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """MiniMax-M2's convert_rope_params_to_dict: a legacy rotary_dim sets partial_rotary_factor (rotary_dim /
+    head_dim) unless the config gives one."""
+    rotary_dim = kwargs.get("rotary_dim", obj.get("rotary_dim"))
+    if rotary_dim is not None:
+        try:
+            kwargs.setdefault("partial_rotary_factor", rotary_dim / obj["head_dim"])
+        except (TypeError, ZeroDivisionError, KeyError) as exc:
+            raise _Fallback("rotary_dim") from exc
+
+
+def _text_config_from_flat(obj: Any, kwargs: dict[str, Any]) -> None:
+    """Qwen2.5-VL: a config.json without text_config (the released checkpoints are flat) has its text config made
+    of the keys the text class's __init__ takes (its signature, compiled: entry["flat_text_params"]) plus the RoPE
+    keys, popped from the composite's kwargs; its dtype is torch_dtype (or dtype) as given, read not popped."""
+    if obj["text_config"] is None:
+        params = [*obj.entry["flat_text_params"], "rope_parameters", "rope_scaling", "rope_theta"]
+        text = {key: kwargs.pop(key) for key in params if key in kwargs}
+        text["dtype"] = kwargs.get("torch_dtype", kwargs.get("dtype"))
+        obj["text_config"] = text
+
+
+def _tie_from_text(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Qwen2.5-VL, after the base __post_init__: a text config that ties its embeddings ties the composite's."""
+    if not obj["tie_word_embeddings"] and getattr(obj["text_config"], "tie_word_embeddings", False):
+        obj["tie_word_embeddings"] = True
+
+
 def _floordiv(a: Any, b: Any) -> Any:
     try:
         return a // b
@@ -460,7 +771,7 @@ def _hidden_divisible_by_heads(obj: dict[str, Any]) -> None:
         raise _Fallback("hidden_size % num_attention_heads")
 
 
-_RULES = {
+_RULES: dict[str, Callable[..., None]] = {
     "head_dim_default": _head_dim_default,
     "kv_heads_default": _kv_heads_default,
     "sliding_if_used": _sliding_if_used,
@@ -477,7 +788,19 @@ _RULES = {
     "layer_types_linear_interval": _layer_types_linear_interval,
     "mlp_layer_types_first_dense": _mlp_layer_types_first_dense,
     "qk_head_dim_sum": _qk_head_dim_sum,
+    "head_dim_or": _head_dim_or,
+    "head_dim_always": _head_dim_always,
+    "sliding_none": _sliding_none,
+    "gemma3_sliding_pattern": _gemma3_sliding_pattern,
+    "llama4_layers": _llama4_layers,
+    "glm_dsa_layers": _glm_dsa_layers,
+    "vision_type_fix": _vision_type_fix,
+    "partial_from_rotary_dim": _partial_from_rotary_dim,
+    "text_config_from_flat": _text_config_from_flat,
+    "tie_from_text": _tie_from_text,  # with two arguments: "vision_type_fix:<old type>:<new type>"
 }
+_ROPE_CONVERSIONS = {"gemma3": _gemma3_rope, "mrope_as_default": _mrope_as_default_rope}
+_TO_DICT_RULES = {"bidirectional_window": _bidirectional_window}
 _VALIDATORS = {"hidden_divisible_by_heads": _hidden_divisible_by_heads}
 RULE_NAMES = frozenset(_RULES)
 VALIDATOR_NAMES = frozenset(_VALIDATORS)
