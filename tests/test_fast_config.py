@@ -111,12 +111,12 @@ def test_covered_types_on_fixtures():
     assert {"llama", "qwen2", "qwen3", "qwen3_moe", "mistral", "mixtral", "gpt_oss", "deepseek_v3", "gemma2",
             "bert", "gpt2", "qwen3_next", "glm4_moe_lite", "minimax_m2",
             # composite text + vision configs and the newest families
-            "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe", "glm_moe_dsa", "gemma3", "qwen2_5_vl"} <= covered  # fmt: skip
+            "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe", "glm_moe_dsa", "gemma3", "qwen2_5_vl", "phi3"} <= covered  # fmt: skip
     assert TABLE["transformers"]
     for path in CONFIGS:  # and the fixtures of the types added with their computations really take the fast path
         config = _load(path)
         if config.get("model_type") in ("qwen3_next", "glm4_moe_lite", "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe",
-                                        "glm_moe_dsa", "minimax_m2", "gemma3", "qwen2_5_vl"):
+                                        "glm_moe_dsa", "minimax_m2", "gemma3", "qwen2_5_vl", "phi3"):
             assert fast_config.fast_normalise(copy.deepcopy(config)) is not None, path
 
 
@@ -175,6 +175,17 @@ _COMPUTED = [
     {"model_type": "qwen2_5_vl", "text_config": {"tie_word_embeddings": True, "num_hidden_layers": 2,
                                                  "use_sliding_window": True, "sliding_window": 64, "max_window_layers": 1}},
     {"model_type": "qwen2_5_vl", "num_hidden_layers": 2, "rope_scaling": {"rope_type": "yarn", "factor": 2.0}},
+    # Phi-3: the legacy "su" type read as longrope with its factor lists checked against the rotary dimension, its
+    # own default theta, partial_rotary_factor read from the config
+    {"model_type": "phi3", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+     "original_max_position_embeddings": 4096, "max_position_embeddings": 131072,
+     "rope_scaling": {"type": "su", "short_factor": [1.0] * 32, "long_factor": [2.0] * 32}},
+    {"model_type": "phi3", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+     "partial_rotary_factor": 0.5, "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 16,
+                                                     "long_factor": [1.0] * 16, "original_max_position_embeddings": 4096}},
+    {"model_type": "phi3", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+     "original_max_position_embeddings": 4096,
+     "rope_scaling": {"type": "su", "short_factor": [1.0] * 7, "long_factor": [2.0] * 32}},  # wrong length: rejected
 ]  # fmt: skip
 
 
@@ -194,10 +205,10 @@ def test_added_types_take_the_fast_path():
     accepted = [c for c in _COMPUTED if fast_config.fast_normalise(copy.deepcopy(c)) is not None]
     assert {c["model_type"] for c in accepted} == {"qwen2_moe", "qwen3_next", "glm4_moe_lite", "glm_moe_dsa", "llama4",
                                                     "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "mistral3", "gemma3",
-                                                    "gemma3_text", "qwen2_5_vl"}
+                                                    "gemma3_text", "qwen2_5_vl", "phi3"}
     # max_window_layers None, interval 0, an unknown indexer letter, NoPE interval 0, a list as text_config, a
-    # sub-config type outside the table, a sliding pattern of 0
-    rejected = [_COMPUTED[i] for i in (3, 7, 16, 19, 24, 26, 31)]
+    # sub-config type outside the table, a sliding pattern of 0, Phi-3 factors of the wrong length
+    rejected = [_COMPUTED[i] for i in (3, 7, 16, 19, 24, 26, 31, 37)]
     for config in rejected:
         assert fast_config.fast_normalise(copy.deepcopy(config)) is None, config
 

@@ -415,6 +415,35 @@ def _mrope_as_default_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: d
     return kwargs
 
 
+def _phi3_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, Any], legacy_after: bool = False
+               ) -> dict[str, Any]:
+    """Phi-3's convert_rope_params_to_dict: rope_theta from the kwargs (popped) or 10,000 (its own default argument,
+    not the class's default_theta), partial_rotary_factor from the kwargs (read, not popped) or 1.0, the legacy rope
+    types "su" and "yarn" read as "longrope", then standardize_rope_params. In transformers 5.24 (``legacy_after``)
+    the legacy type is renamed after standardizing and only when it is the rope_type, so a longrope dict then misses
+    the original_max_position_embeddings standardizing would have copied in (and validation rejects it)."""
+    rope_scaling = kwargs.pop("rope_scaling", None)
+    rope = rope_scaling or obj["rope_parameters"]
+    rope = copy.deepcopy(rope) if rope is not None else {}
+    if not isinstance(rope, dict):
+        raise _Fallback("rope_parameters")
+    theta = kwargs.pop("rope_theta", 10_000.0)
+    rope.setdefault("rope_theta", theta)
+    rope.setdefault("partial_rotary_factor", kwargs.get("partial_rotary_factor", 1.0))
+    if not legacy_after and rope.get("rope_type", rope.get("type")) in ("su", "yarn"):
+        rope["rope_type"] = "longrope"
+    obj["rope_parameters"] = rope
+    _standardize_rope(entry, obj)
+    rope = obj["rope_parameters"]
+    if legacy_after and isinstance(rope, dict) and rope.get("rope_type") in ("su", "yarn"):
+        rope["rope_type"] = "longrope"
+    return kwargs
+
+
+def _phi3_rope_524(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    return _phi3_rope(entry, obj, kwargs, legacy_after=True)
+
+
 def _standardize_rope(entry: dict[str, Any], obj: dict[str, Any]) -> None:
     """RotaryEmbeddingConfigMixin.standardize_rope_params: one dict, or one per layer type when its keys are this
     config's layer types (nested_rope_parameter_keys)."""
@@ -613,11 +642,17 @@ def _layer_types_linear_interval(obj: dict[str, Any], kwargs: dict[str, Any]) ->
     """Qwen3-Next: every full_attention_interval-th layer attends fully, the others are linear attention."""
     if obj["layer_types"] is None:
         interval = kwargs.pop("full_attention_interval", 4)
-        try:
-            obj["layer_types"] = ["linear_attention" if bool((i + 1) % interval) else "full_attention"
-                                  for i in range(obj["num_hidden_layers"])]
-        except (TypeError, ZeroDivisionError) as exc:
-            raise _Fallback("full_attention_interval") from exc
+        obj["layer_types"] = _every_nth_full(obj["num_hidden_layers"], interval, "linear_attention",
+                                             "full_attention_interval")
+
+
+def _every_nth_full(num_layers: Any, interval: Any, other: str, what: str) -> list[str]:
+    """Every ``interval``-th layer "full_attention", the rest ``other`` (``bool((i + 1) % interval)``, as the config
+    classes write it); a value that raises there falls back."""
+    try:
+        return [other if bool((i + 1) % interval) else "full_attention" for i in range(num_layers)]
+    except (TypeError, ZeroDivisionError) as exc:
+        raise _Fallback(what) from exc
 
 
 def _mlp_layer_types_first_dense(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
@@ -662,11 +697,8 @@ def _gemma3_sliding_pattern(obj: dict[str, Any], kwargs: dict[str, Any]) -> None
     pattern = kwargs.get("sliding_window_pattern", 6)
     obj["_sliding_window_pattern"] = pattern
     if obj["layer_types"] is None:
-        try:
-            obj["layer_types"] = ["sliding_attention" if bool((i + 1) % pattern) else "full_attention"
-                                  for i in range(obj["num_hidden_layers"])]
-        except (TypeError, ZeroDivisionError) as exc:
-            raise _Fallback("sliding_window_pattern") from exc
+        obj["layer_types"] = _every_nth_full(obj["num_hidden_layers"], pattern, "sliding_attention",
+                                             "sliding_window_pattern")
 
 
 def _llama4_layers(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
@@ -762,6 +794,28 @@ def _floordiv(a: Any, b: Any) -> Any:
         raise _Fallback("head_dim") from exc
 
 
+def _phi3_rope_checks(obj: dict[str, Any]) -> None:
+    """Phi-3's validate_rope after the base one: the type default or longrope, and short/long factors lists of
+    numbers of rotary dimension / 2 entries each."""
+    rope = obj.get("rope_parameters")
+    if not isinstance(rope, dict):
+        raise _Fallback("rope_parameters")
+    try:
+        rotary_ndims = int(obj["hidden_size"] // obj["num_attention_heads"] * rope["partial_rotary_factor"])
+    except (TypeError, ValueError, KeyError, ZeroDivisionError) as exc:
+        raise _Fallback("partial_rotary_factor") from exc
+    if rope.get("rope_type") not in ("default", "longrope"):
+        raise _Fallback("rope_type")
+    for key in ("short_factor", "long_factor"):
+        factor = rope.get(key)
+        if factor is None:
+            continue
+        if not (isinstance(factor, list) and all(isinstance(x, (int, float)) for x in factor)):
+            raise _Fallback(key)
+        if len(factor) != rotary_ndims // 2:
+            raise _Fallback(key)
+
+
 def _hidden_divisible_by_heads(obj: dict[str, Any]) -> None:
     try:
         bad = obj["hidden_size"] % obj["num_attention_heads"] != 0
@@ -799,9 +853,10 @@ _RULES: dict[str, Callable[..., None]] = {
     "text_config_from_flat": _text_config_from_flat,
     "tie_from_text": _tie_from_text,  # with two arguments: "vision_type_fix:<old type>:<new type>"
 }
-_ROPE_CONVERSIONS = {"gemma3": _gemma3_rope, "mrope_as_default": _mrope_as_default_rope}
+_ROPE_CONVERSIONS = {"gemma3": _gemma3_rope, "mrope_as_default": _mrope_as_default_rope, "phi3": _phi3_rope,
+                     "phi3_524": _phi3_rope_524}
 _TO_DICT_RULES = {"bidirectional_window": _bidirectional_window}
-_VALIDATORS = {"hidden_divisible_by_heads": _hidden_divisible_by_heads}
+_VALIDATORS = {"hidden_divisible_by_heads": _hidden_divisible_by_heads, "phi3_rope_checks": _phi3_rope_checks}
 RULE_NAMES = frozenset(_RULES)
 VALIDATOR_NAMES = frozenset(_VALIDATORS)
 
