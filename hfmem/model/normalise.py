@@ -3,6 +3,7 @@ fields set; never remote code), with a cache that replays the outcome on later r
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -65,7 +66,9 @@ def _normalise_config(config: dict[str, Any]) -> Normalised:
         logging.getLogger("transformers").setLevel(logging.ERROR)
         with _warnings.catch_warnings():
             _warnings.simplefilter("ignore")
-            kwargs = {k: v for k, v in config.items() if k != "model_type"}
+            # a copy: config classes edit nested dicts in place (RoPE parameters, a vision_config's model_type), and
+            # the replay cache's key is the config.json as read, before and after this call
+            kwargs = copy.deepcopy({k: v for k, v in config.items() if k != "model_type"})
             full = AutoConfig.for_model(model_type, **kwargs)
             text = full.get_text_config(decoder=True)
         return full, text, "transformers", notes
@@ -204,7 +207,14 @@ def _record(obj: Any, depth: int = 0) -> dict[str, Any]:
         try:
             value = getattr(obj, name)
         except Exception:
-            continue  # raises on the real object too; _get treats that as absent, and so does the replay
+            # raises on the real object (a heterogeneous per-layer config's attribute that differs by layer):
+            # architecture._get then reads the instance's stored value, so the replay answers that value
+            try:
+                value = object.__getattribute__(obj, "__dict__").get(name)
+            except Exception:
+                value = None
+            if value is None:
+                continue
         if callable(value) and not hasattr(value, "to_dict"):
             continue
         recorded = _record_value(value, depth)
@@ -224,8 +234,10 @@ def _record_value(value: Any, depth: int) -> Any:
             faithful = False
         if faithful:
             return packed
-        if isinstance(value, dict) and all(isinstance(v, type) for v in value.values()):
-            return _OPAQUE  # sub_configs: {name: config class}, class metadata hfmem never reads
+        if isinstance(value, dict) and all(_class_metadata(v) for v in value.values()):
+            # sub_configs ({name: config class}) and sub_configs_defaults ({name: SubConfigSpec}): class metadata
+            # hfmem never reads
+            return _OPAQUE
         raise _Unfaithful(type(value).__name__)
     if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
         return str(value)  # "torch.bfloat16": what hfmem does with it is str(dtype).replace("torch.", "")
@@ -236,6 +248,12 @@ def _record_value(value: Any, depth: int) -> Any:
     if type(value).__module__.startswith("transformers.") and type(value).__name__.startswith("_"):
         return _OPAQUE  # transformers-internal views (per_layer_config): hfmem reads those from to_dict()
     raise _Unfaithful(type(value).__name__)  # e.g. a torch.dtype: not stored, transformers runs each time
+
+
+def _class_metadata(value: Any) -> bool:
+    """A config class, or a transformers object that is not a config (configuration_utils.SubConfigSpec)."""
+    return isinstance(value, type) or (type(value).__module__.startswith("transformers.")
+                                       and not hasattr(value, "to_dict"))
 
 
 def _replay(obj: Any) -> Any:
