@@ -157,7 +157,9 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
     # Only __post_init__ and validate_* are replayed (by catalogued source); a class that overrides any other method
     # of PreTrainedConfig or its mixins (to_dict, __setattr__, convert_rope_params_to_dict, get_text_config, ...)
     # computes something this table does not know. The dataclass decorator's own methods are generated.
-    overridden = sorted({n for c in mro for n, v in vars(c).items()
+    # (every class of the model's own modules, mixins too, not only PreTrainedConfig subclasses)
+    own = [c for c in cls.__mro__ if c.__module__.startswith("transformers.models.")]
+    overridden = sorted({n for c in own for n, v in vars(c).items()
                          if callable(v) and not isinstance(v, type) and n != "__post_init__"
                          and not (n.startswith("validate") and n != "validate")
                          and not (n in _GENERATED and (n not in ("__setattr__", "validate")
@@ -168,7 +170,7 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
     rope_convert: str | None = None
     to_dict_rules: list[str] = []
     for name in list(overridden):
-        owners = [c for c in mro if name in vars(c)]
+        owners = [c for c in own if name in vars(c)]
         key = _src_key(vars(owners[0])[name])
         if len(owners) > 1:
             continue  # an override of an override: its super() is not the base method

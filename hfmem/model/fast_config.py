@@ -3,12 +3,14 @@ transformers' config classes (``scripts/compile_configs.py`` writes ``hfmem.mode
 
 The table holds, per model_type, what ``AutoConfig.for_model(model_type, **config)`` does for the classes it covers:
 the dataclass fields with their defaults and declared types, ``attribute_map``, and the names of the computations the
-class's ``__post_init__`` and ``validate_*`` methods perform (matched by their source text when the table was
-compiled, so an edited class is not covered until it is recompiled). This module replays the base
-``PreTrainedConfig.__post_init__`` (transformers/configuration_utils.py) and those computations. Whatever it cannot
-vouch for (a value of a type the strict dataclass would reject, nested or unknown RoPE parameters, per-layer
-configs, a model_type or transformers version the table does not cover) returns None and the caller imports
-transformers as before: the fast path never guesses.
+class's ``__post_init__`` and ``validate_*`` methods perform, and of the few overrides of ``to_dict`` and
+``convert_rope_params_to_dict`` it knows (matched by their source text when the table was compiled, so an edited
+class is not covered until it is recompiled), and for composite (text + vision) classes the sub-configs
+``sub_configs_defaults`` builds. This module replays the base ``PreTrainedConfig.__post_init__``
+(transformers/configuration_utils.py), sub-configs included, and those computations. Whatever it cannot vouch for
+(a value of a type the strict dataclass would reject, RoPE parameters nested by layer type outside a catalogued
+conversion, an unknown RoPE type, per-layer configs, a sub-config or model_type or transformers version the table
+does not cover) returns None and the caller imports transformers as before: the fast path never guesses.
 
 The table covers every transformers release it was compiled and verified under (``TABLE["releases"]``): its body is
 the newest release's knowledge, and each other release carries an overlay of what differs from it (per model_type
@@ -380,18 +382,14 @@ def _gemma3_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, A
         if not isinstance(rope.get("full_attention"), dict) or not isinstance(rope_scaling, dict):
             raise _Fallback("rope_scaling")
         rope["full_attention"].update(rope_scaling)
-    if rope.get("full_attention") is None:
-        rope["full_attention"] = {"rope_type": "default"}
-    full_theta = kwargs.pop("rope_theta", theta["global"])
-    if not isinstance(rope["full_attention"], dict):
-        raise _Fallback("rope_parameters")
-    rope["full_attention"].setdefault("rope_theta", full_theta)
-    if rope.get("sliding_attention") is None:
-        rope["sliding_attention"] = {"rope_type": "default"}
-    local_theta = kwargs.pop("rope_local_base_freq", theta["local"])
-    if not isinstance(rope["sliding_attention"], dict):
-        raise _Fallback("rope_parameters")
-    rope["sliding_attention"].setdefault("rope_theta", local_theta)
+    for kind, key, default in (("full_attention", "rope_theta", "global"),
+                               ("sliding_attention", "rope_local_base_freq", "local")):
+        if rope.get(kind) is None:
+            rope[kind] = {"rope_type": "default"}
+        kind_theta = kwargs.pop(key, theta[default])
+        if not isinstance(rope[kind], dict):
+            raise _Fallback("rope_parameters")
+        rope[kind].setdefault("rope_theta", kind_theta)
     obj["rope_parameters"] = rope
     _standardize_rope(entry, obj)
     return kwargs
