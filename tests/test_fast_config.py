@@ -111,12 +111,12 @@ def test_covered_types_on_fixtures():
     assert {"llama", "qwen2", "qwen3", "qwen3_moe", "mistral", "mixtral", "gpt_oss", "deepseek_v3", "gemma2",
             "bert", "gpt2", "qwen3_next", "glm4_moe_lite", "minimax_m2",
             # composite text + vision configs and the newest families
-            "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe", "glm_moe_dsa", "gemma3", "qwen2_5_vl", "phi3"} <= covered  # fmt: skip
+            "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe", "glm_moe_dsa", "gemma3", "qwen2_5_vl", "phi3", "kimi_linear"} <= covered  # fmt: skip
     assert TABLE["transformers"]
     for path in CONFIGS:  # and the fixtures of the types added with their computations really take the fast path
         config = _load(path)
         if config.get("model_type") in ("qwen3_next", "glm4_moe_lite", "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe",
-                                        "glm_moe_dsa", "minimax_m2", "gemma3", "qwen2_5_vl", "phi3"):
+                                        "glm_moe_dsa", "minimax_m2", "gemma3", "qwen2_5_vl", "phi3", "kimi_linear"):
             assert fast_config.fast_normalise(copy.deepcopy(config)) is not None, path
 
 
@@ -186,6 +186,12 @@ _COMPUTED = [
     {"model_type": "phi3", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
      "original_max_position_embeddings": 4096,
      "rope_scaling": {"type": "su", "short_factor": [1.0] * 7, "long_factor": [2.0] * 32}},  # wrong length: rejected
+    # Kimi-Linear: linear-attention sizes and 1-indexed layer lists from linear_attn_config, the default every-fourth
+    # layout, dense MLP layers, a list that leaves a layer untyped (rejected)
+    {"model_type": "kimi_linear", "num_hidden_layers": 6, "linear_attn_config": {
+        "head_dim": 64, "num_heads": 8, "short_conv_kernel_size": 3, "full_attn_layers": [3, 6], "kda_layers": [1, 2, 4, 5]}},
+    {"model_type": "kimi_linear", "num_hidden_layers": 9, "first_k_dense_replace": 3},
+    {"model_type": "kimi_linear", "num_hidden_layers": 4, "linear_attn_config": {"full_attn_layers": [4], "kda_layers": [1, 2]}},
 ]  # fmt: skip
 
 
@@ -205,10 +211,11 @@ def test_added_types_take_the_fast_path():
     accepted = [c for c in _COMPUTED if fast_config.fast_normalise(copy.deepcopy(c)) is not None]
     assert {c["model_type"] for c in accepted} == {"qwen2_moe", "qwen3_next", "glm4_moe_lite", "glm_moe_dsa", "llama4",
                                                     "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "mistral3", "gemma3",
-                                                    "gemma3_text", "qwen2_5_vl", "phi3"}
+                                                    "gemma3_text", "qwen2_5_vl", "phi3", "kimi_linear"}
     # max_window_layers None, interval 0, an unknown indexer letter, NoPE interval 0, a list as text_config, a
-    # sub-config type outside the table, a sliding pattern of 0, Phi-3 factors of the wrong length
-    rejected = [_COMPUTED[i] for i in (3, 7, 16, 19, 24, 26, 31, 37)]
+    # sub-config type outside the table, a sliding pattern of 0, Phi-3 factors of the wrong length, an untyped
+    # Kimi-Linear layer
+    rejected = [_COMPUTED[i] for i in (3, 7, 16, 19, 24, 26, 31, 37, 40)]
     for config in rejected:
         assert fast_config.fast_normalise(copy.deepcopy(config)) is None, config
 

@@ -240,10 +240,13 @@ def _build(entry: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     for rule in rules[:split]:
         name, *args = rule.split(":")
         _RULES[name](obj, kwargs, *args)
+    # the class's own code after super().__post_init__(**kwargs) still sees its kwargs as they were (the base
+    # pops from its own copy)
+    own_kwargs = dict(kwargs)
     _base_post_init(entry, obj, kwargs)
     for rule in rules[split + 1:]:
         name, *args = rule.split(":")
-        _RULES[name](obj, kwargs, *args)
+        _RULES[name](obj, own_kwargs, *args)
     for rule in entry["validators"]:
         _VALIDATORS[rule](obj)
     _validate_layer_type(obj)
@@ -644,6 +647,34 @@ def _layer_types_linear_interval(obj: dict[str, Any], kwargs: dict[str, Any]) ->
                                              "full_attention_interval")
 
 
+def _kimi_linear_layers(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Kimi-Linear, after the base __post_init__: the linear-attention sizes from the checkpoint's
+    linear_attn_config dict, the layer types from its 1-indexed full_attn_layers / kda_layers lists (else every
+    fourth layer from the fourth attends fully), dense MLP layers below first_k_dense_replace as the kwargs give it
+    (1 when it is a field, as there)."""
+    linear = kwargs.get("linear_attn_config", {})
+    try:
+        obj["linear_head_dim"] = linear.get("head_dim", obj["linear_head_dim"])
+        obj["linear_num_heads"] = linear.get("num_heads", obj["linear_num_heads"])
+        obj["linear_conv_kernel_dim"] = linear.get("short_conv_kernel_size", obj["linear_conv_kernel_dim"])
+        if obj["layer_types"] is None:
+            layers = obj["num_hidden_layers"]
+            if "full_attn_layers" in linear and "kda_layers" in linear:
+                types: list[Any] = [None] * layers
+                for layer in linear["full_attn_layers"]:
+                    types[layer - 1] = "full_attention"
+                for layer in linear["kda_layers"]:
+                    types[layer - 1] = "linear_attention"
+                obj["layer_types"] = types
+            else:
+                obj["layer_types"] = ["full_attention" if i and i % 4 == 0 else "linear_attention" for i in range(layers)]
+        if obj["mlp_layer_types"] is None:
+            dense = kwargs.get("first_k_dense_replace", 1)
+            obj["mlp_layer_types"] = ["dense" if i < dense else "sparse" for i in range(obj["num_hidden_layers"])]
+    except (AttributeError, TypeError, IndexError) as exc:
+        raise _Fallback("linear_attn_config") from exc
+
+
 def _every_nth_full(num_layers: Any, interval: Any, other: str, what: str) -> list[str]:
     """Every ``interval``-th layer "full_attention", the rest ``other`` (``bool((i + 1) % interval)``, as the config
     classes write it); a value that raises there falls back."""
@@ -849,7 +880,8 @@ _RULES: dict[str, Callable[..., None]] = {
     "vision_type_fix": _vision_type_fix,
     "partial_from_rotary_dim": _partial_from_rotary_dim,
     "text_config_from_flat": _text_config_from_flat,
-    "tie_from_text": _tie_from_text,  # with two arguments: "vision_type_fix:<old type>:<new type>"
+    "tie_from_text": _tie_from_text,
+    "kimi_linear_layers": _kimi_linear_layers,  # with two arguments: "vision_type_fix:<old type>:<new type>"
 }
 _ROPE_CONVERSIONS = {"gemma3": _gemma3_rope, "mrope_as_default": _mrope_as_default_rope, "phi3": _phi3_rope,
                      "phi3_524": _phi3_rope_524}
