@@ -239,7 +239,8 @@ def count_tensors(
         scheme.quantizer = quantizer
     notes: list[str] = []
     counted: list[CountedTensor] = []
-    embed = _find_input_embedding(entries)
+    # only a tied checkpoint compares its output head with the input embedding (a scan of every name otherwise)
+    embed = _find_input_embedding(entries) if tie_word_embeddings else None
     index_tables: list[str] = []
     # towers and projectors from the config's encoder sub-configs and the tensors' module paths (model/components.py),
     # one component per prefix; the name rules below decide the rest
