@@ -70,6 +70,8 @@ CANDIDATES = [
     # composite (text + vision) and frontier families
     "gemma3", "gemma3_text", "gemma4", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "llama4",
     "mistral3", "glm_moe_dsa", "deepseek_v4", "hunyuan_v1_moe",
+    "smollm3", "olmo3", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "exaone4", "lfm2", "apertus",
+    "glm4", "glm",
 ]  # fmt: skip
 
 _SOURCES: dict[str, str] = {}
@@ -131,6 +133,8 @@ def _jsonable(v: Any) -> Any:
         if not all(isinstance(k, str) for k in v):
             raise TypeError("non-string key")
         return {k: _jsonable(x) for k, x in v.items()}
+    if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")):
+        raise TypeError("non-finite float")  # not JSON, and not a Python literal pprint can write
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     raise TypeError(type(v).__name__)
@@ -336,7 +340,7 @@ def probe_configs(model_type: str) -> list[dict[str, Any]]:
             if isinstance(cfg, dict):  # a composite's sub-config of this type (Gemma 3's text_config, ...)
                 found += [dict(v, model_type=model_type) for v in cfg.values()
                           if isinstance(v, dict) and v.get("model_type") == model_type]
-    out: list[dict[str, Any]] = [{"model_type": model_type}]
+    out: list[dict[str, Any]] = _variations({"model_type": model_type})  # the defaults and their variations
     for cfg in found:
         for key, sub in cfg.items():  # a composite: its sub-configs varied as configs of their own
             if isinstance(sub, dict) and isinstance(sub.get("model_type"), str) and key.endswith("_config"):

@@ -192,6 +192,23 @@ _COMPUTED = [
         "head_dim": 64, "num_heads": 8, "short_conv_kernel_size": 3, "full_attn_layers": [3, 6], "kda_layers": [1, 2, 4, 5]}},
     {"model_type": "kimi_linear", "num_hidden_layers": 9, "first_k_dense_replace": 3},
     {"model_type": "kimi_linear", "num_hidden_layers": 4, "linear_attn_config": {"full_attn_layers": [4], "kda_layers": [1, 2]}},
+    # families with no fixture checkpoint: their defaults and the branches of their computations
+    {"model_type": "smollm3", "num_hidden_layers": 8, "no_rope_layer_interval": 4},
+    {"model_type": "smollm3", "num_hidden_layers": 8, "use_sliding_window": True, "sliding_window": 512,
+     "num_key_value_heads": None},
+    {"model_type": "olmo3", "num_hidden_layers": 8, "rope_theta": 5e5,
+     "rope_scaling": {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 8192}},
+    {"model_type": "seed_oss", "head_dim": None, "hidden_size": 1024, "num_attention_heads": 8},
+    {"model_type": "ernie4_5", "num_key_value_heads": None},
+    {"model_type": "hunyuan_v1_dense", "num_key_value_heads": None},
+    {"model_type": "exaone4", "num_hidden_layers": 8, "sliding_window": 1024, "sliding_window_pattern": 4},
+    {"model_type": "exaone4", "sliding_window": None},  # pattern 0: transformers raises, so this falls back
+    {"model_type": "lfm2", "num_hidden_layers": 6, "full_attn_idxs": [2, 5], "tie_embedding": False, "block_ff_dim": 2048},
+    {"model_type": "lfm2", "tie_embedding": "yes"},  # the strict dataclass rejects the assignment: falls back
+    {"model_type": "apertus"},
+    {"model_type": "apertus", "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}},
+    {"model_type": "glm4"},
+    {"model_type": "glm4", "eos_token_id": 2, "partial_rotary_factor": 1.0},
 ]  # fmt: skip
 
 
@@ -211,11 +228,13 @@ def test_added_types_take_the_fast_path():
     accepted = [c for c in _COMPUTED if fast_config.fast_normalise(copy.deepcopy(c)) is not None]
     assert {c["model_type"] for c in accepted} == {"qwen2_moe", "qwen3_next", "glm4_moe_lite", "glm_moe_dsa", "llama4",
                                                     "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "mistral3", "gemma3",
-                                                    "gemma3_text", "qwen2_5_vl", "phi3", "kimi_linear"}
+                                                    "gemma3_text", "qwen2_5_vl", "phi3", "kimi_linear", "smollm3",
+                                                    "olmo3", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "exaone4",
+                                                    "lfm2", "apertus", "glm4"}
     # max_window_layers None, interval 0, an unknown indexer letter, NoPE interval 0, a list as text_config, a
     # sub-config type outside the table, a sliding pattern of 0, Phi-3 factors of the wrong length, an untyped
-    # Kimi-Linear layer
-    rejected = [_COMPUTED[i] for i in (3, 7, 16, 19, 24, 26, 31, 37, 40)]
+    # Kimi-Linear layer, EXAONE 4 without a window, a string tie_embedding
+    rejected = [_COMPUTED[i] for i in (3, 7, 16, 19, 24, 26, 31, 37, 40, 48, 50)]
     for config in rejected:
         assert fast_config.fast_normalise(copy.deepcopy(config)) is None, config
 

@@ -131,7 +131,9 @@ def _replayed(entry: dict[str, Any], model_type: str, obj: dict[str, Any]) -> An
     attrs.setdefault("model_type", model_type)  # a "model_type" key of a sub-config dict is set on the instance
     attrs["name_or_path"] = ""
     attrs["num_labels"] = len(obj["id2label"]) if obj.get("id2label") else None
-    as_dict = {k: (v.to_dict() if isinstance(v, ReplayedConfig) else v) for k, v in obj.items()}
+    # PreTrainedConfig.to_dict: a sub-config as its own dict, a tuple (Granite 4's time_step_limit) as a list
+    as_dict = {k: (v.to_dict() if isinstance(v, ReplayedConfig) else _as_list(v) if isinstance(v, tuple) else v)
+               for k, v in obj.items()}
     for key in entry.get("sub_configs", {}):
         if isinstance(as_dict.get(key), dict):
             as_dict[key].pop("transformers_version", None)
@@ -140,6 +142,11 @@ def _replayed(entry: dict[str, Any], model_type: str, obj: dict[str, Any]) -> An
     for rule in entry.get("to_dict_rules", ()):  # the class's own to_dict, after the base one
         _TO_DICT_RULES[rule](obj, as_dict)
     return ReplayedConfig(attrs, as_dict)
+
+
+def _as_list(value: Any) -> Any:
+    """PreTrainedConfig.to_dict's to_list: tuples, nested ones too, as lists."""
+    return [_as_list(v) for v in value] if isinstance(value, tuple) else value
 
 
 # PreTrainedConfig.get_text_config(decoder=True): the one non-None attribute of these names, else the config itself
@@ -374,22 +381,39 @@ def _gemma3_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, A
     """Gemma 3 text's convert_rope_params_to_dict: parameters per attention kind (full layers take rope_scaling and
     rope_theta, default theta "global"; sliding layers rope_local_base_freq, default "local"), both keys popped
     whatever the dict holds; then standardize_rope_params."""
+    theta = entry["default_theta"]
+    if not isinstance(theta, dict):
+        raise _Fallback("default_theta")
+    return _rope_per_kind(entry, obj, kwargs, (("full_attention", "rope_theta", theta["global"]),
+                                               ("sliding_attention", "rope_local_base_freq", theta["local"])))
+
+
+def _olmo3_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """OLMo 3's convert_rope_params_to_dict: Gemma 3's per-kind parameters, both kinds popping rope_theta (so the
+    sliding layers get the class's default_theta unless their dict has one)."""
+    theta = entry["default_theta"]
+    return _rope_per_kind(entry, obj, kwargs, (("full_attention", "rope_theta", theta),
+                                               ("sliding_attention", "rope_theta", theta)))
+
+
+def _rope_per_kind(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, Any],
+                   kinds: tuple[tuple[str, str, Any], ...]) -> dict[str, Any]:
+    """RoPE parameters nested by attention kind (full layers take rope_scaling), each kind's theta popped from the
+    kwargs in order with its default; then standardize_rope_params."""
     rope_scaling = kwargs.pop("rope_scaling", None)
     rope = obj["rope_parameters"]
     rope = copy.deepcopy(rope) if rope is not None else {"sliding_attention": {"rope_type": "default"},
                                                          "full_attention": {"rope_type": "default"}}
-    theta = entry["default_theta"]
-    if not isinstance(rope, dict) or not isinstance(theta, dict):
+    if not isinstance(rope, dict):
         raise _Fallback("rope_parameters")
     if rope_scaling is not None:
         if not isinstance(rope.get("full_attention"), dict) or not isinstance(rope_scaling, dict):
             raise _Fallback("rope_scaling")
         rope["full_attention"].update(rope_scaling)
-    for kind, key, default in (("full_attention", "rope_theta", "global"),
-                               ("sliding_attention", "rope_local_base_freq", "local")):
+    for kind, key, default in kinds:
         if rope.get(kind) is None:
             rope[kind] = {"rope_type": "default"}
-        kind_theta = kwargs.pop(key, theta[default])
+        kind_theta = kwargs.pop(key, default)
         if not isinstance(rope[kind], dict):
             raise _Fallback("rope_parameters")
         rope[kind].setdefault("rope_theta", kind_theta)
@@ -675,6 +699,72 @@ def _kimi_linear_layers(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
         raise _Fallback("linear_attn_config") from exc
 
 
+def _layer_types_every_fourth_full(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """OLMo 3: every fourth layer attends fully, the others slide."""
+    if obj["layer_types"] is None:
+        obj["layer_types"] = _every_nth_full(obj["num_hidden_layers"], 4, "sliding_attention", "num_hidden_layers")
+
+
+def _smollm3_layers(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """SmolLM3: every no_rope_layer_interval-th layer has no RoPE; with a sliding window switched on, the NoPE
+    layers slide."""
+    try:
+        if obj["no_rope_layers"] is None:
+            interval = obj["no_rope_layer_interval"]
+            obj["no_rope_layers"] = [int((i + 1) % interval != 0) for i in range(obj["num_hidden_layers"])]
+        if obj["layer_types"] is None:
+            sliding = obj["use_sliding_window"] and obj["sliding_window"] is not None
+            obj["layer_types"] = ["sliding_attention" if sliding and not obj["no_rope_layers"][i] else "full_attention"
+                                  for i in range(obj["num_hidden_layers"])]
+    except (TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
+        raise _Fallback("no_rope_layers") from exc
+
+
+def _exaone4_layers(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """EXAONE 4: without a window the pattern is 0 (and a layout computed from it raises, as in transformers);
+    otherwise every sliding_window_pattern-th layer attends fully."""
+    if obj["sliding_window"] is None:
+        obj["sliding_window_pattern"] = 0
+    if obj["layer_types"] is None:
+        try:
+            layers, pattern = obj["num_hidden_layers"], obj["sliding_window_pattern"]
+            obj["layer_types"] = ["sliding_attention" if ((i + 1) % pattern != 0 and i < layers) else "full_attention"
+                                  for i in range(layers)]
+        except (TypeError, ZeroDivisionError) as exc:
+            raise _Fallback("sliding_window_pattern") from exc
+
+
+def _lfm2_layers(obj: Any, kwargs: dict[str, Any]) -> None:
+    """LFM2: full attention on full_attn_idxs (every layer by default), short convolutions elsewhere; the legacy
+    tie_embedding and block_ff_dim keys (popped) set tie_word_embeddings and intermediate_size, type-checked as the
+    strict dataclass checks an assignment."""
+    try:
+        if obj["layer_types"] is None:
+            if obj["full_attn_idxs"] is None:
+                obj["full_attn_idxs"] = list(range(obj["num_hidden_layers"]))
+            obj["layer_types"] = ["full_attention" if i in obj["full_attn_idxs"] else "conv"
+                                  for i in range(obj["num_hidden_layers"])]
+    except TypeError as exc:
+        raise _Fallback("full_attn_idxs") from exc
+    _set_field(obj, obj.entry, "tie_word_embeddings", kwargs.pop("tie_embedding", obj["tie_word_embeddings"]))
+    _set_field(obj, obj.entry, "intermediate_size", kwargs.pop("block_ff_dim", obj["intermediate_size"]))
+
+
+def _apertus_rope_default(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Apertus: llama3-type RoPE (theta 12e6, factor 8 over 8,192 positions) when the config gives none."""
+    if obj["rope_parameters"] is None:
+        obj["rope_parameters"] = {"rope_type": "llama3", "rope_theta": 12000000.0, "factor": 8.0,
+                                  "original_max_position_embeddings": 8192, "low_freq_factor": 1.0,
+                                  "high_freq_factor": 4.0}
+
+
+def _glm_eos_default(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """GLM / GLM-4: half the head is rotary unless the config says, and GLM's three end-of-turn tokens."""
+    kwargs.setdefault("partial_rotary_factor", 0.5)
+    if obj["eos_token_id"] is None:
+        obj["eos_token_id"] = [151329, 151336, 151338]
+
+
 def _every_nth_full(num_layers: Any, interval: Any, other: str, what: str) -> list[str]:
     """Every ``interval``-th layer "full_attention", the rest ``other`` (``bool((i + 1) % interval)``, as the config
     classes write it); a value that raises there falls back."""
@@ -881,10 +971,17 @@ _RULES: dict[str, Callable[..., None]] = {
     "partial_from_rotary_dim": _partial_from_rotary_dim,
     "text_config_from_flat": _text_config_from_flat,
     "tie_from_text": _tie_from_text,
-    "kimi_linear_layers": _kimi_linear_layers,  # with two arguments: "vision_type_fix:<old type>:<new type>"
+    "kimi_linear_layers": _kimi_linear_layers,
+    "smollm3_layers": _smollm3_layers,
+    "layer_types_every_fourth_full": _layer_types_every_fourth_full,
+    "exaone4_layers": _exaone4_layers,
+    "lfm2_layers": _lfm2_layers,
+    "apertus_rope_default": _apertus_rope_default,
+    "glm_eos_default": _glm_eos_default,  # with two arguments: "vision_type_fix:<old type>:<new type>"
 }
 _ROPE_CONVERSIONS = {"gemma3": _gemma3_rope, "mrope_as_default": _mrope_as_default_rope, "phi3": _phi3_rope,
-                     "phi3_524": _phi3_rope_524}
+                     "phi3_524": _phi3_rope_524,
+                     "olmo3": _olmo3_rope}
 _TO_DICT_RULES = {"bidirectional_window": _bidirectional_window}
 _VALIDATORS = {"hidden_divisible_by_heads": _hidden_divisible_by_heads, "phi3_rope_checks": _phi3_rope_checks}
 RULE_NAMES = frozenset(_RULES)
