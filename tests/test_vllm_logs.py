@@ -606,6 +606,34 @@ ROWS += [
                "weights not asserted: 15.63 vs 15.67 GiB (0.9971; 15.53 before the 4 x max_position MRoPE cache)")),
 ]
 
+# Held out (added after every constant was chosen; nothing taken from it): aws-samples' self-hosted vLLM README, the
+# boot of its default serve command on the reference node (g6e.12xlarge = 4 x L40S over PCIe, vLLM 0.24.0 as its
+# install table says): vllm serve Qwen/Qwen3-Coder-30B-A3B-Instruct --tensor-parallel-size 4 --max-model-len 32768
+# --gpu-memory-utilization 0.90 --enable-prefix-caching, VLLM_USE_FLASHINFER_SAMPLER=0 (vLLM's own sampler), custom
+# all-reduce disabled ("L40S is PCIe-only") and PYNCCL chosen, so --interconnect pcie; API-server defaults on a 48 GB
+# card (2048 / 256). The README quotes only the three KV lines: no total, CUDA-graph estimate, peak or weights.
+_AWS_VLLM = ("https://github.com/aws-samples/sample-claude-code-multi-model/blob/main/self-hosted/vllm/README.md "
+             "(found with find_string)")
+ROWS += [
+    LogRow(
+        "qwen3-coder-30b-l40s-tp4-v0.24", _AWS_VLLM, "Qwen/Qwen3-Coder-30B-A3B-Instruct", "0.24.0",
+        resolve_gpu("l40s"), 4, 0.9, 32_768, {"max_batched_tokens": 2048, "max_num_seqs": 256, "interconnect": "pcie"},
+        ("vllm serve Qwen/Qwen3-Coder-30B-A3B-Instruct --tensor-parallel-size 4 --max-model-len 32768 "
+         "--gpu-memory-utilization 0.90 --enable-prefix-caching (vllm 0.24.0, 4 x L40S)",
+         "Available KV cache memory: 23.74 GiB", "GPU KV cache size: 1,037,152 tokens",
+         "Maximum concurrency for 32,768 tokens per request: 31.65x"),
+        23.74, 1_037_152,
+        xfail="pool 1.0683, tokens 1.0683 (hfmem 25.36 GiB): not established which term, the README prints no other "
+              "figure. The GPU total is the catalog's L40S (44.99 GiB); the other L40S logs print 44.42 (the "
+              "Qwen3-235B TP 4 token row below) and 44.32 GiB (the 0.19.0 TP 4 row): 1.0467 with 44.42. The "
+              "README says the CUDA graphs 'captured at boot (~1 GiB)' against hfmem's 0.22 GiB estimate, which "
+              "0.24 deducts from the pool: with 44.42 GiB and a 1.0 GiB estimate 1.0137. Neither figure is in the "
+              "log, so the row stays a miss. The token arithmetic alone matches (TOKEN_ROWS)",
+        notes=("GPU total: catalog L40S (44.99 GiB); the log prints none",
+               "hfmem's terms per GPU: weights 14.30, torch peak 0.53 (Triton sampler), non-torch 0.09 (PCIe "
+               "class), CUDA graphs 0.22 GiB")),
+]
+
 # Token counts from a logged pool (the pool itself needs a GPU the log does not name): KV bytes per token and the
 # block arithmetic only. Both held out.
 TOKEN_ROWS = [
@@ -622,6 +650,22 @@ TOKEN_ROWS = [
      2.31, 100_752),
     ("qwen3-vl-30b-a3b-h100nvl-v0.13", "(vLLM 0.13.0 log, 'qwen-custom')", "Qwen/Qwen3-VL-30B-A3B-Instruct", 1,
      8192, 19.40, 211_936),
+    # Held out. vLLM 0.24.0, Qwen3-Coder-30B-A3B at TP 4 on 4 x L40S (the LogRow above): 4 KV heads, one per GPU
+    ("qwen3-coder-30b-tp4-v0.24", _AWS_VLLM, "Qwen/Qwen3-Coder-30B-A3B-Instruct", 4, 32_768, 23.74, 1_037_152),
+    # Held out. vLLM 0.10.2 (its gpu_worker.py:298 / kv_cache_utils.py:864 line numbers), Qwen3-235B-A22B-Instruct-2507
+    # -FP8 (the base model's attention shapes; FP8 weights, KV cache in the model dtype) at --tensor-parallel-size 4
+    # --enable-expert-parallel --gpu-memory-utilization 0.90 --max-model-len 32K on L40S ("Free memory on device
+    # (43.93/44.42 GiB)"): "Available KV cache memory: 10.65 GiB", "GPU KV cache size: 238,208 tokens", "Maximum
+    # concurrency for 32,768 tokens per request: 7.27x" (a "Hosting Qwen3-235B-A22B-Instruct-2507-FP8 on 8xL40S" note,
+    # found with find_string; the pool is not a row: no FP8 header of the checkpoint is stored here)
+    ("qwen3-235b-fp8-l40s-tp4-v0.10.2", "(Hosting Qwen3-235B-A22B-Instruct-2507-FP8 on 8xL40S notes; find_string)",
+     "Qwen/Qwen3-235B-A22B", 4, 32_768, 10.65, 238_208),
+    # Held out. Qwen2.5-7B-Instruct-AWQ (Qwen2.5-7B-Instruct's attention shapes, fp16 KV cache) on a 16 GB card (15.99
+    # GiB total, WSL2, a CUDA 13 vLLM wheel), --max-model-len 32768 --gpu-memory-utilization 0.90: "Available KV cache
+    # memory: 8.0 GiB", "GPU KV cache size: 149,712 tokens", "Maximum concurrency for 32,768 tokens per request: 4.57x"
+    # (a Chinese prefix-caching study's baseline notes, found with find_string; the release is not printed)
+    ("qwen25-7b-awq-16gb", "(Qwen2.5-7B-Instruct-AWQ prefix-caching notes; find_string)", "Qwen/Qwen2.5-7B-Instruct", 1,
+     32_768, 8.0, 149_712),
 ]
 
 
