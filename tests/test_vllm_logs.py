@@ -634,6 +634,34 @@ ROWS += [
                "class), CUDA graphs 0.22 GiB")),
 ]
 
+# Held out (nothing taken from it): a "Lab 00 -- hello-gpu" findings note (found with find_string), one NVIDIA L4,
+# vllm/vllm-openai:v0.29.0-cu129, Qwen/Qwen3.5-4B in BF16, TP 1, max_model_len 32768, the default utilisation 0.92 and
+# prefix caching (hybrid: "Setting attention block size to 528 tokens"); API-server defaults on a 22 GiB card
+# (2048 / 256). Its gpu_worker line gives the total and every term.
+_L4_LAB = "(Lab 00 hello-gpu findings: vllm/vllm-openai:v0.29.0-cu129 on one L4, Qwen/Qwen3.5-4B; found with find_string)"
+ROWS += [
+    LogRow(
+        "qwen35-4b-l4-v0.29", _L4_LAB, "Qwen/Qwen3.5-4B", "0.29.0", _gpu("l4", 22.03, "L4 (log: Free memory on device "
+                                                                        "(21.84/22.03 GiB))"),
+        1, 0.92, 32_768, {"max_batched_tokens": 2048, "max_num_seqs": 256},
+        ("vllm/vllm-openai:v0.29.0-cu129, Qwen/Qwen3.5-4B, BF16, TP=1, max_model_len 32768",
+         "Free memory on device (21.84/22.03 GiB) on startup. Desired GPU memory utilization is (0.92, 20.27 GiB). "
+         "Actual usage is 9.01 GiB for consumed memory (weights + non-torch), 2.17 GiB for peak activation, and "
+         "0.24 GiB for CUDAGraph memory.", "Available KV cache memory: 9.1 GiB",
+         "Setting attention block size to 528 tokens", "GPU KV cache size: 267,842 tokens (the note's figure)",
+         "Maximum concurrency for 32,768 tokens per request: 8.17x"),
+        9.1, 267_842,
+        xfail="pool 1.1187, tokens 1.1188: the torch peak. The profile ran the Qwen3.5 vision tower on a max-size "
+              "image (the note says so), which hfmem does not model for qwen3_5_vision (its plan says so in a note): "
+              "hfmem's peak is 0.85 GiB (text forward and sampler) against the logged 2.17. Budget (20.27), weights "
+              "+ non-torch (9.01) and CUDA graphs (0.23 vs 0.24 GiB) agree "
+              "(test_non_peak_terms_of_the_l4_row_are_the_logged_ones). With the logged peak the pool would be "
+              "0.974; the logged pool is 20.27 - 9.01 - 2.17 = 9.09 GiB, with no CUDA-graph term subtracted in the "
+              "log's own figures, while hfmem subtracts its 0.23 GiB estimate from 0.21 on (0.9991 without it): "
+              "whether 0.29 folds that estimate into another figure is not established. Not tuned",
+        notes=("tokens from the logged pool: exact (test_hybrid_tokens_from_the_logged_pool_at_32k)",)),
+]
+
 # Token counts from a logged pool (the pool itself needs a GPU the log does not name): KV bytes per token and the
 # block arithmetic only. Both held out.
 TOKEN_ROWS = [
@@ -922,6 +950,33 @@ def test_hybrid_tokens_from_the_logged_pool():
     assert est.block_size == 528
     concurrency = (int(12.85 * GiB) // est.bytes_per_block) / est.blocks_per_request
     assert f"{concurrency:.2f}" == "159.40" and int(concurrency * 1024) == 163_225
+
+
+
+def test_hybrid_tokens_from_the_logged_pool_at_32k():
+    """The L4 row's log (vLLM 0.29.0, Qwen3.5-4B, max_model_len 32768, prefix caching on: vLLM's 'align' Mamba cache
+    mode): 9.1 GiB -> "Maximum concurrency for 32,768 tokens per request: 8.17x" and 267,842 tokens. hfmem's 528-token
+    pages and blocks per request (with prefix caching) from that pool: exact."""
+    from hfmem.memory.kv import estimate_kv
+    from hfmem.model.architecture import build_architecture
+
+    arch = build_architecture(load_config("Qwen/Qwen3.5-4B"))[0]
+    est = estimate_kv(arch, 32_768, engine="vllm", max_batched_tokens=2048, prefix_caching=True)
+    assert est.block_size == 528
+    concurrency = (int(9.1 * GiB) // est.bytes_per_block) / est.blocks_per_request
+    assert f"{concurrency:.2f}" == "8.17" and int(concurrency * 32_768) == 267_842
+
+
+def test_non_peak_terms_of_the_l4_row_are_the_logged_ones():
+    """The 0.29.0 L4 log prints every term: requested 20.27 GiB, weights + non-torch 9.01, CUDA graphs 0.24. hfmem's
+    budget, weights plus its non-torch figure, and its CUDA-graph estimate agree; only the torch peak (the vision
+    tower's profile run, not modelled for Qwen3.5) is off, which is the row's xfail."""
+    row = next(r for r in ROWS if r.name == "qwen35-4b-l4-v0.29")
+    plan = plan_of(row)
+    assert abs(plan.budget_bytes / GiB - 20.27) <= 0.01
+    assert abs((plan.weights_bytes + plan.overhead_bytes) / GiB / 9.01 - 1) <= 0.002
+    assert abs(plan.cudagraph_bytes / GiB - 0.24) <= 0.02
+    assert plan.activation_bytes / GiB < 2.17 - 1.0  # the vision tower's profile run is not counted
 
 
 def test_held_out_rows_are_most_of_the_table():
