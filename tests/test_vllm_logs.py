@@ -694,6 +694,13 @@ TOKEN_ROWS = [
     # (a Chinese prefix-caching study's baseline notes, found with find_string; the release is not printed)
     ("qwen25-7b-awq-16gb", "(Qwen2.5-7B-Instruct-AWQ prefix-caching notes; find_string)", "Qwen/Qwen2.5-7B-Instruct", 1,
      32_768, 8.0, 149_712),
+    # Held out. vllm#25970: vLLM 0.10.2 (gpu_worker.py:298/391), LLM(model="Qwen/Qwen2.5-Omni-7B", enforce_eager=True) on
+    # an A100 40GB ("Free memory on device (39.0/39.49 GiB)"), max_model_len 32768 from the config: "Available KV cache
+    # memory: 17.33 GiB", "GPU KV cache size: 324,496 tokens", "Maximum concurrency for 32,768 tokens per request:
+    # 9.90x". The thinker's text model has Qwen2.5-7B's attention (28 layers, 4 KV heads of 128); its config is not
+    # stored here, and the pool is not a row (its profile ran the audio/vision towers on a dummy video)
+    ("qwen25-omni-7b-a100-40-v0.10.2", "https://github.com/vllm-project/vllm/issues/25970", "Qwen/Qwen2.5-7B-Instruct", 1,
+     32_768, 17.33, 324_496),
 ]
 
 
