@@ -35,6 +35,8 @@ FROM_HEADERS = [
     "deepseek-ai/DeepSeek-V4-Flash", "Qwen/Qwen3-Omni-30B-A3B-Instruct",
     # the llm-d-planner vLLM version sweep's model (tests/test_vllm_logs.py)
     "Qwen/Qwen3-14B",
+    # the vLLM 0.29.0 L4 log's model (tests/test_vllm_logs.py)
+    "Qwen/Qwen3.5-4B",
 ]
 # Real inventories too large to keep whole (> 100k tensors): only the tensors outside numbered layers and those of
 # the first N layers are kept (the inventory says "truncated_to_layers": N); tests compare them layer for layer.

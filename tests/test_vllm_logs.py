@@ -606,6 +606,62 @@ ROWS += [
                "weights not asserted: 15.63 vs 15.67 GiB (0.9971; 15.53 before the 4 x max_position MRoPE cache)")),
 ]
 
+# Held out (added after every constant was chosen; nothing taken from it): aws-samples' self-hosted vLLM README, the
+# boot of its default serve command on the reference node (g6e.12xlarge = 4 x L40S over PCIe, vLLM 0.24.0 as its
+# install table says): vllm serve Qwen/Qwen3-Coder-30B-A3B-Instruct --tensor-parallel-size 4 --max-model-len 32768
+# --gpu-memory-utilization 0.90 --enable-prefix-caching, VLLM_USE_FLASHINFER_SAMPLER=0 (vLLM's own sampler), custom
+# all-reduce disabled ("L40S is PCIe-only") and PYNCCL chosen, so --interconnect pcie; API-server defaults on a 48 GB
+# card (2048 / 256). The README quotes only the three KV lines: no total, CUDA-graph estimate, peak or weights.
+_AWS_VLLM = ("https://github.com/aws-samples/sample-claude-code-multi-model/blob/main/self-hosted/vllm/README.md "
+             "(found with find_string)")
+ROWS += [
+    LogRow(
+        "qwen3-coder-30b-l40s-tp4-v0.24", _AWS_VLLM, "Qwen/Qwen3-Coder-30B-A3B-Instruct", "0.24.0",
+        resolve_gpu("l40s"), 4, 0.9, 32_768, {"max_batched_tokens": 2048, "max_num_seqs": 256, "interconnect": "pcie"},
+        ("vllm serve Qwen/Qwen3-Coder-30B-A3B-Instruct --tensor-parallel-size 4 --max-model-len 32768 "
+         "--gpu-memory-utilization 0.90 --enable-prefix-caching (vllm 0.24.0, 4 x L40S)",
+         "Available KV cache memory: 23.74 GiB", "GPU KV cache size: 1,037,152 tokens",
+         "Maximum concurrency for 32,768 tokens per request: 31.65x"),
+        23.74, 1_037_152,
+        xfail="pool 1.0683, tokens 1.0683 (hfmem 25.36 GiB): not established which term, the README prints no other "
+              "figure. The GPU total is the catalog's L40S (44.99 GiB); the other L40S logs print 44.42 (the "
+              "Qwen3-235B TP 4 token row below) and 44.32 GiB (the 0.19.0 TP 4 row): 1.0467 with 44.42. The "
+              "README says the CUDA graphs 'captured at boot (~1 GiB)' against hfmem's 0.22 GiB estimate, which "
+              "0.24 deducts from the pool: with 44.42 GiB and a 1.0 GiB estimate 1.0137. Neither figure is in the "
+              "log, so the row stays a miss. The token arithmetic alone matches (TOKEN_ROWS)",
+        notes=("GPU total: catalog L40S (44.99 GiB); the log prints none",
+               "hfmem's terms per GPU: weights 14.30, torch peak 0.53 (Triton sampler), non-torch 0.09 (PCIe "
+               "class), CUDA graphs 0.22 GiB")),
+]
+
+# Held out (nothing taken from it): a "Lab 00 -- hello-gpu" findings note (found with find_string), one NVIDIA L4,
+# vllm/vllm-openai:v0.29.0-cu129, Qwen/Qwen3.5-4B in BF16, TP 1, max_model_len 32768, the default utilisation 0.92 and
+# prefix caching (hybrid: "Setting attention block size to 528 tokens"); API-server defaults on a 22 GiB card
+# (2048 / 256). Its gpu_worker line gives the total and every term.
+_L4_LAB = "(Lab 00 hello-gpu findings: vllm/vllm-openai:v0.29.0-cu129 on one L4, Qwen/Qwen3.5-4B; found with find_string)"
+ROWS += [
+    LogRow(
+        "qwen35-4b-l4-v0.29", _L4_LAB, "Qwen/Qwen3.5-4B", "0.29.0", _gpu("l4", 22.03, "L4 (log: Free memory on device "
+                                                                        "(21.84/22.03 GiB))"),
+        1, 0.92, 32_768, {"max_batched_tokens": 2048, "max_num_seqs": 256},
+        ("vllm/vllm-openai:v0.29.0-cu129, Qwen/Qwen3.5-4B, BF16, TP=1, max_model_len 32768",
+         "Free memory on device (21.84/22.03 GiB) on startup. Desired GPU memory utilization is (0.92, 20.27 GiB). "
+         "Actual usage is 9.01 GiB for consumed memory (weights + non-torch), 2.17 GiB for peak activation, and "
+         "0.24 GiB for CUDAGraph memory.", "Available KV cache memory: 9.1 GiB",
+         "Setting attention block size to 528 tokens", "GPU KV cache size: 267,842 tokens (the note's figure)",
+         "Maximum concurrency for 32,768 tokens per request: 8.17x"),
+        9.1, 267_842,
+        xfail="pool 1.1187, tokens 1.1188: the torch peak. The profile ran the Qwen3.5 vision tower on a max-size "
+              "image (the note says so), which hfmem does not model for qwen3_5_vision (its plan says so in a note): "
+              "hfmem's peak is 0.85 GiB (text forward and sampler) against the logged 2.17. Budget (20.27), weights "
+              "+ non-torch (9.01) and CUDA graphs (0.23 vs 0.24 GiB) agree "
+              "(test_non_peak_terms_of_the_l4_row_are_the_logged_ones). With the logged peak the pool would be "
+              "0.974; the logged pool is 20.27 - 9.01 - 2.17 = 9.09 GiB, with no CUDA-graph term subtracted in the "
+              "log's own figures, while hfmem subtracts its 0.23 GiB estimate from 0.21 on (0.9991 without it): "
+              "whether 0.29 folds that estimate into another figure is not established. Not tuned",
+        notes=("tokens from the logged pool: exact (test_hybrid_tokens_from_the_logged_pool_at_32k)",)),
+]
+
 # Token counts from a logged pool (the pool itself needs a GPU the log does not name): KV bytes per token and the
 # block arithmetic only. Both held out.
 TOKEN_ROWS = [
@@ -622,6 +678,29 @@ TOKEN_ROWS = [
      2.31, 100_752),
     ("qwen3-vl-30b-a3b-h100nvl-v0.13", "(vLLM 0.13.0 log, 'qwen-custom')", "Qwen/Qwen3-VL-30B-A3B-Instruct", 1,
      8192, 19.40, 211_936),
+    # Held out. vLLM 0.24.0, Qwen3-Coder-30B-A3B at TP 4 on 4 x L40S (the LogRow above): 4 KV heads, one per GPU
+    ("qwen3-coder-30b-tp4-v0.24", _AWS_VLLM, "Qwen/Qwen3-Coder-30B-A3B-Instruct", 4, 32_768, 23.74, 1_037_152),
+    # Held out. vLLM 0.10.2 (its gpu_worker.py:298 / kv_cache_utils.py:864 line numbers), Qwen3-235B-A22B-Instruct-2507
+    # -FP8 (the base model's attention shapes; FP8 weights, KV cache in the model dtype) at --tensor-parallel-size 4
+    # --enable-expert-parallel --gpu-memory-utilization 0.90 --max-model-len 32K on L40S ("Free memory on device
+    # (43.93/44.42 GiB)"): "Available KV cache memory: 10.65 GiB", "GPU KV cache size: 238,208 tokens", "Maximum
+    # concurrency for 32,768 tokens per request: 7.27x" (a "Hosting Qwen3-235B-A22B-Instruct-2507-FP8 on 8xL40S" note,
+    # found with find_string; the pool is not a row: no FP8 header of the checkpoint is stored here)
+    ("qwen3-235b-fp8-l40s-tp4-v0.10.2", "(Hosting Qwen3-235B-A22B-Instruct-2507-FP8 on 8xL40S notes; find_string)",
+     "Qwen/Qwen3-235B-A22B", 4, 32_768, 10.65, 238_208),
+    # Held out. Qwen2.5-7B-Instruct-AWQ (Qwen2.5-7B-Instruct's attention shapes, fp16 KV cache) on a 16 GB card (15.99
+    # GiB total, WSL2, a CUDA 13 vLLM wheel), --max-model-len 32768 --gpu-memory-utilization 0.90: "Available KV cache
+    # memory: 8.0 GiB", "GPU KV cache size: 149,712 tokens", "Maximum concurrency for 32,768 tokens per request: 4.57x"
+    # (a Chinese prefix-caching study's baseline notes, found with find_string; the release is not printed)
+    ("qwen25-7b-awq-16gb", "(Qwen2.5-7B-Instruct-AWQ prefix-caching notes; find_string)", "Qwen/Qwen2.5-7B-Instruct", 1,
+     32_768, 8.0, 149_712),
+    # Held out. vllm#25970: vLLM 0.10.2 (gpu_worker.py:298/391), LLM(model="Qwen/Qwen2.5-Omni-7B", enforce_eager=True) on
+    # an A100 40GB ("Free memory on device (39.0/39.49 GiB)"), max_model_len 32768 from the config: "Available KV cache
+    # memory: 17.33 GiB", "GPU KV cache size: 324,496 tokens", "Maximum concurrency for 32,768 tokens per request:
+    # 9.90x". The thinker's text model has Qwen2.5-7B's attention (28 layers, 4 KV heads of 128); its config is not
+    # stored here, and the pool is not a row (its profile ran the audio/vision towers on a dummy video)
+    ("qwen25-omni-7b-a100-40-v0.10.2", "https://github.com/vllm-project/vllm/issues/25970", "Qwen/Qwen2.5-7B-Instruct", 1,
+     32_768, 17.33, 324_496),
 ]
 
 
@@ -878,6 +957,33 @@ def test_hybrid_tokens_from_the_logged_pool():
     assert est.block_size == 528
     concurrency = (int(12.85 * GiB) // est.bytes_per_block) / est.blocks_per_request
     assert f"{concurrency:.2f}" == "159.40" and int(concurrency * 1024) == 163_225
+
+
+
+def test_hybrid_tokens_from_the_logged_pool_at_32k():
+    """The L4 row's log (vLLM 0.29.0, Qwen3.5-4B, max_model_len 32768, prefix caching on: vLLM's 'align' Mamba cache
+    mode): 9.1 GiB -> "Maximum concurrency for 32,768 tokens per request: 8.17x" and 267,842 tokens. hfmem's 528-token
+    pages and blocks per request (with prefix caching) from that pool: exact."""
+    from hfmem.memory.kv import estimate_kv
+    from hfmem.model.architecture import build_architecture
+
+    arch = build_architecture(load_config("Qwen/Qwen3.5-4B"))[0]
+    est = estimate_kv(arch, 32_768, engine="vllm", max_batched_tokens=2048, prefix_caching=True)
+    assert est.block_size == 528
+    concurrency = (int(9.1 * GiB) // est.bytes_per_block) / est.blocks_per_request
+    assert f"{concurrency:.2f}" == "8.17" and int(concurrency * 32_768) == 267_842
+
+
+def test_non_peak_terms_of_the_l4_row_are_the_logged_ones():
+    """The 0.29.0 L4 log prints every term: requested 20.27 GiB, weights + non-torch 9.01, CUDA graphs 0.24. hfmem's
+    budget, weights plus its non-torch figure, and its CUDA-graph estimate agree; only the torch peak (the vision
+    tower's profile run, not modelled for Qwen3.5) is off, which is the row's xfail."""
+    row = next(r for r in ROWS if r.name == "qwen35-4b-l4-v0.29")
+    plan = plan_of(row)
+    assert abs(plan.budget_bytes / GiB - 20.27) <= 0.01
+    assert abs((plan.weights_bytes + plan.overhead_bytes) / GiB / 9.01 - 1) <= 0.002
+    assert abs(plan.cudagraph_bytes / GiB - 0.24) <= 0.02
+    assert plan.activation_bytes / GiB < 2.17 - 1.0  # the vision tower's profile run is not counted
 
 
 def test_held_out_rows_are_most_of_the_table():
