@@ -347,34 +347,28 @@ def _convert_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, 
     flat (one dict for every layer) parameters only."""
     for rule in entry.get("rope_rules", ()):  # the class's own convert_rope_params_to_dict, before the base one
         _RULES[rule](obj, kwargs)
+    rope = _given_rope(obj, kwargs)
+    theta = kwargs.pop("rope_theta", obj.get("rope_theta", entry["default_theta"]))
+    partial = kwargs.pop("partial_rotary_factor", obj.get("partial_rotary_factor"))
+    if _nested_rope_keys(obj, rope):
+        raise _Fallback("nested rope_parameters")
+    rope.setdefault("rope_theta", theta)
+    if partial is not None:
+        rope.setdefault("partial_rotary_factor", partial)
+    obj["rope_parameters"] = rope
+    _standardize_rope(entry, obj)
+    return kwargs
+
+
+def _given_rope(obj: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """convert_rope_params_to_dict's first step: the legacy rope_scaling (popped) or rope_parameters, {} when
+    neither; a copy, as transformers edits it in place."""
     rope_scaling = kwargs.pop("rope_scaling", None)
     rope = rope_scaling or obj["rope_parameters"]
     rope = copy.deepcopy(rope) if rope is not None else {}
     if not isinstance(rope, dict):
         raise _Fallback("rope_parameters")
-    theta = kwargs.pop("rope_theta", obj.get("rope_theta", entry["default_theta"]))
-    partial = kwargs.pop("partial_rotary_factor", obj.get("partial_rotary_factor"))
-    labels = obj.get("layer_types") or ()
-    if any(key in labels for key in rope):
-        raise _Fallback("nested rope_parameters")
-    rope.setdefault("rope_theta", theta)
-    if partial is not None:
-        rope.setdefault("partial_rotary_factor", partial)
-    if rope or obj.get("rope_theta"):
-        rope.setdefault("rope_type", rope.get("type", "default"))  # "type": the legacy name of rope_type
-        default_type = entry.get("default_rope_type", "default")
-        if default_type != "default" and rope["rope_type"] == "default":
-            rope["rope_type"] = default_type  # standardize_rope_params: the class's default_rope_type (axial)
-        rope.setdefault("rope_theta", obj.get("rope_theta"))
-        if obj.get("partial_rotary_factor") is not None:
-            rope.setdefault("partial_rotary_factor", obj["partial_rotary_factor"])
-        if rope["rope_type"] in ("llama3", "yarn", "longrope"):
-            if "original_max_position_embeddings" in obj:
-                rope["original_max_position_embeddings"] = obj["original_max_position_embeddings"]
-            else:
-                rope.setdefault("original_max_position_embeddings", _attr(entry, obj, "max_position_embeddings"))
-    obj["rope_parameters"] = rope
-    return kwargs
+    return rope
 
 
 def _gemma3_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -426,11 +420,7 @@ def _mrope_as_default_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: d
     """Qwen2.5-VL text's convert_rope_params_to_dict: rope_scaling or rope_parameters, rope_theta from the kwargs
     (popped whatever the dict holds) or the class default, the legacy rope_type "mrope" read as "default" (its
     mrope_section stays); no partial_rotary_factor; then standardize_rope_params."""
-    rope_scaling = kwargs.pop("rope_scaling", None)
-    rope = rope_scaling or obj["rope_parameters"]
-    rope = copy.deepcopy(rope) if rope is not None else {}
-    if not isinstance(rope, dict):
-        raise _Fallback("rope_parameters")
+    rope = _given_rope(obj, kwargs)
     theta = kwargs.pop("rope_theta", entry["default_theta"])
     rope.setdefault("rope_theta", theta)
     if rope.get("rope_type", rope.get("type")) == "mrope":
@@ -447,11 +437,7 @@ def _phi3_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, Any
     types "su" and "yarn" read as "longrope", then standardize_rope_params. In transformers 5.24 (``legacy_after``)
     the legacy type is renamed after standardizing and only when it is the rope_type, so a longrope dict then misses
     the original_max_position_embeddings standardizing would have copied in (and validation rejects it)."""
-    rope_scaling = kwargs.pop("rope_scaling", None)
-    rope = rope_scaling or obj["rope_parameters"]
-    rope = copy.deepcopy(rope) if rope is not None else {}
-    if not isinstance(rope, dict):
-        raise _Fallback("rope_parameters")
+    rope = _given_rope(obj, kwargs)
     theta = kwargs.pop("rope_theta", 10_000.0)
     rope.setdefault("rope_theta", theta)
     rope.setdefault("partial_rotary_factor", kwargs.get("partial_rotary_factor", 1.0))
@@ -481,10 +467,7 @@ def _standardize_rope(entry: dict[str, Any], obj: dict[str, Any]) -> None:
     if not nested:
         if not isinstance(rope, dict):
             raise _Fallback("rope_parameters")
-        rope.setdefault("rope_type", rope.get("type", "default"))
-        rope.setdefault("rope_theta", theta)
-        if partial is not None:
-            rope.setdefault("partial_rotary_factor", partial)
+        _rope_defaults(rope, theta, partial)
         if default_type != "default" and rope["rope_type"] == "default":
             rope["rope_type"] = default_type
         if rope["rope_type"] in ("llama3", "yarn", "longrope"):
@@ -500,14 +483,21 @@ def _standardize_rope(entry: dict[str, Any], obj: dict[str, Any]) -> None:
             continue
         if not isinstance(params, dict):
             raise _Fallback("rope_parameters")
-        params.setdefault("rope_type", params.get("type", "default"))
-        params.setdefault("rope_theta", theta)
-        if partial is not None:
-            params.setdefault("partial_rotary_factor", partial)
+        _rope_defaults(params, theta, partial)
         if params["rope_type"] in ("llama3", "yarn", "longrope"):
             params.setdefault("original_max_position_embeddings", _attr(entry, obj, "max_position_embeddings"))
         if default_type != "default" and params["rope_type"] == "default":
             params["rope_type"] = default_type
+
+
+def _rope_defaults(params: dict[str, Any], theta: Any, partial: Any) -> None:
+    """standardize_rope_params on one dict: rope_type (its legacy name "type", else default), the config's theta and
+    partial rotary factor where the dict has none. (The two branches differ after this: where the class's
+    default_rope_type applies and where original_max_position_embeddings comes from.)"""
+    params.setdefault("rope_type", params.get("type", "default"))
+    params.setdefault("rope_theta", theta)
+    if partial is not None:
+        params.setdefault("partial_rotary_factor", partial)
 
 
 def _nested_rope_keys(obj: dict[str, Any], rope: Any) -> list[str]:
