@@ -294,6 +294,14 @@ def test_not_read_keys_are_not_read():
         assert not hits, (key, hits)
 
 
+def _fresh_python(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -c CODE`` (one argument) or ``python ARGS...`` in a fresh process at the repository root, caches off:
+    what a run imports shows there, not in this test process."""
+    env = {**__import__("os").environ, "HFMEM_DISABLE_CACHE": "1", "PYTHONPATH": str(ROOT)}
+    argv = ["-c", args[0]] if len(args) == 1 else list(args)
+    return subprocess.run([sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
 def test_run_imports_no_transformers_numpy_torch():
     """`hfmem REPO` on a model type in the table imports none of the heavy modules (checked by module, not time)."""
     code = (
@@ -303,13 +311,11 @@ def test_run_imports_no_transformers_numpy_torch():
         "except SystemExit as e: assert not e.code, e.code\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'transformers', 'torch', 'safetensors'}))"
     )
-    env = {**__import__("os").environ, "HFMEM_DISABLE_CACHE": "1", "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    out = _fresh_python(code)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
     # and -X importtime agrees (every imported module is listed on stderr)
-    timed = subprocess.run([sys.executable, "-X", "importtime", "-m", "hfmem", "fixtures/models/Qwen/Qwen2-7B-Instruct"],
-                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    timed = _fresh_python("-X", "importtime", "-m", "hfmem", "fixtures/models/Qwen/Qwen2-7B-Instruct")
     assert timed.returncode == 0, timed.stderr[-2000:]
     imported = {line.split("|")[-1].strip().split(".")[0] for line in timed.stderr.splitlines() if "import time:" in line}
     assert "hfmem" in imported
@@ -350,8 +356,7 @@ def test_type_unknown_to_transformers_imports_no_transformers():
         "c = json.load(open('fixtures/configs/moonshotai/Kimi-K3/config.json'));"
         "print(normalise_config(c)[2], 'transformers' in sys.modules)"
     )
-    env = {**__import__("os").environ, "HFMEM_DISABLE_CACHE": "1", "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    out = _fresh_python(code)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["raw", "config.json", "False"]
 
@@ -368,8 +373,7 @@ def test_composite_and_newest_configs_import_no_transformers(repo):
         "assert text.num_hidden_layers and text.model_type != full.model_type or full is text\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'transformers', 'torch'}))"
     )
-    env = {**__import__("os").environ, "HFMEM_DISABLE_CACHE": "1", "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    out = _fresh_python(code)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
 

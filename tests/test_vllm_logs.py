@@ -659,7 +659,7 @@ ROWS += [
               "0.974; the logged pool is 20.27 - 9.01 - 2.17 = 9.09 GiB, with no CUDA-graph term subtracted in the "
               "log's own figures, while hfmem subtracts its 0.23 GiB estimate from 0.21 on (0.9991 without it): "
               "whether 0.29 folds that estimate into another figure is not established. Not tuned",
-        notes=("tokens from the logged pool: exact (test_hybrid_tokens_from_the_logged_pool_at_32k)",)),
+        notes=("tokens from the logged pool: exact (test_hybrid_tokens_from_the_logged_pool[v0.29-l4-32k-prefix-caching])",)),
 ]
 
 # Token counts from a logged pool (the pool itself needs a GPU the log does not name): KV bytes per token and the
@@ -942,36 +942,31 @@ def test_tokens_from_the_logged_pool(name, url, repo, tp, ctx, kv_gib, tokens):
     assert abs(blocks * est.block_size / tokens - 1) <= 0.02
 
 
-def test_hybrid_tokens_from_the_logged_pool():
-    """Qwen3.5-4B (Gated DeltaNet + full attention), vLLM 0.22.0, max_model_len 1024, enable_prefix_caching=False (its
-    engine config line), from a FastAPI streaming notes log found with find_string: "Setting attention block size to
-    528 tokens", "Available KV cache memory: 12.85 GiB", "GPU KV cache size: 163,225 tokens", "Maximum concurrency for
-    1,024 tokens per request: 159.40x". hfmem's page alignment, blocks per request and concurrency-form token count
-    from that pool: exact. Held out (the pool itself is not a row: the GPU is not named and the profile ran the
-    vision encoder, which hfmem's torch peak models for Qwen3-VL's tower only)."""
+# Qwen3.5-4B (Gated DeltaNet + full attention) token counts from logged pools: hfmem's page alignment (528-token
+# pages), blocks per request and the concurrency-form token count from the log's pool, exact.
+# - vLLM 0.22.0, max_model_len 1024, enable_prefix_caching=False (its engine config line), from a FastAPI streaming
+#   notes log found with find_string: "Setting attention block size to 528 tokens", "Available KV cache memory:
+#   12.85 GiB", "GPU KV cache size: 163,225 tokens", "Maximum concurrency for 1,024 tokens per request: 159.40x".
+#   Held out (the pool itself is not a row: the GPU is not named and the profile ran the vision encoder, which
+#   hfmem's torch peak models for Qwen3-VL's tower only).
+# - The L4 row's log (vLLM 0.29.0, max_model_len 32768, prefix caching on: vLLM's 'align' Mamba cache mode): 9.1 GiB
+#   -> "Maximum concurrency for 32,768 tokens per request: 8.17x" and 267,842 tokens.
+HYBRID_TOKEN_LOGS = [
+    pytest.param(1024, False, 12.85, "159.40", 163_225, id="v0.22-1k-no-prefix-caching"),
+    pytest.param(32_768, True, 9.1, "8.17", 267_842, id="v0.29-l4-32k-prefix-caching"),
+]
+
+
+@pytest.mark.parametrize("ctx, prefix_caching, pool_gib, concurrency_line, tokens", HYBRID_TOKEN_LOGS)
+def test_hybrid_tokens_from_the_logged_pool(ctx, prefix_caching, pool_gib, concurrency_line, tokens):
     from hfmem.memory.kv import estimate_kv
     from hfmem.model.architecture import build_architecture
 
     arch = build_architecture(load_config("Qwen/Qwen3.5-4B"))[0]
-    est = estimate_kv(arch, 1024, engine="vllm", max_batched_tokens=2048, prefix_caching=False)
+    est = estimate_kv(arch, ctx, engine="vllm", max_batched_tokens=2048, prefix_caching=prefix_caching)
     assert est.block_size == 528
-    concurrency = (int(12.85 * GiB) // est.bytes_per_block) / est.blocks_per_request
-    assert f"{concurrency:.2f}" == "159.40" and int(concurrency * 1024) == 163_225
-
-
-
-def test_hybrid_tokens_from_the_logged_pool_at_32k():
-    """The L4 row's log (vLLM 0.29.0, Qwen3.5-4B, max_model_len 32768, prefix caching on: vLLM's 'align' Mamba cache
-    mode): 9.1 GiB -> "Maximum concurrency for 32,768 tokens per request: 8.17x" and 267,842 tokens. hfmem's 528-token
-    pages and blocks per request (with prefix caching) from that pool: exact."""
-    from hfmem.memory.kv import estimate_kv
-    from hfmem.model.architecture import build_architecture
-
-    arch = build_architecture(load_config("Qwen/Qwen3.5-4B"))[0]
-    est = estimate_kv(arch, 32_768, engine="vllm", max_batched_tokens=2048, prefix_caching=True)
-    assert est.block_size == 528
-    concurrency = (int(9.1 * GiB) // est.bytes_per_block) / est.blocks_per_request
-    assert f"{concurrency:.2f}" == "8.17" and int(concurrency * 32_768) == 267_842
+    concurrency = (int(pool_gib * GiB) // est.bytes_per_block) / est.blocks_per_request
+    assert f"{concurrency:.2f}" == concurrency_line and int(concurrency * ctx) == tokens
 
 
 def test_non_peak_terms_of_the_l4_row_are_the_logged_ones():
