@@ -15,7 +15,6 @@ from hfmem.hub import prefetch
 from hfmem.hub.files import ModelFiles
 from hfmem.hub.local import looks_local, read_local
 from hfmem.hub.ref import is_gguf_ref, resolve_ref
-from hfmem.hub.remote import read_hub
 from hfmem.hub.timeout import check_timeout
 from hfmem.model.architecture import build_architecture
 from hfmem.model.inventory import count_tensors, summarize
@@ -55,6 +54,8 @@ def read_model(ref: str, revision: str | None = None, token: str | bool | None =
     started = prefetch.take(ref, revision, token, timeout)  # the CLI may have started this very read already
     if started is not None:
         return started.wait()
+    from hfmem.hub.remote import read_hub  # the Hub client's machinery (thread pools, retries) only for Hub reads
+
     return read_hub(ref, revision=revision, token=token, timeout=timeout)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from hfmem.errors import HfmemError, UsageError, redact
@@ -83,6 +82,8 @@ def run_many(
             if bar is not None:
                 with lock:
                     bar.update(1)
+
+    from concurrent.futures import ThreadPoolExecutor  # the batch command's only; the CLI imports this module for its constants
 
     try:
         with ThreadPoolExecutor(max_workers=min(jobs, len(refs)), thread_name_prefix="hfmem-batch") as pool:

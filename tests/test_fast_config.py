@@ -323,6 +323,9 @@ def test_run_imports_no_transformers_numpy_torch():
     # Training estimators and their tables load only for --train (the CLI needs just the option choices).
     modules = {line.split("|")[-1].strip() for line in timed.stderr.splitlines() if "import time:" in line}
     assert not modules & {"hfmem.memory.training.estimate", "hfmem.memory.training.activations", "hfmem.render.training"}
+    # A local folder needs no Hub client: huggingface_hub, hfmem's Hub reader and its thread pools stay unimported.
+    assert not imported & {"huggingface_hub", "httpx", "httpx2"}
+    assert not modules & {"hfmem.hub.remote", "concurrent.futures"}
 
 
 @pytest.mark.parametrize("repo", ["moonshotai/Kimi-K3", "custom-code"])

@@ -140,6 +140,10 @@ def _logical_matrix(name: str, dtype: str, shape: tuple[int, ...], method: str |
     return math.prod(dims[:-2]), dims[-2], dims[-1]
 
 
+# inventory roles that are no weight of their own: registered buffers and the second name of a tied tensor
+_NOT_WEIGHTS = frozenset(("buffer", "tied_duplicate"))
+
+
 def weight_tensors(counted: Iterable[Any], quantization: Quantization | None = None, hidden_size: int | None = None) -> list[WeightTensor]:
     """Logical parameter tensors from the inventory (``inventory.CountedTensor``); bookkeeping tensors of a
     quantized checkpoint are folded into the stored bytes of the weight they belong to (or kept as "other").
@@ -156,7 +160,7 @@ def weight_tensors(counted: Iterable[Any], quantization: Quantization | None = N
     forms: dict[tuple[Any, ...], tuple[int, int, int, str]] = {}
     for c in counted:
         role = c.role
-        if role == "buffer" or role == "tied_duplicate":
+        if role in _NOT_WEIGHTS:
             continue
         e = c.entry
         if role == "quant_overhead":
@@ -211,7 +215,7 @@ def weight_groups(counted: Iterable[Any], quantization: Quantization | None = No
     decided: dict[tuple[str, bool], bool] = {}
     for c in counted:
         role = c.role
-        if role == "buffer" or role == "tied_duplicate":
+        if role in _NOT_WEIGHTS:
             continue
         e = c.entry
         if role == "quant_overhead":
