@@ -253,6 +253,10 @@ _COMPUTED = [
     # transformers' interval validator on a field (Llama's initializer_range): bounds included, outside rejected
     {"model_type": "llama", "initializer_range": 1.0},
     {"model_type": "llama", "initializer_range": 2.0},
+    # RoPE values whose comparisons in the yarn / llama3 validators raise (they only warn otherwise)
+    {"model_type": "llama", "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 0}},
+    {"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                             "high_freq_factor": "4", "original_max_position_embeddings": 8192}},
 ]  # fmt: skip
 
 
@@ -280,8 +284,10 @@ def test_added_types_take_the_fast_path():
     # sub-config type outside the table, a sliding pattern of 0, Phi-3 factors of the wrong length, an untyped
     # Kimi-Linear layer, EXAONE 4 without a window, a string tie_embedding; DeepSeek-V4's unknown compress ratio,
     # layer kind, zero original context and fractional hash layers; Gemma 4's own per_layer_config, float head_dim,
-    # layer past the last, chunked sliding layers, RoPE without theta, audio initializer_range; Llama's
-    rejected = [_COMPUTED[i] for i in (3, 7, 16, 19, 24, 26, 31, 37, 40, 48, 50, *range(59, 63), *range(68, 74), 75)]
+    # layer past the last, chunked sliding layers, RoPE without theta, audio initializer_range; Llama's, and its
+    # yarn context of 0 and string frequency factor
+    rejected = [_COMPUTED[i] for i in (3, 7, 16, 19, 24, 26, 31, 37, 40, 48, 50, *range(59, 63), *range(68, 74), 75,
+                                       76, 77)]
     for config in rejected:
         assert fast_config.fast_normalise(copy.deepcopy(config)) is None, config
     # and transformers rejects them too, but for Gemma 4's own per_layer_config (accepted; only the table cannot say)
