@@ -313,6 +313,67 @@ def test_gemma4_kv_sharing_modes_property(config):
         assert "reuse" in expected
 
 
+def _random_config(rng: Any, model_type: str) -> dict[str, Any]:
+    """A Gemma 4 text or DeepSeek-V4 config with each key of its rules present or not, at values that take every
+    branch (or are rejected: wrong lengths, types and kinds)."""
+    n = rng.choice([0, 1, 2, 5, 6, 7])
+    choices: dict[str, list[Any]] = {
+        "gemma4_text": {
+            "layer_types": [None, [rng.choice(["sliding_attention", "full_attention"]) for _ in range(n)],
+                            ["full_attention"] * (n + 1), []],
+            "global_head_dim": [512, 256, 512.0], "head_dim": [256, 512], "num_global_key_value_heads": [1, 4, None],
+            "num_key_value_heads": [1, 4], "attention_k_eq_v": [True, False], "attention_chunk_size": [128],
+            "use_bidirectional_attention": [None, "all", "vision"], "sliding_window": [512, 7, None],
+            "num_kv_shared_layers": [0, 1, 2, n], "rope_theta": [1e4],
+            "rope_parameters": [None, {"rope_type": "default", "rope_theta": 1e4},
+                                {"sliding_attention": None, "full_attention": {"rope_type": "linear", "factor": 2.0}},
+                                {"full_attention": {"rope_type": "yarn", "factor": 4.0}}]},
+        "deepseek_v4": {
+            "compress_ratios": [[rng.choice([0, 4, 128]) for _ in range(n + 1)], [0, 8], [4.0] * n],
+            "layer_types": [None, [rng.choice(["sliding_attention", "compressed_sparse_attention"]) for _ in range(n)],
+                            ["full_attention"] * n],
+            "num_hash_layers": [0, 3, 10], "mlp_layer_types": [["moe"] * n, ["dense"] * n], "qk_rope_head_dim": [64, 0],
+            "partial_rotary_factor": [None, 0.5], "head_dim": [512, 0], "compress_rate_csa": [8],
+            "compress_rates": [{"compressed_sparse_attention": 2}], "rope_theta": [10000, "x"],
+            "expert_dtype": ["fp4"], "quantization_config": [{"quant_method": "fp8"}],
+            "rope_scaling": [{"type": "yarn", "factor": 16, "original_max_position_embeddings": 65536}, {"rope_type": "x"}],
+            "rope_parameters": [{"main": {"rope_type": "default"}, "compress": {"rope_type": "linear", "factor": 2.0}},
+                                {"rope_type": "yarn", "factor": 2.0}]},
+    }[model_type]
+    config = {"model_type": model_type, "num_hidden_layers": n}
+    config.update({key: rng.choice(values) for key, values in choices.items() if rng.random() < 0.4})
+    return config
+
+
+@pytest.mark.parametrize("model_type", ["gemma4_text", "deepseek_v4"])
+def test_random_inputs_equal_transformers_whole_to_dict(model_type):
+    """Seeded random configs through each rule's branches: every one the table accepts gives transformers' whole
+    to_dict() (not only the keys hfmem reads) and, for Gemma 4, its kv_sharing_modes; some are accepted, and the
+    table falls back only where transformers rejects."""
+    import random
+
+    rng = random.Random(4)
+    accepted = 0
+    for _ in range(60):
+        config = _random_config(rng, model_type)
+        fast = fast_config.fast_normalise(copy.deepcopy(config))
+        slow = _transformers(config)
+        if fast is None:
+            assert slow is None, config  # a fallback only where transformers rejects it
+            continue
+        accepted += 1
+        assert slow is not None, config
+        keep = lambda d: {k: fast_config._plain(v) for k, v in d.items() if k != "transformers_version"}  # noqa: E731
+        assert keep(fast[0].to_dict()) == keep(normalise.as_dict(slow[0])), config
+        if model_type == "gemma4_text":
+            try:
+                modes = slow[0].kv_sharing_modes
+            except ValueError:
+                modes = None
+            assert fast[0].kv_sharing_modes == modes, config
+    assert accepted >= 10
+
+
 def test_outside_the_table_falls_back_with_a_note():
     config = _load(ROOT / "fixtures" / "configs" / "tiiuae" / "falcon-7b-instruct" / "config.json")
     assert fast_config.fast_normalise(config) is None
