@@ -15,16 +15,21 @@ already in the table are read back from it, so they stay), then raise the bound 
 tests/test_fast_config.py, tests/test_contract.py and the measured-cache tests (tests/test_kv_truth.py) under it.
 
 A model_type is covered only when every part of what AutoConfig.for_model does for it is known here:
-- no properties of its own; no override of a PreTrainedConfig method other than __post_init__ and validate_*
-  (a convert_rope_params_to_dict or to_dict override only when its source is catalogued: KNOWN_ROPE,
-  KNOWN_ROPE_CONVERT, KNOWN_TO_DICT);
+- no properties of its own but read-only ones whose getter is catalogued (KNOWN_PROPERTIES: Gemma 4 text's
+  kv_sharing_modes); no override of a PreTrainedConfig method other than __post_init__ and validate_* (a
+  convert_rope_params_to_dict or to_dict override only when its source is catalogued: KNOWN_ROPE,
+  KNOWN_ROPE_CONVERT, KNOWN_TO_DICT); a validate_layer_type / validate_rope that does not call the base one is
+  catalogued with "instead_of_base", and RoPE nested under _rope_type_labels needs such a validate_rope;
+- the module-level constants and non-field class attributes its catalogued methods read are compiled with it
+  (``constants``), so the rules read the release's values;
 - sub-configs only as PreTrainedConfig.__post_init__ builds them from sub_configs_defaults
   (SubConfigSpec.create_subconfig), each default type covered too; get_text_config(decoder=True) is the config
   itself or one of those sub-configs;
 - its __post_init__ and validate_* methods have exactly the source text one of the named computations in
   hfmem/model/fast_config.py was written from (KNOWN_POST_INIT / KNOWN_VALIDATORS below, by sha256 of the
   dedented source); an edited or new class is left out until someone reads it and adds it;
-- every dataclass field's declared type can be described for the strict type check, and its default is JSON;
+- every dataclass field's declared type can be described for the strict type check (a field validator only when
+  catalogued: KNOWN_FIELD_VALIDATORS, transformers' interval), and its default is JSON;
 - the fast normaliser gives the same value as transformers for every field hfmem reads (fast_config.USED_ATTRS,
   USED_KEYS) on probes: the class defaults, every config of that type in fixtures/ and ../shared/models, and
   variations of them (KV heads / head_dim dropped, sliding window on, legacy rope_scaling/rope_theta, torch_dtype).
@@ -62,6 +67,8 @@ KNOWN_VALIDATORS: dict[str, list[str]] = {}
 KNOWN_ROPE: dict[str, list[str]] = {}
 KNOWN_ROPE_CONVERT: dict[str, str] = {}
 KNOWN_TO_DICT: dict[str, list[str]] = {}
+KNOWN_FIELD_VALIDATORS: dict[str, str] = {}  # a field's own validator (transformers.utils.type_validators)
+KNOWN_PROPERTIES: dict[str, str] = {}  # read-only properties of a class: the fast_config._PROPERTIES entry replaying it
 # The model types worth covering (the families hfmem is used on most); anything else falls back to transformers.
 CANDIDATES = [
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss", "glm4_moe", "minimax_m2",
@@ -96,6 +103,8 @@ def _load_known() -> None:
     KNOWN_ROPE.update(entries.get("rope", {}))
     KNOWN_ROPE_CONVERT.update(entries.get("rope_convert", {}))
     KNOWN_TO_DICT.update(entries.get("to_dict", {}))
+    KNOWN_PROPERTIES.update(entries.get("properties", {}))
+    KNOWN_FIELD_VALIDATORS.update(entries.get("field_validators", {}))
 
 
 def _spec(tp: Any) -> Any:
@@ -189,11 +198,22 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
         overridden.remove(name)
     if overridden:
         return None, f"overrides {overridden}"
+    # the class's own properties: only catalogued getters (KNOWN_PROPERTIES), replayed as attributes
+    property_rules: dict[str, str] = {}
     own_props = sorted({n for c in mro for n, v in vars(c).items() if isinstance(v, property)})
+    for name in list(own_props):
+        owners = [c for c in mro if name in vars(c)]
+        prop = vars(owners[0])[name]
+        if len(owners) == 1 and prop.fset is None and _src_key(prop.fget) in KNOWN_PROPERTIES:
+            property_rules[name] = KNOWN_PROPERTIES[_src_key(prop.fget)]
+            own_props.remove(name)
     if own_props:
         return None, f"properties {own_props}"
-    if getattr(cls, "_rope_type_labels", None):
-        return None, "rope type labels"
+    # _rope_type_labels (DeepSeek-V4): the RoPE dict is nested under these labels instead of layer types
+    # (RotaryEmbeddingConfigMixin.nested_rope_parameter_keys); replayed only with the class's own validate_rope
+    rope_labels = getattr(cls, "_rope_type_labels", None)
+    if rope_labels and "validate_rope" not in vars(cls):
+        return None, "rope type labels without its own validate_rope"
     default_rope_type = getattr(cls, "default_rope_type", "default")
     if default_rope_type != "default" and default_rope_type not in rope_required():
         return None, f"default rope type {default_rope_type}"
@@ -211,6 +231,8 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
         text_cls = cls.sub_configs_defaults["text_config"].config_class
         flat_text_params = list(inspect.signature(text_cls.__init__).parameters)
     validators: list[str] = []
+    replaced: list[str] = []  # base validators fast_config replays that the class overrides (its rules replace them)
+    methods = [vars(post[0])["__post_init__"]] if post else []
     for name in sorted(n for n in dir(cls) if n.startswith("validate")):
         owner = next(c for c in cls.__mro__ if name in vars(c))
         module = getattr(vars(owner)[name], "__module__", "") or ""
@@ -220,7 +242,14 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
         key = _src_key(vars(owner)[name])
         if key not in KNOWN_VALIDATORS:
             return None, f"{name} {key} not catalogued"
-        validators += KNOWN_VALIDATORS[key]
+        checks = KNOWN_VALIDATORS[key]
+        if "instead_of_base" in checks:  # catalogued as not calling super(): fast_config skips its replay of the base
+            if name not in ("validate_layer_type", "validate_rope"):
+                return None, f"{name} replaces a base validator fast_config does not replay"
+            replaced.append(name)
+        validators += [r for r in checks if r != "instead_of_base"]
+        methods.append(vars(owner)[name])
+    constants = _constants(cls, methods)
     fields: dict[str, Any] = {}
     specs: dict[str, Any] = {}
     hints = typing.get_type_hints(cls, localns={"torch": __import__("torch")})
@@ -236,6 +265,14 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
         except TypeError:
             return None, f"default of {f.name} is not JSON"
         specs[f.name] = _spec(hints.get(f.name, f.type))
+        # huggingface_hub's validated_field: validators besides the type check (Llama's initializer_range interval)
+        for check in f.metadata.get("validator") or []:
+            key = _src_key(check)
+            if KNOWN_FIELD_VALIDATORS.get(key) != "interval":
+                return None, f"validator {key} of field {f.name} not catalogued"
+            cells = dict(zip(check.__code__.co_freevars, (c.cell_contents for c in check.__closure__ or ())))
+            bounds = [None if abs(cells[b]) == float("inf") else cells[b] for b in ("min", "max")]
+            specs[f.name] = ["interval", *bounds, cells["exclude_min"], cells["exclude_max"], specs[f.name]]
     if {"head_dim", "num_heads", "embed_dim"} <= set(fields):
         return None, "base validate_architecture applies"
     instance = cls()
@@ -251,8 +288,64 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
         **({"rope_convert": rope_convert} if rope_convert else {}),
         **({"to_dict_rules": to_dict_rules} if to_dict_rules else {}),
         **({"flat_text_params": flat_text_params} if flat_text_params is not None else {}),
+        **({"rope_type_labels": list(rope_labels)} if rope_labels else {}),
+        **({"replaced_validators": replaced} if replaced else {}),
+        **({"constants": constants} if constants else {}),
+        **({"property_rules": property_rules} if property_rules else {}),
         **({"sub_configs": sub_configs} if sub_configs else {}),
     }, "ok"  # fmt: skip
+
+
+def _constants(cls: Any, methods: list[Any]) -> dict[str, Any]:
+    """The data a catalogued method reads besides its source (so a release that changes one recompiles to another
+    table instead of keeping a stale copy in a rule): module-level constants (DeepSeek-V4's
+    _COMPRESS_RATIO_TO_LAYER_TYPE) and class attributes that are not dataclass fields (its default_compress_rates),
+    found among the names its code objects use. Only plain literals (other values are left out: a rule that reads one
+    falls back without it)."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    out: dict[str, Any] = {}
+    for fn in methods:
+        codes, names = [fn.__code__], set()
+        while codes:
+            code = codes.pop()
+            names.update(code.co_names)
+            codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        for name in sorted(names):
+            if name in fn.__globals__:
+                value = fn.__globals__[name]
+            elif name not in fields and name in {n for c in cls.__mro__ for n in vars(c)} and not name.startswith("__"):
+                value = getattr(cls, name)
+            else:
+                continue
+            if isinstance(value, (type, types.ModuleType, property, classmethod, staticmethod)) or callable(value):
+                continue
+            if not isinstance(value, (tuple, list, dict, set, frozenset, str, int, float, bool, type(None))):
+                continue  # a logger, a sentinel: not data a rule reads
+            if name in ("model_type", "attribute_map", "default_theta", "default_rope_type", "_rope_type_labels"):
+                continue  # compiled on their own
+            try:
+                out[name] = _literal(value)
+            except TypeError:
+                continue  # config classes, a sentinel: a rule that needed one falls back when it is missing
+    return out
+
+
+def _literal(value: Any) -> Any:
+    """A constant as the table writes it: tuples and sets as lists, dicts with any literal keys (pprint writes a
+    Python literal, not JSON)."""
+    if isinstance(value, (tuple, list)):
+        return [_literal(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(_literal(v) for v in value)
+    if isinstance(value, dict):
+        if not all(isinstance(k, (str, int)) and not isinstance(k, bool) for k in value):
+            raise TypeError("dict keys")
+        return {k: _literal(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            raise TypeError("non-finite float")
+        return value
+    raise TypeError(type(value).__name__)
 
 
 @functools.cache
@@ -513,7 +606,7 @@ def main() -> int:
     if args.show_sources:
         for key, src in _SOURCES.items():
             if not any(key in known for known in (KNOWN_POST_INIT, KNOWN_VALIDATORS, KNOWN_ROPE, KNOWN_ROPE_CONVERT,
-                                                  KNOWN_TO_DICT)):
+                                                  KNOWN_TO_DICT, KNOWN_PROPERTIES, KNOWN_FIELD_VALIDATORS)):
                 print(f"--- {key}\n{src}")
     releases = {} if args.fresh else read_releases(Path(args.out))
     releases[table["transformers"]] = table

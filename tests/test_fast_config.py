@@ -111,12 +111,14 @@ def test_covered_types_on_fixtures():
     assert {"llama", "qwen2", "qwen3", "qwen3_moe", "mistral", "mixtral", "gpt_oss", "deepseek_v3", "gemma2",
             "bert", "gpt2", "qwen3_next", "glm4_moe_lite", "minimax_m2",
             # composite text + vision configs and the newest families
-            "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe", "glm_moe_dsa", "gemma3", "qwen2_5_vl", "phi3", "kimi_linear"} <= covered  # fmt: skip
+            "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe", "glm_moe_dsa", "gemma3", "qwen2_5_vl", "phi3", "kimi_linear",
+            "gemma4", "deepseek_v4"} <= covered  # fmt: skip
     assert TABLE["transformers"]
     for path in CONFIGS:  # and the fixtures of the types added with their computations really take the fast path
         config = _load(path)
         if config.get("model_type") in ("qwen3_next", "glm4_moe_lite", "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe",
-                                        "glm_moe_dsa", "minimax_m2", "gemma3", "qwen2_5_vl", "phi3", "kimi_linear"):
+                                        "glm_moe_dsa", "minimax_m2", "gemma3", "qwen2_5_vl", "phi3", "kimi_linear",
+                                        "gemma4", "deepseek_v4"):
             assert fast_config.fast_normalise(copy.deepcopy(config)) is not None, path
 
 
@@ -209,6 +211,52 @@ _COMPUTED = [
     {"model_type": "apertus", "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}},
     {"model_type": "glm4"},
     {"model_type": "glm4", "eos_token_id": 2, "partial_rotary_factor": 1.0},
+    # DeepSeek-V4: the legacy keys its checkpoints ship (per-layer compress ratios one longer than the layers, hash
+    # layers, qk_rope_head_dim, a per-kind rate, expert_dtype into the quantization config, flat yarn rope_scaling),
+    # RoPE already nested under its labels, the default schedules; values transformers rejects fall back
+    {"model_type": "deepseek_v4"},
+    {"model_type": "deepseek_v4", "num_hidden_layers": 5, "compress_ratios": [0, 4, 128, 4, 0, 0], "num_hash_layers": 2,
+     "qk_rope_head_dim": 32, "compress_rate_csa": 8, "rope_theta": 10000, "expert_dtype": "fp4",
+     "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]},
+     "rope_scaling": {"type": "yarn", "factor": 16, "original_max_position_embeddings": 65536, "beta_fast": 32,
+                      "beta_slow": 1}},
+    {"model_type": "deepseek_v4", "num_hidden_layers": 4, "partial_rotary_factor": 0.25, "rope_parameters": {
+        "main": {"rope_type": "default", "rope_theta": 1e4}, "factor": 2.0,
+        "compress": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}}},
+    {"model_type": "deepseek_v4", "num_hidden_layers": 1, "compress_rate_hca": 64, "mlp_layer_types": ["moe"]},
+    {"model_type": "deepseek_v4", "num_hidden_layers": 3, "compress_ratios": [0, 8, 4]},  # no such ratio: KeyError
+    {"model_type": "deepseek_v4", "num_hidden_layers": 2, "layer_types": ["full_attention", "sliding_attention"]},
+    {"model_type": "deepseek_v4", "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 0}},
+    {"model_type": "deepseek_v4", "num_hidden_layers": 4, "num_hash_layers": 2.5},  # list * float: TypeError
+    # Gemma 4: per-layer overrides of the full-attention layers (global head_dim, global KV heads when K = V; none
+    # left when they equal the global values), the last layer forced to full attention, bidirectional "all" window,
+    # RoPE kept as given (no defaults filled in), KV-sharing layouts, the optional audio and vision towers
+    {"model_type": "gemma4"},
+    {"model_type": "gemma4_text", "num_hidden_layers": 8, "use_bidirectional_attention": "all", "sliding_window": 1024,
+     "global_head_dim": 256, "head_dim": 256},
+    {"model_type": "gemma4_text", "num_hidden_layers": 7, "num_global_key_value_heads": 2, "attention_k_eq_v": True,
+     "num_kv_shared_layers": 3, "layer_types": ["sliding_attention", "full_attention"] * 3 + ["sliding_attention"]},
+    {"model_type": "gemma4_text", "num_hidden_layers": 4, "num_global_key_value_heads": 2, "attention_k_eq_v": False,
+     "num_kv_shared_layers": 4},
+    {"model_type": "gemma4", "vision_config": {}, "audio_config": {"subsampling_conv_channels": [64, 16]},
+     "text_config": {"num_hidden_layers": 12, "num_kv_shared_layers": 6, "rope_parameters": {
+         "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+         "full_attention": {"rope_type": "proportional", "rope_theta": 1e6, "partial_rotary_factor": 0.25}}}},
+    {"model_type": "gemma4_text", "num_hidden_layers": 2, "per_layer_config": {"1": {"head_dim": 128}}},  # its own
+    {"model_type": "gemma4_text", "num_hidden_layers": 6, "global_head_dim": 512.5},  # a float head_dim: rejected
+    {"model_type": "gemma4_text", "num_hidden_layers": 2,
+     "layer_types": ["sliding_attention", "full_attention", "full_attention"]},  # a layer index past the last
+    {"model_type": "gemma4_text", "num_hidden_layers": 2, "attention_chunk_size": 128},  # and a sliding window
+    {"model_type": "gemma4_text", "num_hidden_layers": 6, "rope_parameters": {
+        "sliding_attention": {"rope_type": "default"}, "full_attention": {"rope_type": "proportional"}}},  # no theta
+    {"model_type": "gemma4", "audio_config": {"initializer_range": 1.5}},  # outside its interval [0, 1]
+    # transformers' interval validator on a field (Llama's initializer_range): bounds included, outside rejected
+    {"model_type": "llama", "initializer_range": 1.0},
+    {"model_type": "llama", "initializer_range": 2.0},
+    # RoPE values whose comparisons in the yarn / llama3 validators raise (they only warn otherwise)
+    {"model_type": "llama", "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 0}},
+    {"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                             "high_freq_factor": "4", "original_max_position_embeddings": 8192}},
 ]  # fmt: skip
 
 
@@ -230,13 +278,100 @@ def test_added_types_take_the_fast_path():
                                                     "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "mistral3", "gemma3",
                                                     "gemma3_text", "qwen2_5_vl", "phi3", "kimi_linear", "smollm3",
                                                     "olmo3", "seed_oss", "ernie4_5", "hunyuan_v1_dense", "exaone4",
-                                                    "lfm2", "apertus", "glm4"}
+                                                    "lfm2", "apertus", "glm4", "deepseek_v4", "gemma4",
+                                                    "gemma4_text", "llama"}
     # max_window_layers None, interval 0, an unknown indexer letter, NoPE interval 0, a list as text_config, a
     # sub-config type outside the table, a sliding pattern of 0, Phi-3 factors of the wrong length, an untyped
-    # Kimi-Linear layer, EXAONE 4 without a window, a string tie_embedding
-    rejected = [_COMPUTED[i] for i in (3, 7, 16, 19, 24, 26, 31, 37, 40, 48, 50)]
+    # Kimi-Linear layer, EXAONE 4 without a window, a string tie_embedding; DeepSeek-V4's unknown compress ratio,
+    # layer kind, zero original context and fractional hash layers; Gemma 4's own per_layer_config, float head_dim,
+    # layer past the last, chunked sliding layers, RoPE without theta, audio initializer_range; Llama's, and its
+    # yarn context of 0 and string frequency factor
+    rejected = [_COMPUTED[i] for i in (3, 7, 16, 19, 24, 26, 31, 37, 40, 48, 50, *range(59, 63), *range(68, 74), 75,
+                                       76, 77)]
     for config in rejected:
         assert fast_config.fast_normalise(copy.deepcopy(config)) is None, config
+    # and transformers rejects them too, but for Gemma 4's own per_layer_config (accepted; only the table cannot say)
+    assert [c for c in rejected[11:] if _transformers(c) is not None] == [_COMPUTED[68]]
+
+
+@pytest.mark.parametrize("config", [_COMPUTED[i] for i in (65, 66, 67)] + [
+    {"model_type": "gemma4_text", "num_hidden_layers": 6, "num_kv_shared_layers": 1}], ids=range(4))
+def test_gemma4_kv_sharing_modes_property(config):
+    """Gemma4TextConfig.kv_sharing_modes (a property the table replays as an attribute): equal to transformers', or
+    absent where transformers raises (a shared layer kind, full attention here, with no earlier layer to store it)."""
+    fast = fast_config.fast_normalise(copy.deepcopy(config))
+    slow = _transformers(config)
+    assert fast is not None and slow is not None
+    try:
+        expected = slow[1].kv_sharing_modes
+    except ValueError:
+        expected = None
+    assert fast[1].kv_sharing_modes == expected
+    if config.get("num_kv_shared_layers") == 1:
+        assert expected is None  # the raising branch is exercised
+    else:
+        assert "reuse" in expected
+
+
+def _random_config(rng: Any, model_type: str) -> dict[str, Any]:
+    """A Gemma 4 text or DeepSeek-V4 config with each key of its rules present or not, at values that take every
+    branch (or are rejected: wrong lengths, types and kinds)."""
+    n = rng.choice([0, 1, 2, 5, 6, 7])
+    choices: dict[str, list[Any]] = {
+        "gemma4_text": {
+            "layer_types": [None, [rng.choice(["sliding_attention", "full_attention"]) for _ in range(n)],
+                            ["full_attention"] * (n + 1), []],
+            "global_head_dim": [512, 256, 512.0], "head_dim": [256, 512], "num_global_key_value_heads": [1, 4, None],
+            "num_key_value_heads": [1, 4], "attention_k_eq_v": [True, False], "attention_chunk_size": [128],
+            "use_bidirectional_attention": [None, "all", "vision"], "sliding_window": [512, 7, None],
+            "num_kv_shared_layers": [0, 1, 2, n], "rope_theta": [1e4],
+            "rope_parameters": [None, {"rope_type": "default", "rope_theta": 1e4},
+                                {"sliding_attention": None, "full_attention": {"rope_type": "linear", "factor": 2.0}},
+                                {"full_attention": {"rope_type": "yarn", "factor": 4.0}}]},
+        "deepseek_v4": {
+            "compress_ratios": [[rng.choice([0, 4, 128]) for _ in range(n + 1)], [0, 8], [4.0] * n],
+            "layer_types": [None, [rng.choice(["sliding_attention", "compressed_sparse_attention"]) for _ in range(n)],
+                            ["full_attention"] * n],
+            "num_hash_layers": [0, 3, 10], "mlp_layer_types": [["moe"] * n, ["dense"] * n], "qk_rope_head_dim": [64, 0],
+            "partial_rotary_factor": [None, 0.5], "head_dim": [512, 0], "compress_rate_csa": [8],
+            "compress_rates": [{"compressed_sparse_attention": 2}], "rope_theta": [10000, "x"],
+            "expert_dtype": ["fp4"], "quantization_config": [{"quant_method": "fp8"}],
+            "rope_scaling": [{"type": "yarn", "factor": 16, "original_max_position_embeddings": 65536}, {"rope_type": "x"}],
+            "rope_parameters": [{"main": {"rope_type": "default"}, "compress": {"rope_type": "linear", "factor": 2.0}},
+                                {"rope_type": "yarn", "factor": 2.0}]},
+    }[model_type]
+    config = {"model_type": model_type, "num_hidden_layers": n}
+    config.update({key: rng.choice(values) for key, values in choices.items() if rng.random() < 0.4})
+    return config
+
+
+@pytest.mark.parametrize("model_type", ["gemma4_text", "deepseek_v4"])
+def test_random_inputs_equal_transformers_whole_to_dict(model_type):
+    """Seeded random configs through each rule's branches: every one the table accepts gives transformers' whole
+    to_dict() (not only the keys hfmem reads) and, for Gemma 4, its kv_sharing_modes; some are accepted, and the
+    table falls back only where transformers rejects."""
+    import random
+
+    rng = random.Random(4)
+    accepted = 0
+    for _ in range(60):
+        config = _random_config(rng, model_type)
+        fast = fast_config.fast_normalise(copy.deepcopy(config))
+        slow = _transformers(config)
+        if fast is None:
+            assert slow is None, config  # a fallback only where transformers rejects it
+            continue
+        accepted += 1
+        assert slow is not None, config
+        keep = lambda d: {k: fast_config._plain(v) for k, v in d.items() if k != "transformers_version"}  # noqa: E731
+        assert keep(fast[0].to_dict()) == keep(normalise.as_dict(slow[0])), config
+        if model_type == "gemma4_text":
+            try:
+                modes = slow[0].kv_sharing_modes
+            except ValueError:
+                modes = None
+            assert fast[0].kv_sharing_modes == modes, config
+    assert accepted >= 10
 
 
 def test_outside_the_table_falls_back_with_a_note():
@@ -364,10 +499,11 @@ def test_type_unknown_to_transformers_imports_no_transformers():
     assert out.stdout.split() == ["raw", "config.json", "False"]
 
 
-@pytest.mark.parametrize("repo", ["Qwen/Qwen3-VL-30B-A3B-Instruct", "Qwen/Qwen3.5-0.8B-Base", "zai-org/GLM-5.2"])
+@pytest.mark.parametrize("repo", ["Qwen/Qwen3-VL-30B-A3B-Instruct", "Qwen/Qwen3.5-0.8B-Base", "zai-org/GLM-5.2",
+                                  "google/gemma-4-31B-it", "deepseek-ai/DeepSeek-V4-Flash"])
 def test_composite_and_newest_configs_import_no_transformers(repo):
-    """A composite (text + vision) config and GLM-5's are normalised from the table, in a fresh process that then
-    holds no transformers, torch or numpy module."""
+    """A composite (text + vision) config, GLM-5's, Gemma 4's (per-layer overrides) and DeepSeek-V4's are normalised
+    from the table, in a fresh process that then holds no transformers, torch or numpy module."""
     path = ROOT / "fixtures" / "configs" / repo / "config.json"
     code = (
         "import sys, json\nfrom hfmem.model.normalise import normalise_config\n"

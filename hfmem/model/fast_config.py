@@ -2,15 +2,17 @@
 transformers' config classes (``scripts/compile_configs.py`` writes ``hfmem.model.config_table``).
 
 The table holds, per model_type, what ``AutoConfig.for_model(model_type, **config)`` does for the classes it covers:
-the dataclass fields with their defaults and declared types, ``attribute_map``, and the names of the computations the
-class's ``__post_init__`` and ``validate_*`` methods perform, and of the few overrides of ``to_dict`` and
-``convert_rope_params_to_dict`` it knows (matched by their source text when the table was compiled, so an edited
-class is not covered until it is recompiled), and for composite (text + vision) classes the sub-configs
+the dataclass fields with their defaults and declared types (an ``interval`` validator included), ``attribute_map``,
+and the names of the computations the class's ``__post_init__`` and ``validate_*`` methods perform, and of the few
+overrides of ``to_dict`` and ``convert_rope_params_to_dict`` and read-only properties it knows (matched by their
+source text when the table was compiled, so an edited class is not covered until it is recompiled), the module and
+class constants those methods read, and for composite (text + vision) classes the sub-configs
 ``sub_configs_defaults`` builds. This module replays the base ``PreTrainedConfig.__post_init__``
-(transformers/configuration_utils.py), sub-configs included, and those computations. Whatever it cannot vouch for
-(a value of a type the strict dataclass would reject, RoPE parameters nested by layer type outside a catalogued
-conversion, an unknown RoPE type, per-layer configs, a sub-config or model_type or transformers version the table
-does not cover) returns None and the caller imports transformers as before: the fast path never guesses.
+(transformers/configuration_utils.py), sub-configs and the per-layer overrides a class's own __post_init__ sets
+(HeterogeneousConfigMixin, Gemma 4) included, and those computations. Whatever it cannot vouch for (a value of a type
+the strict dataclass would reject, RoPE parameters nested by layer type outside a catalogued conversion, an unknown
+RoPE type, a config.json's own per_layer_config, a sub-config or model_type or transformers version the table does
+not cover) returns None and the caller imports transformers as before: the fast path never guesses.
 
 The table covers every transformers release it was compiled and verified under (``TABLE["releases"]``): its body is
 the newest release's knowledge, and each other release carries an overlay of what differs from it (per model_type
@@ -118,7 +120,7 @@ def fast_normalise(config: dict[str, Any]) -> tuple[Any, Any] | None:
     return full, text
 
 
-def _replayed(entry: dict[str, Any], model_type: str, obj: dict[str, Any]) -> Any:
+def _replayed(entry: dict[str, Any], model_type: str, obj: _Obj) -> Any:
     """The config object transformers would have built, as hfmem reads it: its attributes (attribute_map aliases
     included) and its to_dict() (PreTrainedConfig.to_dict: a sub-config serialised as its own to_dict() without
     transformers_version)."""
@@ -139,8 +141,18 @@ def _replayed(entry: dict[str, Any], model_type: str, obj: dict[str, Any]) -> An
             as_dict[key].pop("transformers_version", None)
     as_dict.update(model_type=model_type, transformers_version=TABLE["transformers"], output_attentions=False,
                    _name_or_path="")
+    if obj.per_layer is not None:  # HeterogeneousConfigMixin: _update_heterogeneous_to_dict_output
+        width = len(str(max(obj.per_layer))) if obj.per_layer else 0
+        as_dict["per_layer_config"] = {str(i).zfill(width): copy.deepcopy(o) for i, o in obj.per_layer.items()}
+        attrs["is_heterogeneous"] = True
+        attrs["per_layer_attributes"] = {attr for o in obj.per_layer.values() for attr in o}
     for rule in entry.get("to_dict_rules", ()):  # the class's own to_dict, after the base one
         _TO_DICT_RULES[rule](obj, as_dict)
+    for name, rule in entry.get("property_rules", {}).items():  # the class's own properties, read as attributes
+        try:
+            attrs[name] = _PROPERTIES[rule](obj)
+        except _Fallback:
+            attrs.pop(name, None)  # raises in transformers: getattr fails, as for an absent attribute
     return ReplayedConfig(attrs, as_dict)
 
 
@@ -197,6 +209,15 @@ def _check(value: Any, spec: Any) -> bool:
         return type(value) is dict and all(_check(k, spec[1]) and _check(v, spec[2]) for k, v in value.items())
     if kind == "union":
         return any(_check(value, s) for s in spec[1])
+    if kind == "interval":  # transformers.utils.type_validators.interval: the type, then the bounds (None: open)
+        _, low, high, exclude_low, exclude_high, inner = spec
+        if not _check(value, inner):
+            return False
+        try:
+            return ((low is None or (low < value if exclude_low else low <= value))
+                    and (high is None or (value < high if exclude_high else value <= high)))
+        except TypeError:
+            return False
     return False  # "unknown": a type the compiler could not describe
 
 
@@ -215,6 +236,11 @@ class _Obj(dict):
         super().__init__()
         self.amap = amap
         self.entry: dict[str, Any] = {}  # the table entry being built (rules that read compiled facts of the class)
+        # what the class's __post_init__ holds in local variables across its super().__post_init__ call (legacy
+        # kwargs popped before it, read after it): the rules before "super" put them here for the rules after it
+        self.local: dict[str, Any] = {}
+        # HeterogeneousConfigMixin's per-layer overrides (layer index -> attributes) once per_layer_config is set
+        self.per_layer: dict[int, dict[str, Any]] | None = None
 
     def __getitem__(self, key: str) -> Any:
         return super().__getitem__(self.amap.get(key, key))
@@ -229,9 +255,11 @@ class _Obj(dict):
         return super().get(self.amap.get(key, key), default)
 
 
-def _build(entry: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+def _build(entry: dict[str, Any], kwargs: dict[str, Any]) -> _Obj:
     fields: dict[str, Any] = entry["fields"]
     amap: dict[str, str] = entry["attribute_map"]
+    if kwargs.get("per_layer_config") is not None:
+        raise _Fallback("per_layer_config")  # a config.json's own heterogeneous per-layer configs (only a rule's)
     obj = _Obj(amap)
     obj.entry = entry
     # wrap_init_to_accept_kwargs: dataclass fields from the input or their defaults; the rest goes to __post_init__
@@ -256,8 +284,11 @@ def _build(entry: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         _RULES[name](obj, own_kwargs, *args)
     for rule in entry["validators"]:
         _VALIDATORS[rule](obj)
-    _validate_layer_type(obj)
-    _validate_rope(obj)
+    replaced = entry.get("replaced_validators", ())  # the class's own validate_* (in its validators) instead
+    if "validate_layer_type" not in replaced:
+        _validate_layer_type(obj)
+    if "validate_rope" not in replaced:
+        _validate_rope(obj)
     return obj
 
 
@@ -297,9 +328,7 @@ def _base_post_init(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str
         kwargs.pop(name, None)
     for name in ("name_or_path", "_commit_hash", "output_attentions", "attn_implementation", "experts_implementation"):
         kwargs.pop(name, None)
-    if kwargs.get("per_layer_config") is not None:
-        raise _Fallback("per_layer_config")  # heterogeneous configs: HeterogeneousConfigMixin
-    kwargs.pop("per_layer_config", None)
+    per_layer = kwargs.pop("per_layer_config", None)  # set by a rule (Gemma 4's): _build refuses a config.json's
     ignored = TABLE["ignored_keys"]  # keys __post_init__ never sets (5.25 added the public-looking _attn_implementation)
     for key, value in kwargs.items():
         if key in ignored:
@@ -310,6 +339,8 @@ def _base_post_init(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str
             _set_field(obj, entry, key if key in fields else amap[key], value)
         else:
             obj[key] = copy.deepcopy(value)
+    if per_layer is not None:  # set last, as the base does, when every other attribute is
+        _set_per_layer(entry, obj, per_layer)
     # remap_legacy_layer_types
     remap = TABLE["legacy_layer_types"]
     for key in ("layer_types", "mtp_layer_types"):
@@ -317,6 +348,45 @@ def _base_post_init(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str
             obj[key] = [remap.get(t, t) if isinstance(t, str) else t for t in obj[key]]
         elif obj.get(key) is not None:
             raise _Fallback(key)
+
+
+def _set_per_layer(entry: dict[str, Any], obj: Any, per_layer: Any) -> None:
+    """HeterogeneousConfigMixin's per_layer_config setter (transformers/integrations/heterogeneity/
+    configuration_utils.py, _apply_heterogeneous_config): layer indices within num_hidden_layers, no layer with both a
+    sliding window and an attention chunk size, overrides equal to the global value dropped and then empty layers.
+    validate_architecture later builds every layer's config by assigning its overrides, which the strict dataclass
+    type-checks. Overrides of an attribute the config lacks, or a "skip" list, fall back."""
+    if not isinstance(per_layer, dict):
+        raise _Fallback("per_layer_config")
+    try:
+        overrides = {int(i): copy.deepcopy(dict(o)) for i, o in per_layer.items()}
+    except (TypeError, ValueError) as exc:
+        raise _Fallback("per_layer_config") from exc
+    layers = obj["num_hidden_layers"]
+    try:
+        if overrides and any(i < 0 or i >= layers for i in overrides):
+            raise _Fallback("per_layer_config index")  # ValueError in transformers
+        for i in range(layers):  # _validate_sliding_window_and_attention_chunk_size
+            o = overrides.get(i, {})
+            if (o.get("sliding_window", obj.get("sliding_window")) is not None
+                    and o.get("attention_chunk_size", obj.get("attention_chunk_size")) is not None):
+                raise _Fallback("sliding_window and attention_chunk_size")
+    except TypeError as exc:
+        raise _Fallback("num_hidden_layers") from exc
+    explicit = {attr for o in overrides.values() for attr in o}
+    if "skip" in explicit or any(attr not in obj for attr in explicit):
+        raise _Fallback("per_layer_config attributes")
+    for attr in explicit:  # _modify_config_and_create_heterogeneity_spec
+        for o in overrides.values():
+            if attr in o and o[attr] == obj[attr]:
+                del o[attr]
+    overrides = {i: o for i, o in overrides.items() if o}
+    for o in overrides.values():
+        for attr, value in o.items():
+            spec = entry["types"].get(entry["attribute_map"].get(attr, attr))
+            if spec is not None and not _check(value, spec):
+                raise _Fallback(attr)
+    obj.per_layer = overrides
 
 
 def _create_subconfig(obj: dict[str, Any], key: str, spec: dict[str, Any]) -> None:
@@ -350,11 +420,17 @@ def _convert_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, 
     rope = _given_rope(obj, kwargs)
     theta = kwargs.pop("rope_theta", obj.get("rope_theta", entry["default_theta"]))
     partial = kwargs.pop("partial_rotary_factor", obj.get("partial_rotary_factor"))
-    if _nested_rope_keys(obj, rope):
-        raise _Fallback("nested rope_parameters")
-    rope.setdefault("rope_theta", theta)
-    if partial is not None:
-        rope.setdefault("partial_rotary_factor", partial)
+    nested = _nested_rope_keys(obj, rope)
+    if nested and not entry.get("rope_type_labels"):
+        raise _Fallback("nested rope_parameters")  # by layer type: only the catalogued conversions
+    for params in [rope[key] for key in nested] or [rope]:  # nested by DeepSeek-V4's labels: the defaults in each
+        if params is None:
+            continue
+        if not isinstance(params, dict):
+            raise _Fallback("rope_parameters")
+        params.setdefault("rope_theta", theta)
+        if partial is not None:
+            params.setdefault("partial_rotary_factor", partial)
     obj["rope_parameters"] = rope
     _standardize_rope(entry, obj)
     return kwargs
@@ -501,10 +577,26 @@ def _rope_defaults(params: dict[str, Any], theta: Any, partial: Any) -> None:
 
 
 def _nested_rope_keys(obj: dict[str, Any], rope: Any) -> list[str]:
-    """RotaryEmbeddingConfigMixin.nested_rope_parameter_keys: the keys of the dict that are this config's layer
-    types (classes with _rope_type_labels are not in the table)."""
-    labels = obj.get("layer_types") or ()
+    """RotaryEmbeddingConfigMixin.nested_rope_parameter_keys: the keys of the dict that are the class's
+    _rope_type_labels (DeepSeek-V4's "main" / "compress"), else this config's layer types."""
+    labels = getattr(obj, "entry", {}).get("rope_type_labels") or obj.get("layer_types") or ()
     return [key for key in rope if key in labels] if isinstance(rope, dict) else []
+
+
+def _bidirectional_all_window(obj: dict[str, Any], as_dict: dict[str, Any]) -> None:
+    """Gemma 4 text's to_dict: bidirectional attention on "all" tokens serialises the window __post_init__
+    converted from."""
+    if obj.get("use_bidirectional_attention") == "all":
+        try:
+            as_dict["sliding_window"] = (obj["sliding_window"] - 1) * 2
+        except TypeError as exc:
+            raise _Fallback("sliding_window") from exc
+
+
+def _keep_rope(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Gemma 4 text's convert_rope_params_to_dict: nothing converted or standardized (rope_scaling and rope_theta,
+    if a config has them, become plain attributes)."""
+    return kwargs
 
 
 def _bidirectional_window(obj: dict[str, Any], as_dict: dict[str, Any]) -> None:
@@ -554,7 +646,9 @@ def _validate_rope(obj: dict[str, Any]) -> None:
             raise _Fallback(f"rope_type {rope_type}")
         if set(required) - (set(params) - {"type"}):  # _check_received_keys
             raise _Fallback("rope keys")  # KeyError in transformers
-        head_dim = obj.get("head_dim")
+        _rope_values_compare(obj, params)
+        # a heterogeneous config's head_dim cannot be read globally: the base skips the check for it
+        head_dim = None if getattr(obj, "per_layer", None) is not None else obj.get("head_dim")
         partial = params.get("partial_rotary_factor", 1.0)
         if isinstance(head_dim, int) and head_dim > 4 and head_dim % 2:
             try:
@@ -563,6 +657,63 @@ def _validate_rope(obj: dict[str, Any]) -> None:
                 raise _Fallback("partial_rotary_factor") from exc
             if odd:
                 raise _Fallback("odd rotary dimension")
+
+
+def _rope_values_compare(obj: dict[str, Any], params: dict[str, Any]) -> None:
+    """The comparisons RotaryEmbeddingConfigMixin's _validate_yarn_rope_parameters and
+    _validate_llama3_rope_parameters make only to warn, which raise (and so reject the config) on values that do not
+    compare: a zero or non-number original_max_position_embeddings, a string beta or frequency factor."""
+    rope_type = params["rope_type"]
+    try:
+        if rope_type == "yarn":
+            _ = (params.get("beta_fast") or 32) < (params.get("beta_slow") or 1)
+            _ = obj["max_position_embeddings"] / params["original_max_position_embeddings"]
+        elif rope_type == "llama3":
+            _ = params["high_freq_factor"] <= params["low_freq_factor"]
+            _ = params["original_max_position_embeddings"] >= obj["max_position_embeddings"]
+    except (TypeError, ZeroDivisionError, KeyError) as exc:
+        raise _Fallback(f"rope_type {rope_type} values") from exc
+
+
+def _deepseek_v4_rope_checks(obj: Any) -> None:
+    """DeepSeek-V4's validate_rope (replacing the base one): each dict under a _rope_type_labels label ("main",
+    "compress") validated as its rope_type's own (an unknown type is not validated), no even-dimension check."""
+    rope = obj.get("rope_parameters") or {}
+    if not isinstance(rope, dict):
+        raise _Fallback("rope_parameters")
+    ignore = set(obj.entry.get("constants", {}).get("ignore_keys_at_rope_validation", ()))
+    if obj.get("partial_rotary_factor") is not None:  # convert_rope_params_to_dict adds it to the ignored keys
+        ignore.add("partial_rotary_factor")
+    for label in obj.entry["rope_type_labels"]:
+        params = rope.get(label)
+        if not isinstance(params, dict):
+            continue
+        rope_type = params.get("rope_type", params.get("type", "default"))
+        params["rope_type"] = rope_type
+        if not isinstance(rope_type, str):
+            raise _Fallback("rope_type")
+        required = TABLE["rope_required"].get(rope_type)
+        if required is None:
+            continue  # no _validate_{rope_type}_rope_parameters: transformers skips it
+        if set(required) - (set(params) - {"type"} - ignore):  # _check_received_keys
+            raise _Fallback("rope keys")
+        _rope_values_compare(obj, params)
+
+
+def _deepseek_v4_layer_checks(obj: Any) -> None:
+    """DeepSeek-V4's validate_layer_type (replacing the base one): one entry per layer, each of its own attention
+    and MLP kinds (DEEPSEEK_V4_LAYER_TYPES, DEEPSEEK_V4_MLP_LAYER_TYPES, compiled from its module)."""
+    constants = obj.entry.get("constants", {})
+    if obj["num_hidden_layers"] is None:
+        return
+    for key, allowed in (("layer_types", "DEEPSEEK_V4_LAYER_TYPES"), ("mlp_layer_types", "DEEPSEEK_V4_MLP_LAYER_TYPES")):
+        layers = obj[key]
+        if layers is None:
+            continue
+        if allowed not in constants or len(layers) != obj["num_hidden_layers"]:
+            raise _Fallback(key)
+        if any(t not in constants[allowed] for t in layers):
+            raise _Fallback(key)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -746,6 +897,138 @@ def _apertus_rope_default(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
         obj["rope_parameters"] = {"rope_type": "llama3", "rope_theta": 12000000.0, "factor": 8.0,
                                   "original_max_position_embeddings": 8192, "low_freq_factor": 1.0,
                                   "high_freq_factor": 4.0}
+
+
+def _gemma4_text_layers(obj: Any, kwargs: dict[str, Any]) -> None:
+    """Gemma 4 text: a window for bidirectional attention on "all" tokens halved plus one (and is_causal False);
+    every sixth layer attends fully unless layer_types says, and the last layer always does (forced in place); the
+    class's RoPE defaults per attention kind; global_head_dim (512 unless given) and num_global_key_value_heads
+    (when attention_k_eq_v) popped into per-layer overrides of every full-attention layer, which the base applies as
+    per_layer_config unless the config gives one (then _build has fallen back)."""
+    try:
+        if obj["use_bidirectional_attention"] == "all":
+            obj["is_causal"] = False
+            _set_field(obj, obj.entry, "sliding_window", (obj["sliding_window"] // 2) + 1)
+        if obj["layer_types"] is None:
+            _set_field(obj, obj.entry, "layer_types", _every_nth_full(obj["num_hidden_layers"], 6, "sliding_attention",
+                                                                      "num_hidden_layers"))
+        if obj["layer_types"] and obj["layer_types"][-1] != "full_attention":
+            obj["layer_types"][-1] = "full_attention"
+    except (TypeError, IndexError) as exc:
+        raise _Fallback("gemma4 layers") from exc
+    if obj["rope_parameters"] is None:
+        obj["rope_parameters"] = {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+            "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1_000_000.0},
+        }  # fmt: skip
+    global_head_dim = kwargs.pop("global_head_dim", 512)
+    global_kv_heads = kwargs.pop("num_global_key_value_heads", None)
+    if "per_layer_config" not in kwargs:
+        overrides: dict[str, Any] = {"head_dim": global_head_dim}
+        kv_heads = global_kv_heads if obj.get("attention_k_eq_v", True) else None
+        if kv_heads is not None:
+            overrides["num_key_value_heads"] = kv_heads
+        kwargs["per_layer_config"] = {i: overrides for i, kind in enumerate(obj["layer_types"])
+                                      if kind == "full_attention"}
+
+
+def _channels_as_list(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Gemma 4 audio: a tuple subsampling_conv_channels (its default) as a list (the compiled default already is
+    one, and JSON has no tuples)."""
+    if isinstance(obj["subsampling_conv_channels"], tuple):
+        obj["subsampling_conv_channels"] = list(obj["subsampling_conv_channels"])
+
+
+def _kv_sharing_modes(obj: dict[str, Any]) -> list[str | None]:
+    """Gemma 4 text's kv_sharing_modes property: the last num_kv_shared_layers layers reuse the KV of the last
+    earlier layer of their attention kind, which stores it; ValueError (an absent attribute here) when a kind of
+    the shared layers has no earlier layer."""
+    try:
+        layers, shared, kinds = obj["num_hidden_layers"], obj["num_kv_shared_layers"], obj["layer_types"]
+        if shared == layers:
+            return ["reuse"] * layers
+        first_shared = layers - shared
+        modes: list[str | None] = [None if i < first_shared else "reuse" for i in range(layers)]
+        unshared = kinds[0:first_shared][::-1]
+        if sorted(set(unshared)) != sorted(set(kinds)):
+            raise _Fallback("kv_sharing_modes")
+        for kind in set(kinds):
+            modes[first_shared - 1 - unshared.index(kind)] = "store"
+        return modes
+    except (TypeError, ValueError, IndexError) as exc:
+        raise _Fallback("kv_sharing_modes") from exc
+
+
+_DSV4_LEGACY = ("compress_ratios", "compress_rate_csa", "compress_rate_hca", "num_hash_layers", "qk_rope_head_dim")
+
+
+def _deepseek_v4_legacy(obj: Any, kwargs: dict[str, Any]) -> None:
+    """DeepSeek-V4, before the base __post_init__: the V3-style keys its released checkpoints ship are popped (so
+    they are never set as attributes) and held for the rule after it."""
+    for key in _DSV4_LEGACY:
+        obj.local[key] = kwargs.pop(key, None)
+
+
+def _deepseek_v4_layers(obj: Any, kwargs: dict[str, Any]) -> None:
+    """DeepSeek-V4, after the base __post_init__: expert_dtype copied into a quantization_config dict; compress
+    rates (the class's default_compress_rates, legacy per-kind rates folded in); layer types from the legacy
+    per-layer compress_ratios (0 / 4 / 128, via _COMPRESS_RATIO_TO_LAYER_TYPE) or two heavily compressed layers then
+    CSA / HCA alternating, cut to num_hidden_layers; MLP kinds (num_hash_layers hash-routed first);
+    partial_rotary_factor from the legacy qk_rope_head_dim (else default_partial_rotary_factor) and
+    qk_rope_head_dim from it; the RoPE dict nested as "main" (plain, rope_theta) and "compress" (the given
+    scaling, compress_rope_theta; a yarn one with attention_factor 1.0). Field assignments are type-checked as the
+    strict dataclass checks them."""
+    entry, legacy, constants = obj.entry, obj.local, obj.entry.get("constants", {})
+    needed = ("_COMPRESS_RATIO_TO_LAYER_TYPE", "default_compress_rates", "default_num_hash_layers",
+              "default_partial_rotary_factor")
+    if any(name not in constants for name in needed):
+        raise _Fallback("constants")
+    n = obj["num_hidden_layers"]
+    quantization, expert_dtype = obj.get("quantization_config"), obj.get("expert_dtype")
+    if isinstance(quantization, dict) and expert_dtype is not None and "expert_dtype" not in quantization:
+        obj["quantization_config"] = {**quantization, "expert_dtype": expert_dtype}
+    try:
+        if obj["compress_rates"] is None:
+            _set_field(obj, entry, "compress_rates", dict(constants["default_compress_rates"]))
+        if legacy["compress_rate_csa"] is not None:
+            obj["compress_rates"]["compressed_sparse_attention"] = legacy["compress_rate_csa"]
+        if legacy["compress_rate_hca"] is not None:
+            obj["compress_rates"]["heavily_compressed_attention"] = legacy["compress_rate_hca"]
+        if obj["layer_types"] is None and legacy["compress_ratios"] is not None:
+            ratio_type = constants["_COMPRESS_RATIO_TO_LAYER_TYPE"]
+            _set_field(obj, entry, "layer_types", [ratio_type[r] for r in legacy["compress_ratios"]])
+        if obj["layer_types"] is None:
+            interleave = ["compressed_sparse_attention" if i % 2 else "heavily_compressed_attention"
+                          for i in range(max(n - 2, 0))]
+            _set_field(obj, entry, "layer_types", ["heavily_compressed_attention"] * min(n, 2) + interleave)
+        _set_field(obj, entry, "layer_types", list(obj["layer_types"][:n]))
+        if obj["mlp_layer_types"] is None:
+            n_hash = (legacy["num_hash_layers"] if legacy["num_hash_layers"] is not None
+                      else constants["default_num_hash_layers"])
+            _set_field(obj, entry, "mlp_layer_types", ["hash_moe"] * min(n, n_hash) + ["moe"] * max(0, n - n_hash))
+        _set_field(obj, entry, "mlp_layer_types", list(obj["mlp_layer_types"][:n]))
+        if obj["partial_rotary_factor"] is None:
+            qk_rope = legacy["qk_rope_head_dim"]
+            _set_field(obj, entry, "partial_rotary_factor", qk_rope / obj["head_dim"] if qk_rope is not None
+                       else constants["default_partial_rotary_factor"])
+        obj["qk_rope_head_dim"] = int(obj["head_dim"] * obj["partial_rotary_factor"])
+    except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError, OverflowError, AttributeError) as exc:
+        raise _Fallback("deepseek_v4 layers") from exc
+    rope = obj["rope_parameters"] or {}
+    if not isinstance(rope, dict):
+        raise _Fallback("rope_parameters")
+    if isinstance(rope.get("main"), dict) and isinstance(rope.get("compress"), dict):
+        nested = {"main": rope["main"], "compress": rope["compress"]}  # already nested: other keys dropped
+    else:
+        scaling = {k: v for k, v in rope.items() if k not in ("main", "compress")}
+        partial = obj["partial_rotary_factor"]
+        compress = {**scaling, "rope_theta": obj["compress_rope_theta"], "partial_rotary_factor": partial}
+        compress.setdefault("rope_type", "default")
+        if compress["rope_type"] == "yarn":
+            compress.setdefault("attention_factor", 1.0)
+        nested = {"main": {"rope_type": "default", "rope_theta": obj["rope_theta"], "partial_rotary_factor": partial},
+                  "compress": compress}
+    _set_field(obj, entry, "rope_parameters", nested)
 
 
 def _glm_eos_default(obj: dict[str, Any], kwargs: dict[str, Any]) -> None:
@@ -968,12 +1251,18 @@ _RULES: dict[str, Callable[..., None]] = {
     "lfm2_layers": _lfm2_layers,
     "apertus_rope_default": _apertus_rope_default,
     "glm_eos_default": _glm_eos_default,  # with two arguments: "vision_type_fix:<old type>:<new type>"
+    "gemma4_text_layers": _gemma4_text_layers,
+    "channels_as_list": _channels_as_list,
+    "deepseek_v4_legacy": _deepseek_v4_legacy,
+    "deepseek_v4_layers": _deepseek_v4_layers,
 }
 _ROPE_CONVERSIONS = {"gemma3": _gemma3_rope, "mrope_as_default": _mrope_as_default_rope, "phi3": _phi3_rope,
                      "phi3_524": _phi3_rope_524,
-                     "olmo3": _olmo3_rope}
-_TO_DICT_RULES = {"bidirectional_window": _bidirectional_window}
-_VALIDATORS = {"hidden_divisible_by_heads": _hidden_divisible_by_heads, "phi3_rope_checks": _phi3_rope_checks}
+                     "olmo3": _olmo3_rope, "keep": _keep_rope}
+_TO_DICT_RULES = {"bidirectional_window": _bidirectional_window, "bidirectional_all_window": _bidirectional_all_window}
+_PROPERTIES: dict[str, Callable[[Any], Any]] = {"kv_sharing_modes": _kv_sharing_modes}
+_VALIDATORS = {"hidden_divisible_by_heads": _hidden_divisible_by_heads, "phi3_rope_checks": _phi3_rope_checks,
+               "deepseek_v4_layer_checks": _deepseek_v4_layer_checks, "deepseek_v4_rope_checks": _deepseek_v4_rope_checks}
 RULE_NAMES = frozenset(_RULES)
 VALIDATOR_NAMES = frozenset(_VALIDATORS)
 
