@@ -691,7 +691,8 @@ class Planner:
 
     def _set_encoder(self) -> None:
         """vLLM V1's profile also runs the vision tower on one dummy item of the maximum size
-        (hfmem/memory/vllm_encoder.py); modelled for Qwen3-VL's and Qwen2.5-VL's towers, said in a note for any other."""
+        (hfmem/memory/vllm_encoder.py); modelled for Qwen3-VL's, Qwen2.5-VL's and Qwen3.5's towers, said in a note for any
+        other."""
         from hfmem.memory.vllm_encoder import is_modelled
 
         self._encoder_memo: dict[int, Any] = {}
@@ -713,8 +714,8 @@ class Planner:
             kind = vision.get("model_type") or "this model's"
             self.encoder_note = (f"vLLM's profile also runs the {kind} vision tower on a dummy input of the maximum "
                                  "feature size and keeps its outputs through the forward ('Encoder cache will be "
-                                 "initialized with a budget of N tokens'); hfmem models that run for Qwen3-VL's and "
-                                 "Qwen2.5-VL's towers only, so here its peak is not counted and the KV pool shown may "
+                                 "initialized with a budget of N tokens'); hfmem models that run for Qwen3-VL's, "
+                                 "Qwen2.5-VL's and Qwen3.5's towers only, so here its peak is not counted and the KV pool shown may "
                                  "be too large by it "
                                  "(--limit-mm-per-prompt / skip_mm_profiling change it in vLLM)")
 
