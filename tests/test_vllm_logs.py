@@ -990,6 +990,22 @@ def test_non_peak_terms_of_the_l4_row_are_the_logged_ones():
     assert 1.9 <= (plan.activation_bytes + plan.cudagraph_bytes) / GiB <= 2.17
 
 
+def test_cuda_graph_deduction_is_what_each_log_says():
+    """gpu_worker.py determine_available_memory prints which way it went: deducted, "The current
+    --gpu-memory-utilization=X is equivalent to --gpu-memory-utilization=Y without CUDA graph memory profiling"; not
+    deducted (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS off, the default up to 0.19.1), "increase
+    --gpu-memory-utilization from X to Y". Every row that prints either gets that from hfmem's version table."""
+    said = 0
+    for row in ROWS:
+        text = " ".join(row.lines)
+        for phrase, deducted in (("without CUDA graph memory profiling", True),
+                                 ("increase --gpu-memory-utilization from", False)):
+            if phrase in text:
+                said += 1
+                assert (plan_of(row).cudagraph_bytes is not None) is deducted, row.name
+    assert said >= 2
+
+
 def test_held_out_rows_are_most_of_the_table():
     """The table's point is held-out agreement: rows that chose a constant are named, and are the minority."""
     held_in = [r for r in ROWS if r.held_in]
