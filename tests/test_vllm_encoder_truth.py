@@ -85,3 +85,20 @@ def test_qwen3_5_encoder_terms_of_the_l4_row():
     moe = json.loads((FIXTURES / "normalise" / "Qwen" / "Qwen3.5-35B-A3B" / "config.json").read_text())["vision_config"]
     assert moe["model_type"] == "qwen3_5_moe_vision"  # Qwen3_5MoeForConditionalGeneration builds the same tower
     assert is_modelled(moe) and qwen3_5_profile(moe, 2, 1) is not None
+
+
+def test_qwen3_vl_tower_follows_the_read_release():
+    """Qwen3-VL's tower is the same Qwen3_VisionTransformer: from 0.17.0 (read there, at 0.19.0 and 0.29.0) and for
+    the newest code it is modelled as Qwen3.5's (position embeddings and cos/sin alive, attention 3d + 8d/TP, MLP
+    3d + 2I/TP, its three deepstack outputs kept); 0.13.0 keeps the form read in that release's source, whose row
+    is tests/test_vllm_logs.py's qwen3-vl-30b-a3b-h100nvl-v0.13."""
+    vision = load_config("Qwen/Qwen3-VL-30B-A3B-Instruct")["vision_config"]
+    d, inter, n, tokens = 1152, 4304, 65_536, 16_384
+    for release in ((0, 17), (0, 29), None):
+        enc = encoder_profile(vision, 2, 1, release)
+        assert enc is not None and (enc.modality, enc.patches, enc.tokens) == ("image", n, tokens)
+        assert enc.phases["inputs"] == n * (1536 + d + d // 16) * 2
+        assert enc.phases["attention"] == n * 2 * 11 * d and enc.phases["mlp"] == n * 2 * (3 * d + 2 * inter)
+        assert enc.phases["deepstack"] == 3 * tokens * 2048 * 2
+    old = encoder_profile(vision, 2, 1, (0, 13))
+    assert old is not None and old.phases["attention"] == n * 2 * 8 * d and old.phases["inputs"] == n * 1536 * 2

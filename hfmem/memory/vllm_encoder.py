@@ -129,6 +129,20 @@ def qwen3_5_profile(vision: dict[str, Any], act_bytes: int, tp: int) -> EncoderP
       linear with torch >= 2.9) and the merger stay below both.
     The outputs kept: the merger's [embeddings, out_hidden_size] (and deepstack levels' where a config has them).
     """
+    return qwen3_vl_tower_profile(vision, act_bytes, tp, QWEN3_5_IMAGE_MAX_PIXELS)
+
+
+# The first release whose Qwen3_VisionTransformer hfmem read in the form qwen3_vl_tower_profile models (0.17.0, the
+# same live tensors at 0.19.0 and 0.29.0). Qwen3-VL's own tower is this class, so from here it is modelled the same
+# way; 0.13.0's attention (read for encoder_profile) had no contiguous q/k copy and its forward no position
+# embeddings kept through the blocks; 0.15-0.16 are not read and keep that earlier form.
+QWEN3_VL_TOWER_READ = (0, 17)
+
+
+def qwen3_vl_tower_profile(vision: dict[str, Any], act_bytes: int, tp: int, image_max_pixels: int) -> EncoderProfile | None:
+    """qwen3_vl.py Qwen3_VisionTransformer's profile run on one image at ``image_max_pixels`` (the dummy from 0.12 on,
+    when the video's budget no longer beats the image's), as qwen3_5_profile's docstring reads it, with the
+    deepstack levels a config names (their outputs [embeddings, out_hidden_size] each kept beside the blocks)."""
     dims = _tower_dims(vision, default_patch=16)
     try:
         heads = int(vision["num_heads"])
@@ -139,7 +153,7 @@ def qwen3_5_profile(vision: dict[str, Any], act_bytes: int, tp: int) -> EncoderP
         return None
     d, inter, patch, temporal, merge, out, channels = dims
     a, split = act_bytes, max(1, tp)
-    tokens = QWEN3_5_IMAGE_MAX_PIXELS // (patch * merge) ** 2
+    tokens = image_max_pixels // (patch * merge) ** 2
     patches = tokens * merge * merge
     pixels = patches * channels * temporal * patch * patch * a
     positions = patches * d * a
@@ -243,8 +257,9 @@ def encoder_profile(vision: dict[str, Any], act_bytes: int, tp: int,
       image processor's cap: 16,777,216 pixels = 65,536 patches (one 4096 x 4096 frame pair), 16,384 embeddings
       (the 0.13.0 log: "budget of 16384 tokens, and profiled with 1 image items").
 
-    The run, per GPU (the vision linears are Column/RowParallel split TP ways, vLLM's default mm_encoder_tp_mode
-    "weights"; no attention score matrix is stored: Qwen3-VL's vision head size is 72, outside 0.11.0's
+    The run from QWEN3_VL_TOWER_READ on (and for ``release`` None): qwen3_vl_tower_profile. Before it, per GPU, as
+    read at 0.11.0 and 0.13.0 (the vision linears are Column/RowParallel split TP ways, vLLM's default
+    mm_encoder_tp_mode "weights"; no attention score matrix is stored: Qwen3-VL's vision head size is 72, outside 0.11.0's
     FlashAttention list (FlashAttentionBackend.get_supported_head_sizes), so CudaPlatform.get_vit_attn_backend
     picks xFormers' memory-efficient kernel on sm80-sm90 unless the flash_attn package is installed; 0.13.0's
     FlashAttention takes any multiple of 8 (supports_head_size) and runs varlen. Not counted: the patch
@@ -265,6 +280,8 @@ def encoder_profile(vision: dict[str, Any], act_bytes: int, tp: int,
         return qwen3_5_profile(vision, act_bytes, tp)
     if not is_qwen3_vl(vision):
         return None
+    if release is None or release >= QWEN3_VL_TOWER_READ:
+        return qwen3_vl_tower_profile(vision, act_bytes, tp, QWEN3_VL_IMAGE_MAX_PIXELS)
     dims = _tower_dims(vision, default_patch=16)
     try:
         deep = len(vision.get("deepstack_visual_indexes") or [])
