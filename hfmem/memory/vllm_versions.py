@@ -189,9 +189,9 @@ def resolve_interconnect(gpu_key: str | None, interconnect: str | None) -> str:
 #
 # Family boundaries: 0.8 = V1 (the default engine from 0.8.0) with the PyTorch sort sampler (seen in 0.8-0.15 code
 # and logs); 0.17 = the Triton top-k/top-p kernel (it landed after 0.15.1; the first release carrying it is not
-# pinned down here); 0.20 = three defaults that changed together in v0.20.0 (each read in the 0.19.1 and 0.20.0
-# wheels): envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS "0" -> "1" (the CUDA-graph estimate deducted),
-# config/cache.py CacheConfig.gpu_memory_utilization 0.9 -> 0.92, and, from v0.20.1, the group-aware token log
+# pinned down here); 0.20 = two defaults that changed in v0.20.0 (read in the 0.19.1 and 0.20.0 wheels): envs.py
+# VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS "0" -> "1" (the CUDA-graph estimate deducted) and config/cache.py
+# CacheConfig.gpu_memory_utilization 0.9 -> 0.92; with them, from v0.20.1, the group-aware token log
 # (v1/core/kv_cache_utils.py _report_kv_cache_config: int(max_concurrency x max_model_len); 0.20.0 still prints
 # num_blocks // num_groups x block_size: pool_tokens_rule). The first two read the same in every x.y.0 wheel from
 # 0.20.0 to 0.33.0, the token form through 0.29.0's log (get_kv_cache_capacity) and 0.33.0's function; 0.34.0 sizes
@@ -244,8 +244,8 @@ def extensible_kv_cache_note(release: tuple[int, int] | None) -> str | None:
         return None
     return (f"vLLM {release[0]}.{release[1]} sizes the KV cache by default from the memory free after CUDA-graph "
             "capture (the extensible KV cache, gpu_memory_utilization 1.0 unless set; config/cache.py at 0.34.0), "
-            "not from the profile: hfmem plans it with the 0.20 family's profile arithmetic, so the pool shown is "
-            "the profile-based one (what vLLM sizes with enable_extensible_kv_cache off)")
+            "not from the profile: hfmem plans it with the 0.20 family's profile arithmetic and utilisation 0.92, so "
+            "the pool shown is the one vLLM sizes with enable_extensible_kv_cache off")
 
 
 def release_of(name: str) -> tuple[int, int]:
