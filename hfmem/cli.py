@@ -176,7 +176,7 @@ def planner_options(f: Callable) -> Callable:
                           "or auto: the fewest GPUs of --gpu's type that fit (pipeline stages across nodes beyond --gpus-per-node).")(f)
     f = click.option("--gpus-per-node", type=click.IntRange(min=1), default=None, help="GPUs per node for --gpus auto (default 8).")(f)
     f = click.option("--gpu-util", type=click.FloatRange(min=0.01, max=1.0), default=None,
-                     help="vLLM gpu_memory_utilization (default: the --vllm-version's, 0.9 up to 0.19, 0.92 from 0.25).")(f)
+                     help="vLLM gpu_memory_utilization (default: the --vllm-version's, 0.9 up to 0.19, 0.92 from 0.20).")(f)
     f = click.option("--overhead", default=None,
                      help="Per-GPU memory outside torch tensors, e.g. 0.35GiB (default: vLLM's non-torch increase by version and TP, "
                           "0.75 GiB transformers, 0.5 GiB cpu).")(f)
@@ -189,7 +189,7 @@ def planner_options(f: Callable) -> Callable:
                      help=f"vLLM release whose defaults and memory terms to follow: {', '.join(VLLM_VERSIONS)} (default {DEFAULT_VLLM_VERSION}; "
                           "a later X.Y uses the newest family at or below it).")(f)
     f = click.option("--cudagraph-memory", default=None,
-                     help="vLLM >= 0.21: the CUDA-graph estimate it deducts from the KV budget, e.g. 0.58GiB (its log: "
+                     help="vLLM >= 0.20: the CUDA-graph estimate it deducts from the KV budget, e.g. 0.58GiB (its log: "
                           "'Estimated CUDA graph memory'); default: hfmem's estimate from vLLM's capture sizes (a note gives its range).")(f)
     f = click.option("--vllm-sampler", type=click.Choice(VLLM_SAMPLERS), default=None,
                      help="vLLM V1 top-k/top-p path of the profiling sampler run (default: the --vllm-version's); flashinfer "

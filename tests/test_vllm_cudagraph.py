@@ -85,7 +85,7 @@ def test_the_planner_deducts_that_estimate():
 
 def test_no_estimate_where_vllm_deducts_none():
     report = analyze_files(model_files("Qwen/Qwen3-8B", config=load_config("Qwen/Qwen3-8B")))
-    assert Planner(report, vllm_version="0.19").cudagraph_memory == 0  # captured after the KV budget before 0.21
+    assert Planner(report, vllm_version="0.19").cudagraph_memory == 0  # not deducted before 0.20 (envs.py default "0")
     assert Planner(report, vllm_version="0.25", cudagraph=False).cudagraph_estimate is None
     given = Planner(report, vllm_version="0.25", cudagraph_memory=GiB)
     assert given.cudagraph_memory == GiB and given.cudagraph_estimate is not None

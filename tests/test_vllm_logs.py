@@ -651,14 +651,17 @@ ROWS += [
          "Setting attention block size to 528 tokens", "GPU KV cache size: 267,842 tokens (the note's figure)",
          "Maximum concurrency for 32,768 tokens per request: 8.17x"),
         9.1, 267_842,
-        xfail="pool 1.1187, tokens 1.1188: the torch peak. The profile ran the Qwen3.5 vision tower on a max-size "
-              "image (the note says so), which hfmem does not model for qwen3_5_vision (its plan says so in a note): "
-              "hfmem's peak is 0.85 GiB (text forward and sampler) against the logged 2.17. Budget (20.27), weights "
-              "+ non-torch (9.01) and CUDA graphs (0.23 vs 0.24 GiB) agree "
-              "(test_non_peak_terms_of_the_l4_row_are_the_logged_ones). With the logged peak the pool would be "
-              "0.974; the logged pool is 20.27 - 9.01 - 2.17 = 9.09 GiB, with no CUDA-graph term subtracted in the "
-              "log's own figures, while hfmem subtracts its 0.23 GiB estimate from 0.21 on (0.9991 without it): "
-              "whether 0.29 folds that estimate into another figure is not established. Not tuned",
+        xfail="pool 1.0248, tokens 1.0248 (1.1187 / 1.1188 before the Qwen3.5 vision tower's profile run was "
+              "counted): hfmem's torch peak is the encoder run on the dummy 4096 x 4096 image (65,536 patches, "
+              "1.70 GiB: pixels, position embeddings, rotary tables and the 11d attention step, read in vLLM 0.17.0/"
+              "0.19.0/0.29.0 qwen3_vl.py; tests/test_vllm_encoder_truth.py). From 0.27 the log's 'peak activation' "
+              "is the torch peak plus the deducted CUDA-graph estimate (gpu_worker.py determine_available_memory: "
+              "transient_peak_headroom + cudagraph_memory_estimate_applied), so the logged 2.17 GiB holds both, and "
+              "its 0.24 GiB 'CUDAGraph memory' is capture_model's real pool, not the estimate. hfmem's peak + its "
+              "0.23 GiB estimate is 1.94 GiB: 0.235 GiB short. The log does not print the estimate apart, so "
+              "whether the rest is in the encoder run or in vLLM's estimate (which varies between starts; the 0.22 "
+              "log of this model estimated 0.40 GiB where hfmem gives 0.13) is not established. Budget, weights + "
+              "non-torch agree (test_non_peak_terms_of_the_l4_row_are_the_logged_ones). Not tuned",
         notes=("tokens from the logged pool: exact (test_hybrid_tokens_from_the_logged_pool[v0.29-l4-32k-prefix-caching])",)),
 ]
 
@@ -947,8 +950,7 @@ def test_tokens_from_the_logged_pool(name, url, repo, tp, ctx, kv_gib, tokens):
 # - vLLM 0.22.0, max_model_len 1024, enable_prefix_caching=False (its engine config line), from a FastAPI streaming
 #   notes log found with find_string: "Setting attention block size to 528 tokens", "Available KV cache memory:
 #   12.85 GiB", "GPU KV cache size: 163,225 tokens", "Maximum concurrency for 1,024 tokens per request: 159.40x".
-#   Held out (the pool itself is not a row: the GPU is not named and the profile ran the vision encoder, which
-#   hfmem's torch peak models for Qwen3-VL's tower only).
+#   Held out (the pool itself is not a row: the GPU is not named).
 # - The L4 row's log (vLLM 0.29.0, max_model_len 32768, prefix caching on: vLLM's 'align' Mamba cache mode): 9.1 GiB
 #   -> "Maximum concurrency for 32,768 tokens per request: 8.17x" and 267,842 tokens.
 HYBRID_TOKEN_LOGS = [
@@ -970,15 +972,38 @@ def test_hybrid_tokens_from_the_logged_pool(ctx, prefix_caching, pool_gib, concu
 
 
 def test_non_peak_terms_of_the_l4_row_are_the_logged_ones():
-    """The 0.29.0 L4 log prints every term: requested 20.27 GiB, weights + non-torch 9.01, CUDA graphs 0.24. hfmem's
-    budget, weights plus its non-torch figure, and its CUDA-graph estimate agree; only the torch peak (the vision
-    tower's profile run, not modelled for Qwen3.5) is off, which is the row's xfail."""
+    """The 0.29.0 L4 log prints every term: requested 20.27 GiB, weights + non-torch 9.01, 'peak activation' 2.17 and
+    'CUDAGraph memory' 0.24. From 0.27, gpu_worker.py determine_available_memory logs the pool as requested - consumed
+    - peak activation, the peak activation being the torch peak plus the deducted CUDA-graph estimate, and the
+    CUDAGraph figure capture_model's real pool: 20.27 - 9.01 - 2.17 = 9.09 is the logged 9.1 with no further term,
+    which only that reading allows. hfmem's budget and weights plus non-torch agree; its estimate is within 0.02 GiB of
+    the real pool; the torch peak is the vision tower's profile run (the row's xfail)."""
     row = next(r for r in ROWS if r.name == "qwen35-4b-l4-v0.29")
     plan = plan_of(row)
+    assert abs(20.27 - 9.01 - 2.17 - row.kv_gib) <= 0.015  # the log's own arithmetic, the estimate inside the 2.17
     assert abs(plan.budget_bytes / GiB - 20.27) <= 0.01
     assert abs((plan.weights_bytes + plan.overhead_bytes) / GiB / 9.01 - 1) <= 0.002
     assert abs(plan.cudagraph_bytes / GiB - 0.24) <= 0.02
-    assert plan.activation_bytes / GiB < 2.17 - 1.0  # the vision tower's profile run is not counted
+    terms = plan.activation_terms
+    assert max(terms, key=terms.__getitem__) == "multimodal encoder (dummy image run)"
+    # hfmem's torch peak + estimate against the logged 2.17: within 0.25 GiB, below it (the xfail's measured gap)
+    assert 1.9 <= (plan.activation_bytes + plan.cudagraph_bytes) / GiB <= 2.17
+
+
+def test_cuda_graph_deduction_is_what_each_log_says():
+    """gpu_worker.py determine_available_memory prints which way it went: deducted, "The current
+    --gpu-memory-utilization=X is equivalent to --gpu-memory-utilization=Y without CUDA graph memory profiling"; not
+    deducted (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS off, the default up to 0.19.1), "increase
+    --gpu-memory-utilization from X to Y". Every row that prints either gets that from hfmem's version table."""
+    said = 0
+    for row in ROWS:
+        text = " ".join(row.lines)
+        for phrase, deducted in (("without CUDA graph memory profiling", True),
+                                 ("increase --gpu-memory-utilization from", False)):
+            if phrase in text:
+                said += 1
+                assert (plan_of(row).cudagraph_bytes is not None) is deducted, row.name
+    assert said >= 2
 
 
 def test_held_out_rows_are_most_of_the_table():

@@ -30,7 +30,8 @@ def _report(repo: str = QWEN):
 
 
 @pytest.mark.parametrize("given, family", [("0.6.3", "0.6"), ("v0.7", "0.6"), ("0.9.2", "0.8"), ("0.10.2", "0.8"), ("0.15.1", "0.8"),
-                                           ("0.19.0", "0.17"), ("0.24", "0.21"), ("0.30.0", "0.25"), (None, "0.25")])
+                                           ("0.19.1", "0.17"), ("0.20.0", "0.20"), ("0.24", "0.20"), ("0.30.0", "0.20"),
+                                           (None, "0.20")])
 def test_versions_resolve_to_the_newest_family_at_or_below(given, family):
     assert resolve_version(given).name == family
     assert DEFAULT_VERSION == max(VERSIONS, key=lambda v: tuple(int(p) for p in v.split(".")))
@@ -109,13 +110,51 @@ def test_cuda_graphs_deducted_only_where_vllm_does():
     assert graphs.cudagraph_bytes and any("Estimated CUDA graph memory" in n for n in graphs.notes)
     assert eager.kv_available_bytes == graphs.kv_available_bytes + graphs.cudagraph_bytes
     assert given.kv_available_bytes == eager.kv_available_bytes - GiB and not any("CUDA graph" in n for n in given.notes)
-    assert older.cudagraph_bytes is None and older.kv_available_bytes == eager.kv_available_bytes  # not deducted < 0.21
+    assert older.cudagraph_bytes is None and older.kv_available_bytes == eager.kv_available_bytes  # not deducted < 0.20
     with pytest.raises(UsageError):
         Planner(_report(), cudagraph_memory=-1)
 
 
+@pytest.mark.parametrize("release, deducted, util, tokens", [("0.19.1", False, 0.9, "groups"), ("0.20.0", True, 0.92, "groups"),
+                                                             ("0.20.1", True, 0.92, "concurrency"),
+                                                             ("0.29.0", True, 0.92, "concurrency")])
+def test_the_020_defaults_as_the_wheels_read(release, deducted, util, tokens):
+    """Read in the released wheels (PyPI, pip download --no-deps), not in the logs: envs.py
+    VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "0" in 0.19.1 and "1" in 0.20.0 (and every x.y.0 through
+    0.34.0), config/cache.py gpu_memory_utilization 0.9 in 0.19.1 and 0.92 in 0.20.0-0.33.0, and kv_cache_utils.py's
+    "GPU KV cache size" is num_blocks // num_groups x block_size in 0.20.0, int(max_concurrency x max_model_len)
+    from 0.20.1. The logs agree where they print it: 0.19.0's "CUDA graph memory profiling is disabled" (the
+    Qwen2.5-72B L40S row) and 0.21.0's "is enabled" (the A5000 row)."""
+    from hfmem.memory.vllm_versions import pool_tokens_rule
+
+    planner = Planner(_report(), vllm_version=release, gpu=resolve_gpu("h100"))
+    assert planner.cudagraph_deducted is deducted and planner.gpu_util == util
+    assert pool_tokens_rule(planner.vllm, release) == tokens
+
+
+@pytest.mark.parametrize("release, deducted", [("0.20.0", False), ("0.25.0", False), ("0.26.0", True), (None, True)])
+def test_rocm_deducts_cuda_graphs_from_026(release, deducted):
+    """gpu_worker.py determine_available_memory profiles the CUDA-graph estimate only on ``not is_rocm()`` (0.20.0),
+    ``is_cuda()`` (0.21.0-0.25.0), then ``is_cuda_alike()`` (0.26.0 on): an MI300X plan deducts it from 0.26 only,
+    an H100 plan from 0.20."""
+    gpu = resolve_gpu("mi300x")
+    plan = Planner(_report(), vllm_version=release).plan(32_768, 1, gpu)
+    assert (plan.cudagraph_bytes is not None) is deducted
+    assert Planner(_report(), vllm_version=release).plan(32_768, 1, resolve_gpu("h100")).cudagraph_bytes
+
+
+def test_extensible_kv_cache_of_034_is_a_note():
+    """0.34.0's CacheConfig turns enable_extensible_kv_cache on by default (KV sized after CUDA-graph capture, util
+    1.0): hfmem does not model it, and says so once; 0.33 gets no such note."""
+    gpu = resolve_gpu("h100")
+    new = Planner(_report(), vllm_version="0.34.0").plan(32_768, 1, gpu)
+    assert sum("extensible KV cache" in n for n in new.notes) == 1
+    assert not any("extensible KV cache" in n for n in Planner(_report(), vllm_version="0.33").plan(32_768, 1, gpu).notes)
+
+
 def test_hybrid_pool_tokens_by_the_versions_log_rule():
-    """Qwen3-Next (hybrid): 0.8-0.20 logs print num_blocks // groups x block_size, 0.25's int(concurrency x len)."""
+    """Qwen3-Next (hybrid): 0.8-0.20.0 logs print num_blocks // groups x block_size, 0.20.1's on int(concurrency x
+    len)."""
     report = _report("Qwen/Qwen3-Next-80B-A3B-Instruct")
     gpu = resolve_gpu("h200")
     old = Planner(report, tp=2, vllm_version="0.10.2", prefix_caching=False).plan(262_144, 1, gpu)

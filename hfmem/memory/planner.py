@@ -37,6 +37,9 @@ from hfmem.memory.vllm_versions import (
     SAMPLERS,
     SNAPSHOT_AFTER_DIST_INIT,
     VllmVersion,
+    cudagraph_deducted_on,
+    extensible_kv_cache_note,
+    pool_tokens_rule,
     release_of,
     resolve_interconnect,
     resolve_version,
@@ -511,11 +514,13 @@ class Planner:
         self.cudagraph = cudagraph
         if cudagraph_memory is not None and cudagraph_memory < 0:
             raise UsageError("--cudagraph-memory must not be negative")
-        # vLLM >= 0.21 subtracts its estimated CUDA-graph pool from the KV budget (gpu_worker.py
-        # determine_available_memory): a log's "Estimated CUDA graph memory: X GiB total" when given, else hfmem's
-        # estimate of it (hfmem/memory/vllm_cudagraph.py), set once the batch settings are known (_set_cudagraph)
+        # vLLM >= 0.20 subtracts its estimated CUDA-graph pool from the KV budget (gpu_worker.py
+        # determine_available_memory; on ROCm from 0.26, cudagraph_deducted_on): a log's "Estimated CUDA graph
+        # memory: X GiB total" when given, else hfmem's estimate of it (hfmem/memory/vllm_cudagraph.py), set once the
+        # batch settings are known (_set_cudagraph, which for_gpu reruns for each GPU)
         self.cudagraph_deducted = engine == "vllm" and device == "cuda" and cudagraph and self.vllm.cudagraph_deducted
-        self.cudagraph_memory = (cudagraph_memory or 0) if self.cudagraph_deducted else 0
+        self.cudagraph_memory_asked = cudagraph_memory or 0
+        self.cudagraph_memory = self.cudagraph_memory_asked if self.cudagraph_deducted else 0
         self.cudagraph_memory_given = cudagraph_memory is not None
         self.cudagraph_estimate: CudagraphEstimate | None = None
         self._decoder_cache: bool | None = None  # whether the model has a decoder KV/state cache (_set_cudagraph)
@@ -663,6 +668,10 @@ class Planner:
         from hfmem.memory import vllm_cudagraph
 
         self.cudagraph_estimate = None
+        self.cudagraph_deducted = (self.engine == "vllm" and self.device == "cuda" and self.cudagraph
+                                   and cudagraph_deducted_on(self.vllm, self._release(),
+                                                             self.gpu.kind if self.gpu is not None else None))
+        self.cudagraph_memory = self.cudagraph_memory_asked if self.cudagraph_deducted else 0
         if not self.cudagraph_deducted:
             return
         if self._decoder_cache is None:  # the same on every GPU: for_gpu's copies keep it
@@ -682,7 +691,8 @@ class Planner:
 
     def _set_encoder(self) -> None:
         """vLLM V1's profile also runs the vision tower on one dummy item of the maximum size
-        (hfmem/memory/vllm_encoder.py); modelled for Qwen3-VL's and Qwen2.5-VL's towers, said in a note for any other."""
+        (hfmem/memory/vllm_encoder.py); modelled for Qwen3-VL's, Qwen2.5-VL's and Qwen3.5's towers, said in a note for any
+        other."""
         from hfmem.memory.vllm_encoder import is_modelled
 
         self._encoder_memo: dict[int, Any] = {}
@@ -704,8 +714,8 @@ class Planner:
             kind = vision.get("model_type") or "this model's"
             self.encoder_note = (f"vLLM's profile also runs the {kind} vision tower on a dummy input of the maximum "
                                  "feature size and keeps its outputs through the forward ('Encoder cache will be "
-                                 "initialized with a budget of N tokens'); hfmem models that run for Qwen3-VL's and "
-                                 "Qwen2.5-VL's towers only, so here its peak is not counted and the KV pool shown may "
+                                 "initialized with a budget of N tokens'); hfmem models that run for Qwen3-VL's, "
+                                 "Qwen2.5-VL's and Qwen3.5's towers only, so here its peak is not counted and the KV pool shown may "
                                  "be too large by it "
                                  "(--limit-mm-per-prompt / skip_mm_profiling change it in vLLM)")
 
@@ -839,7 +849,7 @@ class Planner:
             # num_blocks // num_groups x block_size
             blocks = available // one.bytes_per_block
             conc = blocks / one.blocks_per_request
-            if self.vllm.pool_tokens == "groups":
+            if pool_tokens_rule(self.vllm, self.vllm_release) == "groups":
                 return conc, blocks, blocks // max(1, one.kv_groups) * one.block_size, available
             return conc, blocks, int(conc * context), available
         if self.engine == "transformers":
@@ -917,7 +927,7 @@ class Planner:
             plan.sampler = self.vllm.sampler_path(min(self.max_num_seqs, tokens), self.sampler)
             if self.tp > 1:
                 plan.interconnect = resolve_interconnect(self.gpu.key if self.gpu else None, self.interconnect)
-            if self.cudagraph and self.vllm.cudagraph_deducted:
+            if self.cudagraph_deducted:
                 plan.cudagraph_bytes = self.cudagraph_memory
                 if not self.cudagraph_memory_given and self.cudagraph_estimate is not None:
                     plan.cudagraph_detail = f"hfmem's estimate: {self.cudagraph_estimate.detail()}"
@@ -931,6 +941,8 @@ class Planner:
                                   "two captures per mode, so its own figure varies between starts (up to "
                                   f"{est.high / GiB:.2f} GiB when each graph opens a 20 MiB allocator segment): "
                                   "--cudagraph-memory takes your log's 'Estimated CUDA graph memory'")
+            if (extensible := extensible_kv_cache_note(self._release())) is not None:
+                plan.notes.append(extensible)
         if self.mxfp4_moe_layers and self.engine == "vllm" and self.device == "cuda":
             from hfmem.memory.vllm_weights import marlin_padding_bytes, mxfp4_backend
 

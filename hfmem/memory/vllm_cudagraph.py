@@ -1,4 +1,4 @@
-"""vLLM's "Estimated CUDA graph memory" (deducted from the KV budget from 0.21 on), following what its code does.
+"""vLLM's "Estimated CUDA graph memory" (deducted from the KV budget from 0.20 on), following what its code does.
 
 ``GPUModelRunner.profile_cudagraph_memory`` (vllm/v1/worker/gpu_model_runner.py), called from ``gpu_worker.py``
 ``determine_available_memory``, does not capture every graph. For each CUDA-graph mode (PIECEWISE: mixed batches,

@@ -14,8 +14,9 @@ behavior of transformers.BatchFeature"; multimodal/processing.py at 0.11.0 and 0
 at 0.23.0), and the dummy item is built through it (``BaseMultiModalProcessor._call_hf_processor``). The towers'
 ``.type(self.visual.dtype)`` / ``x.to(dtype=self.dtype)`` casts are then no-ops: one copy, not two.
 
-Modelled here for Qwen3-VL's vision tower (``model_executor/models/qwen3_vl.py``) and Qwen2.5-VL's
-(``model_executor/models/qwen2_5_vl.py``, whose dummy item follows ``qwen2_vl.py``), where every number is read from
+Modelled here for Qwen3-VL's vision tower (``model_executor/models/qwen3_vl.py``), Qwen2.5-VL's
+(``model_executor/models/qwen2_5_vl.py``, whose dummy item follows ``qwen2_vl.py``) and Qwen3.5's (``qwen3_5.py``, which
+builds Qwen3-VL's tower and dummy), where every number is read from
 the config's ``vision_config`` and the processor defaults the checkpoint ships (named below); other vision towers
 get a note from the planner, not a guess.
 """
@@ -85,8 +86,86 @@ def is_qwen2_5_vl(vision: dict[str, Any]) -> bool:
     return str(vision.get("model_type", "")).startswith("qwen2_5_vl")
 
 
+def is_qwen3_5(vision: dict[str, Any]) -> bool:
+    """Qwen3.5's vision tower (qwen3_5_vision, qwen3_5_moe_vision): vLLM builds it as Qwen3-VL's."""
+    return str(vision.get("model_type", "")).startswith("qwen3_5")
+
+
 def is_modelled(vision: dict[str, Any]) -> bool:
-    return is_qwen3_vl(vision) or is_qwen2_5_vl(vision)
+    return is_qwen3_vl(vision) or is_qwen2_5_vl(vision) or is_qwen3_5(vision)
+
+
+# Qwen3.5's image processor cap: the checkpoints' preprocessor_config.json ("size": {"longest_edge": 16777216,
+# "shortest_edge": 65536}, patch 16, merge 2, Qwen2VLImageProcessorFast under Qwen3VLProcessor, as the Qwen3.5 base
+# checkpoints ship it), the same figure as Qwen3-VL's
+QWEN3_5_IMAGE_MAX_PIXELS = 16_777_216
+
+
+def qwen3_5_profile(vision: dict[str, Any], act_bytes: int, tp: int) -> EncoderProfile | None:
+    """The dummy item and the encoder run's peak for Qwen3.5's vision tower, read in vLLM 0.17.0 (the first release
+    with model_executor/models/qwen3_5.py), 0.19.0 and 0.29.0, where the live tensors are the same.
+
+    qwen3_5.py registers Qwen3_5ForConditionalGeneration with Qwen3VLMultiModalProcessor, Qwen3VLDummyInputsBuilder
+    and a Qwen3VLProcessingInfo subclass, and builds its tower as qwen3_vl.py Qwen3_VisionTransformer (deepstack
+    levels from the config: none for Qwen3.5). The dummy: ``get_max_video_tokens`` prices a video at two frames of
+    half the video cap (one temporal patch), at most 12,288 embeddings for a 25,165,824-pixel cap, below one image at
+    the image cap (``get_image_size_with_most_features``: 16,384 merged tokens factored square, a 4096 x 4096 image,
+    65,536 patches), so vLLM profiles 1 image item of 16,384 embeddings.
+
+    The run, per GPU (eager: ``compile_mm_encoder`` is off by default; linears split TP ways, the default
+    mm_encoder_tp_mode "weights"):
+    - inputs alive through every block: the pixel values [patches, C x T x P²] in the model dtype (module
+      docstring), ``fast_pos_embed_interpolate``'s position embeddings [patches, d] (a local of
+      ``Qwen3_VisionTransformer.forward`` at 0.17.0, an entry of ``prepare_encoder_metadata`` later, either way
+      referenced until forward returns) and ``rot_pos_emb``'s cos and sin [patches, head_dim / 2] each (the rotary
+      dim is half the head, partial_rotary_factor 0.5, gathered for the two axes; get_rope's cache in the model
+      dtype);
+    - the larger of the attention step, ``Qwen2_5_VisionAttention.forward``: the block input, norm1's output, qkv
+      [3d/TP], the contiguous q/k copy ``qk_reshaped`` [2d/TP] and ``ApplyRotaryEmb``'s out-of-place ``qk_rotated``
+      [2d/TP] (all locals until it returns), FlashAttention's varlen output [d/TP] and the projection's [d]:
+      3d + 8d/TP; and the MLP step, ``Qwen3_VisionBlock.forward`` ``x = x + self.mlp(self.norm2(x))``: the block
+      input (still referenced by the caller's ``hidden_states``), the post-attention sum, norm2's output, fc1
+      [I/TP] and the activation [I/TP]: 3d + 2I/TP. The patch embedding (Conv3dLayer as an unfold, a copy and a
+      linear with torch >= 2.9) and the merger stay below both.
+    The outputs kept: the merger's [embeddings, out_hidden_size] (and deepstack levels' where a config has them).
+    """
+    return qwen3_vl_tower_profile(vision, act_bytes, tp, QWEN3_5_IMAGE_MAX_PIXELS)
+
+
+# The first release whose Qwen3_VisionTransformer hfmem read in the form qwen3_vl_tower_profile models (0.17.0, the
+# same live tensors at 0.19.0 and 0.29.0). Qwen3-VL's own tower is this class, so from here it is modelled the same
+# way; 0.13.0's attention (read for encoder_profile) had no contiguous q/k copy and its forward no position
+# embeddings kept through the blocks; 0.15-0.16 are not read and keep that earlier form.
+QWEN3_VL_TOWER_READ = (0, 17)
+
+
+def qwen3_vl_tower_profile(vision: dict[str, Any], act_bytes: int, tp: int, image_max_pixels: int) -> EncoderProfile | None:
+    """qwen3_vl.py Qwen3_VisionTransformer's profile run on one image at ``image_max_pixels`` (the dummy from 0.12 on,
+    when the video's budget no longer beats the image's), as qwen3_5_profile's docstring reads it, with the
+    deepstack levels a config names (their outputs [embeddings, out_hidden_size] each kept beside the blocks)."""
+    dims = _tower_dims(vision, default_patch=16)
+    try:
+        heads = int(vision["num_heads"])
+        deep = len(vision.get("deepstack_visual_indexes") or [])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if dims is None or heads < 1:
+        return None
+    d, inter, patch, temporal, merge, out, channels = dims
+    a, split = act_bytes, max(1, tp)
+    tokens = image_max_pixels // (patch * merge) ** 2
+    patches = tokens * merge * merge
+    pixels = patches * channels * temporal * patch * patch * a
+    positions = patches * d * a
+    rotary = patches * (d // heads) * a  # cos and sin, head_dim / 2 each
+    inputs = pixels + positions + rotary
+    attention = patches * a * (3 * d + 8 * d // split)
+    mlp = patches * a * (3 * d + 2 * (inter // split))
+    deepstack = deep * tokens * out * a
+    run = inputs + max(attention, mlp) + deepstack
+    cache = tokens * out * (1 + deep) * a
+    phases = {"inputs": inputs, "attention": attention, "mlp": mlp, "deepstack": deepstack}
+    return EncoderProfile("image", patches, tokens, tokens, run, cache, phases, pixels)
 
 
 def qwen2_5_vl_profile(vision: dict[str, Any], act_bytes: int, tp: int, max_model_len: int) -> EncoderProfile | None:
@@ -178,8 +257,9 @@ def encoder_profile(vision: dict[str, Any], act_bytes: int, tp: int,
       image processor's cap: 16,777,216 pixels = 65,536 patches (one 4096 x 4096 frame pair), 16,384 embeddings
       (the 0.13.0 log: "budget of 16384 tokens, and profiled with 1 image items").
 
-    The run, per GPU (the vision linears are Column/RowParallel split TP ways, vLLM's default mm_encoder_tp_mode
-    "weights"; no attention score matrix is stored: Qwen3-VL's vision head size is 72, outside 0.11.0's
+    The run from QWEN3_VL_TOWER_READ on (and for ``release`` None): qwen3_vl_tower_profile. Before it, per GPU, as
+    read at 0.11.0 and 0.13.0 (the vision linears are Column/RowParallel split TP ways, vLLM's default
+    mm_encoder_tp_mode "weights"; no attention score matrix is stored: Qwen3-VL's vision head size is 72, outside 0.11.0's
     FlashAttention list (FlashAttentionBackend.get_supported_head_sizes), so CudaPlatform.get_vit_attn_backend
     picks xFormers' memory-efficient kernel on sm80-sm90 unless the flash_attn package is installed; 0.13.0's
     FlashAttention takes any multiple of 8 (supports_head_size) and runs varlen. Not counted: the patch
@@ -196,8 +276,12 @@ def encoder_profile(vision: dict[str, Any], act_bytes: int, tp: int,
     """
     if is_qwen2_5_vl(vision) and max_model_len:
         return qwen2_5_vl_profile(vision, act_bytes, tp, max_model_len)
+    if is_qwen3_5(vision):
+        return qwen3_5_profile(vision, act_bytes, tp)
     if not is_qwen3_vl(vision):
         return None
+    if release is None or release >= QWEN3_VL_TOWER_READ:
+        return qwen3_vl_tower_profile(vision, act_bytes, tp, QWEN3_VL_IMAGE_MAX_PIXELS)
     dims = _tower_dims(vision, default_patch=16)
     try:
         deep = len(vision.get("deepstack_visual_indexes") or [])

@@ -105,8 +105,11 @@ class VllmVersion:
     non_torch_tp1: int
     non_torch_tp: int  # TP >= 2 on NVLink data-centre GPUs (A100/H100/H200/B200 SXM class, or no GPU given)
     non_torch_tp_pcie: int  # TP >= 2 on other GPUs (PCIe workstation/consumer cards)
-    # CUDA graph memory deducted from the KV budget (gpu_worker.py determine_available_memory: profiled and
-    # subtracted by default since v0.21.0, "CUDA graph memory profiling is enabled (default since v0.21.0)").
+    # CUDA graph memory deducted from the KV budget: gpu_worker.py Worker.determine_available_memory subtracts
+    # profile_cudagraph_memory's estimate when envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is set, and its
+    # default is "0" up to v0.19.1, "1" from v0.20.0 (read in both wheels; the log line itself says "default since
+    # v0.21.0", which the 0.20.0 code contradicts). Further conditions, by release: a cudagraph_mode other than NONE
+    # (--enforce-eager: none), and the platform (cudagraph_deducted_on).
     cudagraph_deducted: bool
 
     def sampler_bytes(self, act_bytes: int, rows: int, kind: str | None = None) -> int:
@@ -186,16 +189,63 @@ def resolve_interconnect(gpu_key: str | None, interconnect: str | None) -> str:
 #
 # Family boundaries: 0.8 = V1 (the default engine from 0.8.0) with the PyTorch sort sampler (seen in 0.8-0.15 code
 # and logs); 0.17 = the Triton top-k/top-p kernel (it landed after 0.15.1; the first release carrying it is not
-# pinned down here); 0.21 = CUDA-graph memory deducted by default and the group-aware token log; 0.25 =
-# gpu_memory_utilization 0.92 (CacheConfig at v0.25.0).
+# pinned down here); 0.20 = two defaults that changed in v0.20.0 (read in the 0.19.1 and 0.20.0 wheels): envs.py
+# VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS "0" -> "1" (the CUDA-graph estimate deducted) and config/cache.py
+# CacheConfig.gpu_memory_utilization 0.9 -> 0.92; with them, from v0.20.1, the group-aware token log
+# (v1/core/kv_cache_utils.py _report_kv_cache_config: int(max_concurrency x max_model_len); 0.20.0 still prints
+# num_blocks // num_groups x block_size: pool_tokens_rule). The first two read the same in every x.y.0 wheel from
+# 0.20.0 to 0.33.0, the token form through 0.29.0's log (get_kv_cache_capacity) and 0.33.0's function; 0.34.0 sizes
+# the KV cache another way by default (EXTENSIBLE_KV_CACHE_FROM), which no family models.
 VERSIONS: dict[str, VllmVersion] = {
     "0.6": VllmVersion("0.6", "V0", 0.9, "v0", "groups", int(0.35 * GiB), int(0.30 * GiB), int(0.30 * GiB), False),
     "0.8": VllmVersion("0.8", "V1", 0.9, "sort", "groups", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), False),
     "0.17": VllmVersion("0.17", "V1", 0.9, "triton", "groups", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), False),
-    "0.21": VllmVersion("0.21", "V1", 0.9, "triton", "concurrency", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), True),
-    "0.25": VllmVersion("0.25", "V1", 0.92, "triton", "concurrency", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), True),
+    "0.20": VllmVersion("0.20", "V1", 0.92, "triton", "concurrency", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), True),
 }
-DEFAULT_VERSION = "0.25"
+DEFAULT_VERSION = "0.20"
+# 0.34.0's config/cache.py: enable_extensible_kv_cache defaults on for CUDA and ROCm ("the cache is sized from the
+# memory actually free after CUDA graph capture rather than from a profiling estimate") and gpu_memory_utilization
+# defaults to 1.0 with it (CacheConfig.resolved_gpu_memory_utilization). hfmem keeps the 0.20 family's profile
+# arithmetic there and says so in a note (extensible_kv_cache_note).
+EXTENSIBLE_KV_CACHE_FROM = (0, 34)
+# Platforms whose worker profiles the CUDA-graph estimate (gpu_worker.py determine_available_memory's guard):
+# 0.20.0 ``not current_platform.is_rocm()``, 0.21.0-0.25.0 ``current_platform.is_cuda()``, from 0.26.0
+# ``current_platform.is_cuda_alike()`` (CUDA and ROCm). On ROCm nothing is deducted before 0.26.
+ROCM_CUDAGRAPH_FROM = (0, 26)
+
+
+def release_triple(name: str) -> tuple[int, int, int | None]:
+    """(major, minor, patch or None) of a release name the way release_of reads it."""
+    major, minor = release_of(name)
+    parts = name.strip().lstrip("v").split(".")
+    patch = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
+    return major, minor, patch
+
+
+def pool_tokens_rule(version: VllmVersion, release: str | None) -> str:
+    """The "GPU KV cache size" form a release logs: the family's, except 0.20.0 itself, which still prints
+    num_blocks // num_groups x block_size (the concurrency form is in the 0.20.1 wheel, not the 0.20.0 one)."""
+    if release is not None and release_triple(release) == (0, 20, 0):
+        return "groups"
+    return version.pool_tokens
+
+
+def cudagraph_deducted_on(version: VllmVersion, release: tuple[int, int] | None, gpu_kind: str | None) -> bool:
+    """Whether a release of the family deducts its CUDA-graph estimate on this GPU kind: on ROCm only from
+    ROCM_CUDAGRAPH_FROM; ``release`` None is the newest code (the default family), which does."""
+    if not version.cudagraph_deducted:
+        return False
+    return gpu_kind != "rocm" or release is None or release >= ROCM_CUDAGRAPH_FROM
+
+
+def extensible_kv_cache_note(release: tuple[int, int] | None) -> str | None:
+    """A note for releases from EXTENSIBLE_KV_CACHE_FROM, whose default KV sizing hfmem does not model."""
+    if release is None or release < EXTENSIBLE_KV_CACHE_FROM:
+        return None
+    return (f"vLLM {release[0]}.{release[1]} sizes the KV cache by default from the memory free after CUDA-graph "
+            "capture (the extensible KV cache, gpu_memory_utilization 1.0 unless set; config/cache.py at 0.34.0), "
+            "not from the profile: hfmem plans it with the 0.20 family's profile arithmetic and utilisation 0.92, so "
+            "the pool shown is the one vLLM sizes with enable_extensible_kv_cache off")
 
 
 def release_of(name: str) -> tuple[int, int]:
