@@ -662,6 +662,45 @@ ROWS += [
         notes=("tokens from the logged pool: exact (test_hybrid_tokens_from_the_logged_pool[v0.29-l4-32k-prefix-caching])",)),
 ]
 
+# Held out (nothing taken from it): a Korean course's lab record ("모델 서빙 입문과 LLM 실행 원리 -- 실습 기록", found with
+# find_string), one RTX 4090 24GB under WSL2 (Ubuntu 24.04), vLLM 0.27.1 installed unpinned ("vLLM 0.27.1 -- 문서 권고대로
+# 핀을 풀고"), the orca3/llm-model-inference ch02 notebooks run with nbconvert: LLM(model=Qwen2.5-0.5B) with the
+# LLM class's defaults (8192 batched tokens as logged, 256 sequences on a card under 70 GiB, prefix caching on, the
+# default utilisation 0.92). Lab 3 and Lab 5 start the same engine and log the same figures. Its gpu_worker line gives
+# the total and every term. max_model_len is not printed in the excerpt: vLLM's default is the config's
+# max_position_embeddings (32,768); neither the pool nor the token count depends on it (checked at 2k, 8k and 32k).
+_ORCA3_4090 = ("(Korean lab record of orca3/llm-model-inference ch02 on an RTX 4090 under WSL2, vLLM 0.27.1; "
+               "found with find_string)")
+ROWS += [
+    LogRow(
+        "qwen25-0.5b-4090-wsl2-v0.27", _ORCA3_4090, "Qwen/Qwen2.5-0.5B", "0.27.1",
+        _gpu("rtx4090", 23.99, "RTX 4090 24GB under WSL2 (log: Free memory on device (22.45/23.99 GiB))"),
+        1, 0.92, 32_768, {"max_batched_tokens": 8192, "max_num_seqs": 256},
+        ("LLM(model=Qwen2.5-0.5B) (vLLM 0.27.1, RTX 4090, WSL2); Checkpoint size: 0.92 GiB",
+         "Chunked prefill is enabled with max_num_batched_tokens=8192",
+         "[model_runner.py:329] Model loading took 0.93 GiB", "Available KV cache memory: 20.52 GiB",
+         "GPU KV cache size: 1,793,232 tokens", "Graph capturing finished in 2 secs, took 0.00 GiB",
+         "Free memory on device (22.45/23.99 GiB) on startup. Desired GPU memory utilization is (0.92, 22.07 GiB). "
+         "Actual usage is 1.23 GiB for consumed memory (weights + non-torch), 0.31 GiB for peak activation, and "
+         "0.0 GiB for CUDAGraph memory."),
+        20.52, 1_793_232,
+        notes=("weights not asserted at 0.2 %: hfmem 0.9245 GiB against the logged 0.93, printed to 0.01 GiB "
+               "(0.925-0.935), 0.0005 below that range",
+               "GPU total: the log's own 23.99 GiB (WSL2 reports nvidia-smi's 24,564 MiB; a native Linux driver "
+               "reports about 0.4 GiB less, as the RTX 3090 rows' 23.58 GiB against 24,576 MiB show)",
+               "Qwen2.5-0.5B (the notebook's model: 0.92 GiB checkpoint, 24 layers, 2 KV heads of 64)",
+               "the pool matches (0.9941) but not term by term: weights 0.924 vs 0.93 GiB; non-torch 0.02 vs the "
+               "logged 0.30 (1.23 - 0.93); torch peak 0.53 (the Triton sampler over 256 rows of a 151,936 vocab) "
+               "vs 0.31; CUDA graphs 0.20 (hfmem's estimate, deducted from 0.21) vs the 0.01 the log's own "
+               "figures leave (22.07 - 1.23 - 0.31 - 20.52; capture 'took 0.00 GiB'). The log's "
+               "'[model_runner.py:329] Model loading took' is vLLM's Model Runner V2 (vllm/v1/worker/gpu/"
+               "model_runner.py, 'Using V2 Model Runner'), whose profile hfmem does not model: hfmem's profile "
+               "is the V1 runner's (gpu_model_runner.py). Two other V2-runner logs show the same larger non-torch "
+               "figure (a 0.28.1 development build on a 24 GB Turing card: 3.25 - 2.98 = 0.27 GiB; a later "
+               "build on an A100 80GB: 15.26 - 15.0 = 0.26 GiB) against 0.02 GiB on V1 runners, so the "
+               "match here is the sum's, not each term's (docs/planner.md)")),
+]
+
 # Token counts from a logged pool (the pool itself needs a GPU the log does not name): KV bytes per token and the
 # block arithmetic only. Both held out.
 TOKEN_ROWS = [
@@ -701,6 +740,27 @@ TOKEN_ROWS = [
     # stored here, and the pool is not a row (its profile ran the audio/vision towers on a dummy video)
     ("qwen25-omni-7b-a100-40-v0.10.2", "https://github.com/vllm-project/vllm/issues/25970", "Qwen/Qwen2.5-7B-Instruct", 1,
      32_768, 17.33, 324_496),
+    # Held out. An A10G (AWS EC2, nvidia-smi 23,028 MiB), vLLM 0.31.0, Qwen/Qwen2.5-1.5B-Instruct, --max-model-len 8192
+    # --gpu-memory-utilization 0.90, TP 1, VLLM_USE_FLASHINFER_SAMPLER=0 (a "vLLM Stage-0 Baseline Report" and its
+    # architecture notes, found with find_string): "Model loading took 2.98 GiB", "Available KV cache memory: 15.78
+    # GiB", "GPU KV cache size: 591,088 tokens", "Maximum concurrency for 8192 tokens/request: 72.15x". The pool is not
+    # a row: the report quotes no GPU total (the A10G's torch-reported total is not nvidia-smi's 22.49 GiB: an A10's
+    # vLLM logs "(6.67/22.06 GiB)"), and its weights are 0.10 GiB above hfmem's 2.88 (not established why).
+    ("qwen25-1.5b-a10g-v0.31", "(vLLM Stage-0 Baseline Report, A10G, vLLM 0.31.0; find_string)",
+     "Qwen/Qwen2.5-1.5B-Instruct", 1, 8192, 15.78, 591_088),
+    # Held out. vLLM 0.26.0 serving meta-llama/Llama-3.1-8B-Instruct on an A40 (a benchmark harness's tests, "captured
+    # verbatim from vLLM v0.26.0 running Llama-3.1-8B on the target A40"; its launch spec: --max-model-len 4096
+    # --gpu-memory-utilization 0.90 --max-num-seqs 256): "Available KV cache memory: 23.9 GiB", "GPU KV cache size:
+    # 195,760 tokens". Not a row: the A40's total is not printed and not in the catalog.
+    ("llama31-8b-a40-v0.26", "(llmbench engine-adapter tests, vLLM 0.26.0 on an A40; find_string)",
+     "meta-llama/Llama-3.1-8B-Instruct", 1, 4096, 23.9, 195_760),
+    # Held out. vLLM 0.22.0, AsyncEngineArgs(model=/model/Qwen2.5-7B-Instruct, gpu_memory_utilization=0.95,
+    # max_model_len=4096), a card that takes 2048 batched tokens and FlashAttention 2 (an abort test's pasted log, found
+    # with find_string): "Model loading took 14.29 GiB", "Estimated CUDA graph memory: 0.37 GiB total", "Available KV
+    # cache memory: 26.32 GiB", "GPU KV cache size: 492,912 tokens", "Maximum concurrency for 4,096 tokens per request:
+    # 120.34x". Not a row: the log names no GPU (a 48 GB-class card by its figures).
+    ("qwen25-7b-48gb-v0.22", "(vLLM 0.22.0 engine-abort test log; find_string)", "Qwen/Qwen2.5-7B-Instruct", 1, 4096,
+     26.32, 492_912),
 ]
 
 
