@@ -407,6 +407,26 @@ ROWS += [
                "0.09 GiB); with the A100's NVLink-class 2.1 GiB instead: pool 0.9368, tokens 0.9367",)),
 ]
 
+# Held out (added later; nothing taken from it), same repository: the TP 2 start at util 0.25 on one node, stored at the
+# repository's root (its README's Test 2, "Available KV cache memory in each GPU: 12.02 GiB"): custom all-reduce off for
+# want of P2P, as at util 0.5.
+ROWS += [
+    LogRow(
+        "qwen2-7b-a100-tp2-v0.10.1-util0.25-no-p2p",
+        "https://github.com/dennislee22/vLLM-benchmarking/blob/main/vllm-7B-2gpuA10080GB-same-node.log",
+        "Qwen/Qwen2-7B-Instruct", "0.10.1", resolve_gpu("a100-80gb"), 2, 0.25, 16_384,
+        {**_DL_SET, "interconnect": "pcie"},
+        ("non-default args: max_model_len 16384, tensor_parallel_size 2, gpu_memory_utilization 0.25",
+         "Custom allreduce is disabled because your platform lacks GPU P2P capability or P2P test failed",
+         "Using FlashInfer for top-p & top-k sampling.", "Model loading took 7.1217 GiB",
+         "Available KV cache memory: 12.02 GiB (both ranks)", "GPU KV cache size: 450,192 tokens",
+         "Maximum concurrency for 16,384 tokens per request: 27.48x", "num_gpu_blocks is: 28137"),
+        12.02, 450_192, 7.1217,
+        notes=("GPU total: catalog A100 80GB (79.15 GiB); the log prints none",
+               "--interconnect pcie as the log says; with the A100's NVLink-class 2.1 GiB non-torch instead the "
+               "pool is 0.8346 (the util-0.5 row's 0.9368 on a pool 2.6 times larger)")),
+]
+
 # Held out, same repository: Ray across nodes, one GPU per node ("diff-nodes" in the file names; the log: "Custom
 # allreduce is disabled because this process group spans across nodes"), so --interconnect pcie.
 ROWS += [
