@@ -762,8 +762,8 @@ ROWS += [
                "model_runner.py, 'Using V2 Model Runner'), whose profile hfmem does not model: hfmem's profile "
                "is the V1 runner's (gpu_model_runner.py). Two other V2-runner logs show the same larger non-torch "
                "figure (a 0.28.1 development build on a 24 GB Turing card: 3.25 - 2.98 = 0.27 GiB; a later "
-               "build on an A100 80GB: 15.26 - 15.0 = 0.26 GiB) against 0.02 GiB on V1 runners, so the "
-               "match here is the sum's, not each term's (docs/planner.md)")),
+               "build on an 80 GB card, total 79.25 GiB: 15.26 - 15.0 = 0.26 GiB) against 0.02 GiB on V1 "
+               "runners, so the match here is the sum's, not each term's (docs/planner.md)")),
 ]
 
 # Token counts from a logged pool (the pool itself needs a GPU the log does not name): KV bytes per token and the
