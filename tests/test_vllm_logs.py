@@ -407,6 +407,26 @@ ROWS += [
                "0.09 GiB); with the A100's NVLink-class 2.1 GiB instead: pool 0.9368, tokens 0.9367",)),
 ]
 
+# Held out (added later; nothing taken from it), same repository: the TP 2 start at util 0.25 on one node, stored at the
+# repository's root (its README's Test 2, "Available KV cache memory in each GPU: 12.02 GiB"): custom all-reduce off for
+# want of P2P, as at util 0.5.
+ROWS += [
+    LogRow(
+        "qwen2-7b-a100-tp2-v0.10.1-util0.25-no-p2p",
+        "https://github.com/dennislee22/vLLM-benchmarking/blob/main/vllm-7B-2gpuA10080GB-same-node.log",
+        "Qwen/Qwen2-7B-Instruct", "0.10.1", resolve_gpu("a100-80gb"), 2, 0.25, 16_384,
+        {**_DL_SET, "interconnect": "pcie"},
+        ("non-default args: max_model_len 16384, tensor_parallel_size 2, gpu_memory_utilization 0.25",
+         "Custom allreduce is disabled because your platform lacks GPU P2P capability or P2P test failed",
+         "Using FlashInfer for top-p & top-k sampling.", "Model loading took 7.1217 GiB",
+         "Available KV cache memory: 12.02 GiB (both ranks)", "GPU KV cache size: 450,192 tokens",
+         "Maximum concurrency for 16,384 tokens per request: 27.48x", "num_gpu_blocks is: 28137"),
+        12.02, 450_192, 7.1217,
+        notes=("GPU total: catalog A100 80GB (79.15 GiB); the log prints none",
+               "--interconnect pcie as the log says; with the A100's NVLink-class 2.1 GiB non-torch instead the "
+               "pool is 0.8346 (the util-0.5 row's 0.9368 on a pool 2.6 times larger)")),
+]
+
 # Held out, same repository: Ray across nodes, one GPU per node ("diff-nodes" in the file names; the log: "Custom
 # allreduce is disabled because this process group spans across nodes"), so --interconnect pcie.
 ROWS += [
@@ -665,6 +685,111 @@ ROWS += [
         notes=("tokens from the logged pool: exact (test_hybrid_tokens_from_the_logged_pool[v0.29-l4-32k-prefix-caching])",)),
 ]
 
+# Held out (nothing taken from them): two V0 starts of vLLM 0.7.2 through the LLM class in one person's Stanford CS336
+# assignment-5 notes (/workspace/Stanford-CS336/assignment5-alignment; found with find_string): Qwen2.5-Math-1.5B,
+# max_seq_len 4096 from its config, chunked prefill off, 256 sequences, every term printed. dev/test_vllm.py at the
+# default utilisation 0.90 on "environment 1", an NVIDIA A10 (the notes' nvidia-smi: 23,028 MiB; the log's total 22.06
+# GiB), prefix caching off; eval.py at 0.85 on "environment 2", an NVIDIA L40 (46,068 MiB; 44.39 GiB), prefix caching on.
+_CS336 = "(Stanford CS336 assignment-5 notes, vLLM 0.7.2, Qwen2.5-Math-1.5B; find_string)"
+ROWS += [
+    LogRow(
+        "qwen25-math-1.5b-a10-v0.7.2", _CS336 + " dev/test_vllm.py on the A10",
+        "Qwen/Qwen2.5-1.5B-Instruct", "0.7.2", _gpu("a10", 22.06, "NVIDIA A10 24GB (log: total_gpu_memory (22.06GiB))"),
+        1, 0.9, 4096, {"prefix_caching": False},
+        ("Initializing a V0 LLM engine (v0.7.2) with config: model='../models/Qwen2.5-Math-1.5B', max_seq_len=4096, "
+         "enable_prefix_caching=False, chunked_prefill_enabled=False", "Loading model weights took 2.8797 GB",
+         "the current vLLM instance can use total_gpu_memory (22.06GiB) x gpu_memory_utilization (0.90) = 19.85GiB",
+         "model weights take 2.88GiB; non_torch_memory takes 0.05GiB; PyTorch activation peak memory takes 1.40GiB; "
+         "the rest of the memory reserved for KV Cache is 15.52GiB.", "# CUDA blocks: 36332, # CPU blocks: 9362",
+         "Maximum concurrency for 4096 tokens per request: 141.92x"),
+        15.52, 36332 * 16, 2.8797,
+        notes=("tensors and config: Qwen2.5-1.5B-Instruct's (Qwen2.5-Math-1.5B has its shapes: the logged weights "
+               "2.8797 GiB are hfmem's 2.884 within 0.15 %, the stand-in's rotary cache being for 32,768 positions "
+               "against Math's 4,096, 7 MiB more; 28 layers x 2 KV heads of 128 give the logged 36,332 blocks from "
+               "15.52 GiB)",
+               "terms: weights 2.88 and torch peak 1.397 GiB (V0's sort sampler over 256 rows of a 151,936 vocab "
+               "beside the 4,096-token forward) as logged; non-torch 0.35 GiB (V0's TP 1 figure, from the 0.6.4 RTX "
+               "3090 log) against the logged 0.05, which is the whole miss (pool 0.9808; 1.0002 with 0.05). vLLM PR "
+               "11809 (0.7) changed what V0 counts as non-torch (memory in use minus torch's reserved, no longer "
+               "minus its allocated bytes: the H100 0.6.5 row's note), so V0's one TP 1 constant spans two "
+               "measurements; a 0.7 V0 family with its own TP 1 figure would live in hfmem/memory/vllm_versions.py "
+               "(another engineer's file in this round; not changed here)")),
+    LogRow(
+        "qwen25-math-1.5b-l40-v0.7.2", _CS336 + " eval.py on the L40",
+        "Qwen/Qwen2.5-1.5B-Instruct", "0.7.2", _gpu("l40", 44.39, "NVIDIA L40 48GB (log: total_gpu_memory (44.39GiB))"),
+        1, 0.85, 4096, {},
+        ("Initializing a V0 LLM engine (v0.7.2) with config: model='models/Qwen2.5-Math-1.5B', max_seq_len=4096, "
+         "enable_prefix_caching=True, chunked_prefill_enabled=False", "Loading model weights took 2.8797 GB",
+         "the current vLLM instance can use total_gpu_memory (44.39GiB) x gpu_memory_utilization (0.85) = 37.73GiB",
+         "model weights take 2.88GiB; non_torch_memory takes 0.08GiB; PyTorch activation peak memory takes 1.40GiB; "
+         "the rest of the memory reserved for KV Cache is 33.37GiB.", "# CUDA blocks: 78115, # CPU blocks: 9362",
+         "Maximum concurrency for 4096 tokens per request: 305.14x"),
+        33.37, 78115 * 16, 2.8797,
+        notes=("the A10 row's model, release and settings at another utilisation on a 48 GB card: the same weights and "
+               "torch peak, and the same miss in non-torch (0.35 vs the logged 0.08 GiB; pool 0.9919, 1.0000 with "
+               "the logged figure)",)),
+]
+
+# Held out (nothing taken from it): a Korean course's lab record ("모델 서빙 입문과 LLM 실행 원리 -- 실습 기록", found with
+# find_string), one RTX 4090 24GB under WSL2 (Ubuntu 24.04), vLLM 0.27.1 installed unpinned ("vLLM 0.27.1 -- 문서 권고대로
+# 핀을 풀고"), the orca3/llm-model-inference ch02 notebooks run with nbconvert: LLM(model=Qwen2.5-0.5B) with the
+# LLM class's defaults (8192 batched tokens as logged, 256 sequences on a card under 70 GiB, prefix caching on, the
+# default utilisation 0.92). Lab 3 and Lab 5 start the same engine and log the same figures. Its gpu_worker line gives
+# the total and every term. max_model_len is not printed in the excerpt: vLLM's default is the config's
+# max_position_embeddings (32,768); neither the pool nor the token count depends on it (checked at 2k, 8k and 32k).
+_ORCA3_4090 = ("(Korean lab record of orca3/llm-model-inference ch02 on an RTX 4090 under WSL2, vLLM 0.27.1; "
+               "found with find_string)")
+ROWS += [
+    LogRow(
+        "qwen25-0.5b-4090-wsl2-v0.27", _ORCA3_4090, "Qwen/Qwen2.5-0.5B", "0.27.1",
+        _gpu("rtx4090", 23.99, "RTX 4090 24GB under WSL2 (log: Free memory on device (22.45/23.99 GiB))"),
+        1, 0.92, 32_768, {"max_batched_tokens": 8192, "max_num_seqs": 256},
+        ("LLM(model=Qwen2.5-0.5B) (vLLM 0.27.1, RTX 4090, WSL2); Checkpoint size: 0.92 GiB",
+         "Chunked prefill is enabled with max_num_batched_tokens=8192",
+         "[model_runner.py:329] Model loading took 0.93 GiB", "Available KV cache memory: 20.52 GiB",
+         "GPU KV cache size: 1,793,232 tokens", "Graph capturing finished in 2 secs, took 0.00 GiB",
+         "Free memory on device (22.45/23.99 GiB) on startup. Desired GPU memory utilization is (0.92, 22.07 GiB). "
+         "Actual usage is 1.23 GiB for consumed memory (weights + non-torch), 0.31 GiB for peak activation, and "
+         "0.0 GiB for CUDAGraph memory."),
+        20.52, 1_793_232,
+        notes=("weights not asserted at 0.2 %: hfmem 0.9245 GiB against the logged 0.93, printed to 0.01 GiB "
+               "(0.925-0.935), 0.0005 below that range",
+               "GPU total: the log's own 23.99 GiB (WSL2 reports nvidia-smi's 24,564 MiB; a native Linux driver "
+               "reports about 0.4 GiB less, as the RTX 3090 rows' 23.58 GiB against 24,576 MiB show)",
+               "Qwen2.5-0.5B (the notebook's model: 0.92 GiB checkpoint, 24 layers, 2 KV heads of 64)",
+               "the pool matches (0.9941) but not term by term: weights 0.924 vs 0.93 GiB; non-torch 0.02 vs the "
+               "logged 0.30 (1.23 - 0.93); torch peak 0.53 (the Triton sampler over 256 rows of a 151,936 vocab) "
+               "vs 0.31; CUDA graphs 0.20 (hfmem's estimate, deducted from 0.21) vs the 0.01 the log's own "
+               "figures leave (22.07 - 1.23 - 0.31 - 20.52; capture 'took 0.00 GiB'). The log's "
+               "'[model_runner.py:329] Model loading took' is vLLM's Model Runner V2 (vllm/v1/worker/gpu/"
+               "model_runner.py, 'Using V2 Model Runner'), whose profile hfmem does not model: hfmem's profile "
+               "is the V1 runner's (gpu_model_runner.py). Two other V2-runner logs show the same larger non-torch "
+               "figure (a 0.28.1 development build on a 24 GB Turing card: 3.25 - 2.98 = 0.27 GiB; a later "
+               "build on an 80 GB card, total 79.25 GiB: 15.26 - 15.0 = 0.26 GiB) against 0.02 GiB on V1 "
+               "runners, so the match here is the sum's, not each term's (docs/planner.md)")),
+    # The same machine and release, an earlier attempt of the course's environment setup: vllm serve
+    # Qwen/Qwen2.5-0.5B-Instruct --max-model-len 2048 --gpu-memory-utilization 0.85 (API-server defaults on a 24 GB
+    # card: 2048 / 256). It sized its pool, then failed in warmup_kernels (no nvcc); the pool is vLLM's own figure.
+    LogRow(
+        "qwen25-0.5b-4090-wsl2-v0.27-api-2k", _ORCA3_4090 + " (environment-setup record, attempt 4)",
+        "Qwen/Qwen2.5-0.5B", "0.27.1",
+        _gpu("rtx4090", 23.99, "RTX 4090 24GB under WSL2 (log: Free memory on device (22.45/23.99 GiB))"),
+        1, 0.85, 2048, {"max_batched_tokens": 2048, "max_num_seqs": 256},
+        ("non-default args: {'model_tag': 'Qwen/Qwen2.5-0.5B-Instruct', 'max_model_len': 2048, "
+         "'gpu_memory_utilization': 0.85} (vLLM 0.27.1)", "[model_runner.py:329] Model loading took 0.93 GiB",
+         "Available KV cache memory: 18.65 GiB", "GPU KV cache size: 1,629,520 tokens",
+         "Graph capturing finished in 2 secs, took 0.37 GiB",
+         "Free memory on device (22.45/23.99 GiB) on startup. Desired GPU memory utilization is (0.85, 20.39 GiB). "
+         "Actual usage is 1.49 GiB for consumed memory (weights + non-torch), 0.25 GiB for peak activation, and "
+         "0.37 GiB for CUDAGraph memory.", "EngineCore failed to start (warmup_kernels: no nvcc)"),
+        18.65, 1_629_520,
+        notes=("Qwen2.5-0.5B-Instruct has the base model's shapes (the Qwen2.5-0.5B fixture)",
+               "the pool matches (1.0043) as the LLM-class row's does, by the sum: non-torch 0.02 vs the logged 0.56 "
+               "(1.49 - 0.93), torch peak 0.52 vs 0.25, CUDA graphs 0.20 (hfmem's estimate) vs the 0.00 the log's "
+               "figures leave before capture (20.39 - 1.49 - 0.25 - 18.65; the 0.37 GiB is the capture after "
+               "sizing); Model Runner V2, as above")),
+]
+
 # Token counts from a logged pool (the pool itself needs a GPU the log does not name): KV bytes per token and the
 # block arithmetic only. Both held out.
 TOKEN_ROWS = [
@@ -704,6 +829,27 @@ TOKEN_ROWS = [
     # stored here, and the pool is not a row (its profile ran the audio/vision towers on a dummy video)
     ("qwen25-omni-7b-a100-40-v0.10.2", "https://github.com/vllm-project/vllm/issues/25970", "Qwen/Qwen2.5-7B-Instruct", 1,
      32_768, 17.33, 324_496),
+    # Held out. An A10G (AWS EC2, nvidia-smi 23,028 MiB), vLLM 0.31.0, Qwen/Qwen2.5-1.5B-Instruct, --max-model-len 8192
+    # --gpu-memory-utilization 0.90, TP 1, VLLM_USE_FLASHINFER_SAMPLER=0 (a "vLLM Stage-0 Baseline Report" and its
+    # architecture notes, found with find_string): "Model loading took 2.98 GiB", "Available KV cache memory: 15.78
+    # GiB", "GPU KV cache size: 591,088 tokens", "Maximum concurrency for 8192 tokens/request: 72.15x". The pool is not
+    # a row: the report quotes no GPU total (the A10G's torch-reported total is not nvidia-smi's 22.49 GiB: an A10's
+    # vLLM logs "(6.67/22.06 GiB)"), and its weights are 0.10 GiB above hfmem's 2.88 (not established why).
+    ("qwen25-1.5b-a10g-v0.31", "(vLLM Stage-0 Baseline Report, A10G, vLLM 0.31.0; find_string)",
+     "Qwen/Qwen2.5-1.5B-Instruct", 1, 8192, 15.78, 591_088),
+    # Held out. vLLM 0.26.0 serving meta-llama/Llama-3.1-8B-Instruct on an A40 (a benchmark harness's tests, "captured
+    # verbatim from vLLM v0.26.0 running Llama-3.1-8B on the target A40"; its launch spec: --max-model-len 4096
+    # --gpu-memory-utilization 0.90 --max-num-seqs 256): "Available KV cache memory: 23.9 GiB", "GPU KV cache size:
+    # 195,760 tokens". Not a row: the A40's total is not printed and not in the catalog.
+    ("llama31-8b-a40-v0.26", "(llmbench engine-adapter tests, vLLM 0.26.0 on an A40; find_string)",
+     "meta-llama/Llama-3.1-8B-Instruct", 1, 4096, 23.9, 195_760),
+    # Held out. vLLM 0.22.0, AsyncEngineArgs(model=/model/Qwen2.5-7B-Instruct, gpu_memory_utilization=0.95,
+    # max_model_len=4096), a card that takes 2048 batched tokens and FlashAttention 2 (an abort test's pasted log, found
+    # with find_string): "Model loading took 14.29 GiB", "Estimated CUDA graph memory: 0.37 GiB total", "Available KV
+    # cache memory: 26.32 GiB", "GPU KV cache size: 492,912 tokens", "Maximum concurrency for 4,096 tokens per request:
+    # 120.34x". Not a row: the log names no GPU (a 48 GB-class card by its figures).
+    ("qwen25-7b-48gb-v0.22", "(vLLM 0.22.0 engine-abort test log; find_string)", "Qwen/Qwen2.5-7B-Instruct", 1, 4096,
+     26.32, 492_912),
 ]
 
 
@@ -881,6 +1027,40 @@ def test_nvlink_tp_rows_of_019_miss_only_by_the_torch_peak():
         logged = float(next(x for x in next(r for r in ROWS if r.name == name).lines if "non-torch" in x)
                        .split("non-torch forward increase memory: ")[1].split("GiB")[0])
         assert abs(plan_of(next(r for r in ROWS if r.name == name)).overhead_bytes / GiB - logged) <= 0.035, name
+
+
+def test_v0_07_rows_miss_only_by_non_torch():
+    """The two 0.7.2 V0 logs of Qwen2.5-Math-1.5B (A10, L40) print every term: hfmem's weights (2.884 vs 2.88 GiB) and
+    torch peak (1.397 vs 1.40 GiB: V0's sort sampler, 256 rows x 151,936 x 36 B beside the bf16 logits) are the logs'
+    within their print rounding; with each log's non-torch (0.05, 0.08 GiB) in place of V0's TP 1 figure (0.35, a 0.6.4
+    log) the pools are the logs' within 0.1 %."""
+    for name, logged in (("qwen25-math-1.5b-a10-v0.7.2", 0.05), ("qwen25-math-1.5b-l40-v0.7.2", 0.08)):
+        row = next(r for r in ROWS if r.name == name)
+        plan = plan_of(row)
+        assert abs(plan.weights_bytes / GiB - 2.88) <= 0.005 and abs(plan.activation_bytes / GiB - 1.40) <= 0.005
+        assert plan.overhead_bytes == int(0.35 * GiB)
+        pool = plan.kv_available_bytes + plan.overhead_bytes - int(logged * GiB)
+        assert abs(pool / GiB / row.kv_gib - 1) <= 0.001, name
+
+
+def test_v2_runner_rows_match_by_the_sum_not_the_terms():
+    """The two 0.27.1 RTX 4090 logs ran vLLM's Model Runner V2 ("[model_runner.py:329] Model loading took"), whose
+    profile hfmem does not model: their pools are the logs' within 1 %, but only because hfmem's larger torch peak (0.53
+    vs 0.31, 0.52 vs 0.25 GiB) and CUDA-graph estimate (0.20 vs the 0.00-0.01 the logs leave) offset its smaller
+    non-torch (0.02 vs 0.30, 0.56 GiB). This test fails when hfmem models that runner, so the rows' notes are revisited
+    then."""
+    for name, consumed, peak in (("qwen25-0.5b-4090-wsl2-v0.27", 1.23, 0.31),
+                                 ("qwen25-0.5b-4090-wsl2-v0.27-api-2k", 1.49, 0.25)):
+        row = next(r for r in ROWS if r.name == name)
+        plan = plan_of(row)
+        assert row.kv_gib is not None and plan.cudagraph_bytes is not None
+        graphs = int(row.util * row.gpu.memory_bytes) / GiB - consumed - peak - row.kv_gib  # what the log leaves
+        assert graphs < 0.03, name
+        assert consumed - 0.93 - plan.overhead_bytes / GiB > 0.25, name  # logged non-torch above hfmem's
+        assert plan.activation_bytes / GiB - peak > 0.15, name
+        assert plan.cudagraph_bytes / GiB - graphs > 0.15, name
+        non_kv = plan.weights_bytes + plan.overhead_bytes + plan.activation_bytes + plan.cudagraph_bytes
+        assert abs(non_kv / GiB - (consumed + peak + graphs)) <= 0.15, name
 
 
 def _fi_fusion_workspace(tp: int, hidden: int, max_tokens: int, granularity: int) -> int:
