@@ -287,3 +287,64 @@ def test_cli_json_echoes_the_options(stub_repo):
     assert out.exit_code == 0, out.output
     vllm = json.loads(out.output)["inference"]["vllm"]
     assert (vllm["sampler"], vllm["interconnect"]) == ("flashinfer", "pcie")
+
+
+# Model Runner V1 or V2 by default, per release and model (hfmem/memory/vllm_versions.py default_runner, read in each
+# wheel's config/vllm.py VllmConfig.use_v2_model_runner). Each case contrasts two releases or two models where the
+# source changes its answer, so a rule copied one release off fails here.
+_RUNNER_CASES = [
+    # (fixture repo, release, runner)
+    ("Qwen/Qwen3-8B", "0.21.0", "V1"),  # env default "0" up to 0.21
+    ("Qwen/Qwen3-8B", "0.22.0", "V2"),  # the 0.22 list: Qwen3ForCausalLM only
+    ("meta-llama/Llama-3.1-8B-Instruct", "0.22.0", "V1"),
+    ("meta-llama/Llama-3.1-8B-Instruct", "0.23.0", "V2"),  # 0.23 adds Llama and Mistral
+    ("Qwen/Qwen3-32B-AWQ", "0.23.0", "V1"),  # listed but quantized: not before 0.24
+    ("Qwen/Qwen3-32B-AWQ", "0.24.0", "V2"),
+    ("Qwen/Qwen2.5-0.5B", "0.24.0", "V1"),  # Qwen2ForCausalLM is on no list
+    ("Qwen/Qwen2.5-0.5B", "0.25.0", "V2"),  # 0.25: every dense model
+    ("Qwen/Qwen2.5-0.5B", "0.27.1", "V2"),  # the RTX 4090 logs: "[model_runner.py:329] Model loading took"
+    ("Qwen/Qwen3-Coder-30B-A3B-Instruct", "0.24.0", "V1"),  # MoE, not listed (the 4 x L40S 0.24 row)
+    ("Qwen/Qwen3-Coder-30B-A3B-Instruct", "0.28.0", "V1"),
+    ("Qwen/Qwen3-Coder-30B-A3B-Instruct", "0.29.0", "V2"),  # 0.29: every model
+    ("Qwen/Qwen3.5-4B", "0.28.0", "V1"),  # hybrid (Gated DeltaNet + attention), not listed
+    ("Qwen/Qwen3.5-4B", "0.29.0", "V2"),  # the L4 row
+    ("state-spaces/mamba-2.8b-hf", "0.26.0", "V1"),  # attention-free
+    ("Qwen/Qwen2.5-VL-7B-Instruct", "0.23.0", "V1"),  # the A100 0.23 row
+    ("Qwen/Qwen2.5-VL-7B-Instruct", "0.25.0", "V2"),
+    ("Qwen/Qwen2.5-0.5B", "0.8", "V1"),
+]
+
+
+@pytest.mark.parametrize(("repo", "release", "runner"), _RUNNER_CASES, ids=[f"{r.split('/')[1]}-{v}" for r, v, _ in _RUNNER_CASES])
+def test_default_model_runner_by_release_and_model(repo, release, runner):
+    planner = Planner(_report(repo), "auto", vllm_version=release)
+    assert planner.vllm_runner() == runner
+    note = [n for n in planner.plan(4096, 1, resolve_gpu("l40s"), with_catalog=False).notes if "Model Runner V2" in n]
+    assert bool(note) == (runner == "V2")
+
+
+def test_default_family_runs_v2_and_v0_has_no_runner():
+    assert Planner(_report(), "auto").vllm_runner() == "V2"  # the newest code: V1 removed in 0.34
+    assert Planner(_report(), "auto", vllm_version="0.34.0").vllm_runner() == "V2"
+    assert Planner(_report(), "auto", vllm_version="0.6").vllm_runner() == "V0"
+
+
+def test_rocm_keeps_v1_for_its_listed_architectures():
+    from hfmem.memory.vllm_versions import RunnerModel, default_runner
+
+    dsv4 = RunnerModel(("DeepseekV4ForCausalLM",), moe=True, quantized=True, hybrid=False, attention_free=False)
+    assert default_runner((0, 28), dsv4) == "V2" and default_runner((0, 28), dsv4, rocm=True) == "V1"
+    assert default_runner((0, 31), dsv4, rocm=True) == "V1" and default_runner((0, 32), dsv4, rocm=True) == "V2"
+
+
+def test_v2_note_gives_the_sizes_the_v2_source_fixes():
+    """The note's V2 figures for Qwen2.5-0.5B at 256 sequences: the dummy sampler's bf16 logits (256 x 151,936 x 2 B)
+    and the penalty buffers (256 x (151,936 + 4,748) x 4 B); the CUDA-graph clause only before 0.29."""
+    def note(release):
+        plan = Planner(_report("Qwen/Qwen2.5-0.5B"), "auto", vllm_version=release, max_num_seqs=256,
+                       max_batched_tokens=8192).plan(4096, 1, resolve_gpu("rtx4090"), with_catalog=False)
+        return next(n for n in plan.notes if "Model Runner V2" in n)
+    n27, n29 = note("0.27.1"), note("0.29.0")
+    assert "logits only, 0.07 GiB" in n27 and "(0.15 GiB)" in n27 and "'consumed memory'" in n27
+    assert "returns 0" in n27 and "returns 0" not in n29
+    assert "outside the profile's arithmetic before 0.27" in note("0.25.0")

@@ -21,6 +21,7 @@ from hfmem.hub.disk import folder_size
 from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
 from hfmem.memory.kv import ENGINES, SPECULATIVE
 from hfmem.memory.kv.estimate import KVLayout, estimate_at, kv_layout
+from hfmem.memory.kv.layers import state_and_attention
 from hfmem.memory.precision import (
     CHECKPOINT,
     WeightTensor,
@@ -36,8 +37,11 @@ from hfmem.memory.vllm_versions import (
     NVLINK_TP_SOURCE,
     SAMPLERS,
     SNAPSHOT_AFTER_DIST_INIT,
+    V2_RUNNER_EVERY_MODEL_FROM,
+    RunnerModel,
     VllmVersion,
     cudagraph_deducted_on,
+    default_runner,
     extensible_kv_cache_note,
     pool_tokens_rule,
     release_of,
@@ -503,6 +507,11 @@ class Planner:
         self.gpu = gpu
         self.vllm: VllmVersion = resolve_version(vllm_version)
         self.vllm_release = vllm_version  # the release asked for (the encoder's dummy item differs inside a family)
+        # what vLLM's default runner choice reads of the model (vllm_versions.py default_runner)
+        state, attention = state_and_attention(report.architecture)
+        self._runner_model = RunnerModel(tuple(report.architecture.architectures), report.architecture.moe is not None,
+                                         bool(report.parameters.quantization), state and attention,
+                                         state and not attention)
         if sampler is not None and sampler not in SAMPLERS:
             raise UsageError(f"unknown --vllm-sampler {sampler!r}; use one of: {', '.join(SAMPLERS)}")
         if sampler is not None and self.vllm.engine == "V0":
@@ -886,6 +895,46 @@ class Planner:
         non-torch step and the NVLink note's wording follow it."""
         return release_of(self.vllm_release) if self.vllm_release else None  # valid: resolve_version took it
 
+    def vllm_runner(self) -> str:
+        """The GPU model runner the release runs this model with by default: "V1" or "V2" (vllm_versions.py
+        default_runner); V0 families have neither."""
+        if self.vllm.engine == "V0":
+            return "V0"
+        return default_runner(self._release(), self._runner_model, rocm=self.gpu is not None and self.gpu.kind == "rocm")
+
+    def _v2_runner_note(self, terms: dict[str, int], tokens: int) -> str:
+        """What differs when vLLM runs Model Runner V2, whose profile hfmem does not model (docs/planner.md, "Model
+        Runner V2"): the sizes V2's source fixes, and how far the V2 logs at hand put its terms from hfmem's."""
+        release = self._release()
+        rows = min(self.max_num_seqs, tokens)
+        vocab = self.arch.vocab_size
+        # gpu/model_runner.py _dummy_sampler_run: the dummy batch's sampling states are the initial ones (greedy,
+        # top_k = vocab, top_p = 1: sample/states.py SamplingStates.__init__), so Sampler._requires_logits_processing
+        # is false and no fp32 copy or top-k/top-p runs: the model-dtype logits and gumbel.py's per-block buffers only
+        logits = rows * vocab * self.act_bytes
+        # sample/penalties.py PenaltiesState.__init__: output_bin_counts [max_num_seqs, vocab] int32 and
+        # prompt_bin_mask [max_num_seqs, vocab / 32] int32, allocated when load_model builds the Sampler
+        penalties = self.max_num_seqs * (vocab + cdiv(vocab, 32)) * 4
+        where = f"vLLM {release[0]}.{release[1]} runs" if release else "vLLM's newest releases run"
+        text = (f"{where} this model with Model Runner V2 by default (config/vllm.py "
+                "VllmConfig.use_v2_model_runner); hfmem's profile terms are the V1 runner's (gpu_model_runner.py "
+                "profile_run), which V2's logs match in sum, not term by term. V2's dummy sampler is greedy without "
+                f"top-k/top-p (model-dtype logits only, {logits / GiB:.2f} GiB, against hfmem's "
+                f"{terms.get('sampler (dummy run)', 0) / GiB:.2f} GiB sampler phase) and it keeps a penalty buffer of "
+                f"max_num_seqs x vocab int32 ({penalties / GiB:.2f} GiB)")
+        if release is not None and release < (0, 27):
+            text += ", outside the profile's arithmetic before 0.27"
+        else:
+            text += ", which from 0.27 the log counts in 'consumed memory'"
+        if release is not None and release < V2_RUNNER_EVERY_MODEL_FROM and self.cudagraph_deducted:
+            text += (f"; before 0.29 V2 deducts no CUDA-graph estimate (its profile_cudagraph_memory returns 0), "
+                     f"hfmem deducts {self.cudagraph_memory / GiB:.2f} GiB")
+        text += ("; two 0.27.1 logs of Qwen2.5-0.5B on one RTX 4090 put 0.28 and 0.54 GiB more in non-torch and 0.42 "
+                 "and 0.47 GiB less in peak activation than hfmem, their pools within 1 % of its")
+        if release is None or release < (0, 34):
+            text += "; VLLM_USE_V2_MODEL_RUNNER=0 runs the V1 runner hfmem plans"
+        return text
+
     def for_gpu(self, gpu: GPU) -> Planner:
         """This planner with vLLM's GPU-dependent defaults (batch sizes, non-torch memory) resolved for ``gpu``; what
         the user gave is kept. The weights, KV layout and everything else are shared, not recomputed."""
@@ -943,6 +992,8 @@ class Planner:
                                   "--cudagraph-memory takes your log's 'Estimated CUDA graph memory'")
             if (extensible := extensible_kv_cache_note(self._release())) is not None:
                 plan.notes.append(extensible)
+            if self.vllm_runner() == "V2":
+                plan.notes.append(self._v2_runner_note(terms, tokens))
         if self.mxfp4_moe_layers and self.engine == "vllm" and self.device == "cuda":
             from hfmem.memory.vllm_weights import marlin_padding_bytes, mxfp4_backend
 

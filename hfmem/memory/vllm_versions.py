@@ -272,3 +272,69 @@ def resolve_version(name: str | None) -> VllmVersion:
     if chosen is None:
         raise UsageError(f"--vllm-version {name}: hfmem models vLLM {', '.join(known)} (and releases after each)")
     return VERSIONS[chosen]
+
+
+# Which GPU model runner a V1-engine release runs by default: "V1" (v1/worker/gpu_model_runner.py GPUModelRunner, the
+# profile hfmem models) or "V2" (v1/worker/gpu/model_runner.py, "Model Runner V2", log "Using V2 Model Runner").
+# Read in each wheel's config/vllm.py VllmConfig.use_v2_model_runner (gpu_worker.py Worker.__init__ takes it from
+# there from 0.22; up to 0.21 it reads envs.py VLLM_USE_V2_MODEL_RUNNER, default "0": V1 always):
+# - 0.22-0.23: V2 for a generate model whose architectures include one of V2_DEFAULT_ARCHITECTURES[release], not MoE
+#   and not quantized (_is_default_v2_model_runner_model: ``not model_config.is_moe and not model_config.is_quantized``);
+# - 0.24: any model of the list (the MoE and quantization conditions dropped);
+# - 0.25-0.26: every dense model and the listed MoE ones (``any(arch in ...) or not model_config.is_moe``), but not
+#   hybrid (attention + Mamba/linear-attention state layers) or attention-free models;
+# - 0.27-0.28: the same, a listed hybrid included (is_hybrid excludes only unlisted ones); on ROCm the list less
+#   ROCM_EXCLUDED_V2_MODEL_RUNNER_ARCHITECTURES (0.27) / DeepSeek-V4 (0.28: default_v2_model_runner_architectures);
+# - 0.29-0.33: every model (no list), except on ROCm the ROCM_DEFAULT_MRV1_ARCHITECTURES (0.29-0.31);
+# - 0.34: V2 only (platforms/interface.py validate_environ: "Model Runner V1 has been removed").
+# In every release from 0.22 to 0.33, VLLM_USE_V2_MODEL_RUNNER set either way overrides the default, and V2 falls back
+# to V1 without Triton or for a feature V2 lacks (_get_v2_model_runner_unsupported_features: e.g. ngram speculative
+# decoding before 0.33, custom logits processors), which hfmem's inputs do not carry.
+V2_RUNNER_FROM = (0, 22)
+V2_RUNNER_EVERY_MODEL_FROM = (0, 29)
+V1_RUNNER_REMOVED_FROM = (0, 34)
+_V2_QWEN3 = frozenset({"Qwen3ForCausalLM"})
+_V2_DENSE = _V2_QWEN3 | {"LlamaForCausalLM", "MistralForCausalLM"}
+_V2_MOE = frozenset({"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"})
+_V2_MOE_26 = _V2_MOE | {"InklingForCausalLM", "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM"}
+V2_DEFAULT_ARCHITECTURES: dict[tuple[int, int], frozenset[str]] = {
+    (0, 22): _V2_QWEN3, (0, 23): _V2_DENSE, (0, 24): _V2_DENSE | _V2_MOE, (0, 25): _V2_MOE, (0, 26): _V2_MOE_26,
+    (0, 27): _V2_MOE_26 | {"KimiK3ForConditionalGeneration"},
+    (0, 28): _V2_MOE_26 | {"KimiK3ForConditionalGeneration", "DeepseekV4ForCausalLM"},
+}
+_ROCM_EXCLUDED_V2 = {(0, 27): frozenset({"KimiK3ForConditionalGeneration"}), (0, 28): frozenset({"DeepseekV4ForCausalLM"})}
+_ROCM_V1_29 = frozenset({"DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM"})
+ROCM_DEFAULT_V1_ARCHITECTURES: dict[tuple[int, int], frozenset[str]] = {
+    (0, 29): _ROCM_V1_29, (0, 30): _ROCM_V1_29 | {"GlmMoeDsaForCausalLM"}, (0, 31): _ROCM_V1_29 | {"GlmMoeDsaForCausalLM"},
+}
+
+
+@dataclass(frozen=True)
+class RunnerModel:
+    """What VllmConfig.use_v2_model_runner reads of the model (vLLM's ModelConfig properties)."""
+    architectures: tuple[str, ...]
+    moe: bool  # ModelConfig.is_moe
+    quantized: bool  # ModelConfig.is_quantized: the checkpoint's quantization_config
+    hybrid: bool  # ModelConfig.is_hybrid: attention and Mamba/linear-attention state layers
+    attention_free: bool  # ModelConfig.is_attention_free: state layers only
+
+
+def default_runner(release: tuple[int, int] | None, model: RunnerModel, rocm: bool = False) -> str:
+    """The model runner a V1-engine release runs this model with by default ("V1" or "V2"), as read above;
+    ``release`` None is the newest code (the default family), which runs V2."""
+    if release is None or release >= V1_RUNNER_REMOVED_FROM:
+        return "V2"
+    if release < V2_RUNNER_FROM:
+        return "V1"
+    archs = set(model.architectures)
+    if release >= V2_RUNNER_EVERY_MODEL_FROM:
+        return "V1" if rocm and archs & ROCM_DEFAULT_V1_ARCHITECTURES.get(release, frozenset()) else "V2"
+    listed_set = V2_DEFAULT_ARCHITECTURES[release] - (_ROCM_EXCLUDED_V2.get(release, frozenset()) if rocm else frozenset())
+    listed = bool(archs & listed_set)
+    if release < (0, 24):
+        return "V2" if listed and not model.moe and not model.quantized else "V1"
+    if release < (0, 25):
+        return "V2" if listed else "V1"
+    if model.attention_free or (model.hybrid and (release < (0, 27) or not listed)):
+        return "V1"
+    return "V2" if listed or not model.moe else "V1"

@@ -52,6 +52,15 @@ _ENCODER_ONLY = {"bert", "roberta", "xlm-roberta", "distilbert", "electra", "deb
                  "mpnet", "camembert", "modernbert", "nomic_bert", "xlm_roberta"}
 
 
+def state_and_attention(arch: Architecture) -> tuple[bool, bool]:
+    """(whether the model has recurrent-state layers, whether it has attention layers), by its layer types: what vLLM's
+    ModelConfig.is_hybrid (both) and is_attention_free (state only) tell apart."""
+    names = set(arch.layer_types) | set(arch.layer_type_list)
+    state = any(n in _STATE or n in ("hybrid", "hybrid_sliding") for n in names)
+    attention = any(n not in _STATE and n not in _NONE for n in names) or (not names and arch.attention_kind != "none")
+    return state, attention
+
+
 def ggml_block(dtype: str) -> tuple[int, int] | None:
     """(values per block, bytes per block) of a ggml-block KV dtype (q8_0, q4_0); None for plain dtypes."""
     return block_of(dtype) if dtype in GGML_KV_DTYPES else None
