@@ -296,6 +296,8 @@ _RUNNER_CASES = [
     # (fixture repo, release, runner)
     ("Qwen/Qwen3-8B", "0.21.0", "V1"),  # env default "0" up to 0.21
     ("Qwen/Qwen3-8B", "0.22.0", "V2"),  # the 0.22 list: Qwen3ForCausalLM only
+    ("Qwen/Qwen2.5-7B-Instruct", "0.22.0", "V1"),  # the 0.22.0 Qwen2.5-7B log (docs/planner.md): the V1 runner
+    ("meta-llama/Llama-3.2-1B-Instruct", "0.23.0", "V2"),  # a 0.23.0 Llama-3.2-1B log: the V2 runner's model_runner.py
     ("meta-llama/Llama-3.1-8B-Instruct", "0.22.0", "V1"),
     ("meta-llama/Llama-3.1-8B-Instruct", "0.23.0", "V2"),  # 0.23 adds Llama and Mistral
     ("Qwen/Qwen3-32B-AWQ", "0.23.0", "V1"),  # listed but quantized: not before 0.24
