@@ -174,8 +174,8 @@ def test_sliding_model_gets_a_pool_token_count():
 def test_json_names_the_terms_as_vllm_logs_them(stub_repo):
     out = CliRunner().invoke(main, [str(stub_repo(QWEN)), "--ctx", "32k", "--gpu", "h100", "--format", "json"]).output
     v = json.loads(out)["inference"]["vllm"]
-    assert set(v) == {"version", "max_num_batched_tokens", "max_num_seqs", "cudagraph", "sampler", "interconnect", "requested_memory", "weights",
-                      "torch_peak_memory_increase", "non_torch_forward_increase_memory", "cuda_graph_memory",
+    assert set(v) == {"version", "max_num_batched_tokens", "max_num_seqs", "cudagraph", "sampler", "interconnect", "model_runner",
+                      "requested_memory", "weights", "torch_peak_memory_increase", "non_torch_forward_increase_memory", "cuda_graph_memory",
                       "available_kv_cache_memory", "gpu_kv_cache_size_tokens", "maximum_concurrency"}
     inf = json.loads(out)["inference"]
     assert v["available_kv_cache_memory"] == inf["kv_available_bytes"] == (
@@ -190,6 +190,7 @@ def test_cli_flags_reach_the_plan(stub_repo):
             "--max-num-seqs", "64", "--enforce-eager"]
     v = json.loads(CliRunner().invoke(main, args).output)["inference"]["vllm"]
     assert (v["version"], v["max_num_seqs"], v["cudagraph"], v["cuda_graph_memory"]) == ("0.8", 64, False, None)
+    assert v["model_runner"] == "V1"
 
 
 def test_kv_section_and_plan_use_the_same_batched_tokens():
@@ -321,8 +322,9 @@ _RUNNER_CASES = [
 def test_default_model_runner_by_release_and_model(repo, release, runner):
     planner = Planner(_report(repo), "auto", vllm_version=release)
     assert planner.vllm_runner() == runner
-    note = [n for n in planner.plan(4096, 1, resolve_gpu("l40s"), with_catalog=False).notes if "Model Runner V2" in n]
-    assert bool(note) == (runner == "V2")
+    plan = planner.plan(4096, 1, resolve_gpu("l40s"), with_catalog=False)
+    assert plan.vllm_terms()["model_runner"] == runner
+    assert bool([n for n in plan.notes if "Model Runner V2" in n]) == (runner == "V2")
 
 
 def test_default_family_runs_v2_and_v0_has_no_runner():

@@ -335,6 +335,7 @@ class InferencePlan:
     cudagraph: bool | None = None
     sampler: str | None = None  # the dummy sampler run's top-k/top-p path (sort, triton, flashinfer; v0: V0's)
     interconnect: str | None = None  # the link between TP ranks the non-torch term assumes (None at TP 1)
+    model_runner: str | None = None  # the GPU model runner vLLM picks by default: V1 or V2 (V0 for the V0 engine)
     cudagraph_bytes: int | None = None
     cudagraph_detail: str | None = None  # how hfmem's estimate of it is made (text output)
     replicated: list[str] = field(default_factory=list)
@@ -371,6 +372,7 @@ class InferencePlan:
             "cudagraph": self.cudagraph,
             "sampler": self.sampler,  # what hfmem assumed: --vllm-sampler, else the version's path
             "interconnect": self.interconnect,  # --interconnect, else the GPU class's; null at TP 1
+            "model_runner": self.model_runner,  # vLLM's default runner for the model; the terms are V1's profile
             "requested_memory": self.budget_bytes,  # total GPU memory x gpu_memory_utilization
             "weights": self.weights_bytes,  # "Model loading took X GiB"
             "torch_peak_memory_increase": self.activation_bytes,
@@ -992,7 +994,8 @@ class Planner:
                                   "--cudagraph-memory takes your log's 'Estimated CUDA graph memory'")
             if (extensible := extensible_kv_cache_note(self._release())) is not None:
                 plan.notes.append(extensible)
-            if self.vllm_runner() == "V2":
+            plan.model_runner = self.vllm_runner()
+            if plan.model_runner == "V2":
                 plan.notes.append(self._v2_runner_note(terms, tokens))
         if self.mxfp4_moe_layers and self.engine == "vllm" and self.device == "cuda":
             from hfmem.memory.vllm_weights import marlin_padding_bytes, mxfp4_backend
