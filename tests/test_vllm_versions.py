@@ -352,3 +352,4 @@ def test_v2_note_gives_the_sizes_the_v2_source_fixes():
     assert "logits only, 0.07 GiB" in n27 and "(0.15 GiB)" in n27 and "'consumed memory'" in n27
     assert "returns 0" in n27 and "returns 0" not in n29
     assert "outside the profile's arithmetic before 0.27" in note("0.25.0")
+    assert "VLLM_USE_V2_MODEL_RUNNER=0" in n27 and "VLLM_USE_V2_MODEL_RUNNER=0" not in note("0.34.0")

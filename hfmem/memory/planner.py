@@ -37,6 +37,7 @@ from hfmem.memory.vllm_versions import (
     NVLINK_TP_SOURCE,
     SAMPLERS,
     SNAPSHOT_AFTER_DIST_INIT,
+    V1_RUNNER_REMOVED_FROM,
     V2_RUNNER_EVERY_MODEL_FROM,
     RunnerModel,
     VllmVersion,
@@ -933,7 +934,9 @@ class Planner:
                      f"hfmem deducts {self.cudagraph_memory / GiB:.2f} GiB")
         text += ("; two 0.27.1 logs of Qwen2.5-0.5B on one RTX 4090 put 0.28 and 0.54 GiB more in non-torch and 0.42 "
                  "and 0.47 GiB less in peak activation than hfmem, their pools within 1 % of its")
-        if release is None or release < (0, 34):
+        if release is None:
+            text += "; up to 0.33 VLLM_USE_V2_MODEL_RUNNER=0 runs the V1 runner hfmem plans (0.34 removed it)"
+        elif release < V1_RUNNER_REMOVED_FROM:
             text += "; VLLM_USE_V2_MODEL_RUNNER=0 runs the V1 runner hfmem plans"
         return text
 
