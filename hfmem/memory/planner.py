@@ -529,10 +529,11 @@ class Planner:
         # vLLM >= 0.20 subtracts its estimated CUDA-graph pool from the KV budget (gpu_worker.py
         # determine_available_memory; on ROCm from 0.26, cudagraph_deducted_on): a log's "Estimated CUDA graph
         # memory: X GiB total" when given, else hfmem's estimate of it (hfmem/memory/vllm_cudagraph.py), set once the
-        # batch settings are known (_set_cudagraph, which for_gpu reruns for each GPU)
-        self.cudagraph_deducted = engine == "vllm" and device == "cuda" and cudagraph and self.vllm.cudagraph_deducted
+        # batch settings are known (_set_cudagraph, which for_gpu reruns for each GPU); whether it is deducted is decided
+        # there too, as it depends on the GPU's platform
+        self.cudagraph_deducted = False
         self.cudagraph_memory_asked = cudagraph_memory or 0
-        self.cudagraph_memory = self.cudagraph_memory_asked if self.cudagraph_deducted else 0
+        self.cudagraph_memory = 0
         self.cudagraph_memory_given = cudagraph_memory is not None
         self.cudagraph_estimate: CudagraphEstimate | None = None
         self._decoder_cache: bool | None = None  # whether the model has a decoder KV/state cache (_set_cudagraph)
