@@ -215,9 +215,13 @@ ROCM_CUDAGRAPH_FROM = (0, 26)
 
 
 def release_triple(name: str) -> tuple[int, int, int | None]:
-    """(major, minor, patch or None) of a release name the way release_of reads it."""
-    major, minor = release_of(name)
+    """(major, minor, patch or None) of a release name such as 0.19, 0.10.1.1, 0.20.0rc1 or v0.11.0; a usage
+    error when major and minor are not numbers. The one parser of release names (release_of is its first two)."""
     parts = name.strip().lstrip("v").split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        raise UsageError(f"--vllm-version must look like 0.19, got {name!r}") from None
     patch = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
     return major, minor, patch
 
@@ -250,13 +254,8 @@ def extensible_kv_cache_note(release: tuple[int, int] | None) -> str | None:
 
 def release_of(name: str) -> tuple[int, int]:
     """(major, minor) of a release name such as 0.19, 0.10.1.1 or v0.11.0; a usage error otherwise."""
-    try:
-        parts = tuple(int(p) for p in name.strip().lstrip("v").split(".")[:2])
-    except ValueError:
-        raise UsageError(f"--vllm-version must look like 0.19, got {name!r}") from None
-    if len(parts) < 2:
-        raise UsageError(f"--vllm-version must look like 0.19, got {name!r}")
-    return parts[0], parts[1]
+    major, minor, _ = release_triple(name)
+    return major, minor
 
 
 def resolve_version(name: str | None) -> VllmVersion:
