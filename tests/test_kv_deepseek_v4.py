@@ -130,7 +130,7 @@ def test_planner_reproduces_44376(stub_repo):
                 gpu_util=1.0, overhead=GiB)
     # the test GPU's compute capability is unknown: PyTorch's smaller cuBLAS workspaces, not the no-GPU H100 size
     act = p.activation(30_000, 1)[0] - cublas_workspace_bytes(None) + cublas_workspace_bytes(GPU("test", "test", 1))
-    gpu = GPU("test", "test", p.weights_bytes + act + GiB + p.cudagraph_memory + 5_554 * 1_051_776)
+    gpu = GPU("test", "test", p.weights_bytes + act + GiB + p.runner_state + p.cudagraph_memory + 5_554 * 1_051_776)
     plan = p.plan(30_000, 1, gpu)
     assert plan.kv_available_bytes == 5_554 * 1_051_776
     assert plan.kv_blocks == 5_554

@@ -155,18 +155,23 @@ ROWS = [
          "max_num_batched_tokens 2048, max_num_seqs 256 (get_batch_defaults)", "Model loading took 15.27 GiB",
          "second start: C_total=95,936 at runtime"),
         None, 95_936, 15.27,
-        notes=("held out for the CUDA-graph estimate (hfmem/memory/vllm_cudagraph.py, from vLLM's "
-               "profile_cudagraph_memory and capture sizes; nothing taken from this row): tokens 1.0228 without it, "
-               "1.0033 with its 0.26 GiB",)),
+        notes=("held out (nothing taken from it): tokens 0.9887. 0.24 runs Qwen3ForCausalLM on Model Runner V2 "
+               "(config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES), whose profile_cudagraph_memory returns 0, so "
+               "no CUDA-graph estimate is deducted; the GPU total is the catalog's RTX 5090, 31.36 GiB, what PyTorch "
+               "prints on named 5090s (1.0027 with nvidia-smi's 31.84 and hfmem's V1-shaped estimate of 0.26 GiB "
+               "deducted, as before both were corrected)",)),
     LogRow(
         "qwen3-8b-5090-v0.24-start1", "(same notes, first start)",
         "Qwen/Qwen3-8B", "0.24", resolve_gpu("5090"),
         1, 0.92, 32_768, {"max_batched_tokens": 2048, "max_num_seqs": 256},
         ("GPU KV cache size: 89,040 tokens (kv_cache_utils.py:2146)", "Model loading took 15.27 GiB"),
         None, 89_040, 15.27,
-        xfail="tokens 1.0803 (1.1021 before the CUDA-graph term): vLLM's own CUDA-graph estimate varies between "
-              "starts of this one command (its two-capture extrapolation; the tokens imply ~1.25 GiB here, ~0.30 GiB "
-              "on the next start, which hfmem's 0.26 GiB matches): no single figure can hold both rows"),
+        xfail="tokens 1.0652: the first start of the command the row above started again, 6,896 tokens (0.95 GiB) "
+              "fewer with nothing else changed. 0.24's V2 runner estimates no CUDA graphs, so it is not that; a "
+              "first start compiles the model (an empty torch.compile cache), and a 0.27.1 RTX 4090 log of the same "
+              "model (qwen3-8b-4090-v0.27-cold below) shows a cold compile raising the profile's peak activation "
+              "from 0.19 to 1.18 GiB. How much Inductor holds while compiling is not in vLLM's source; hfmem plans "
+              "a warm cache and says so"),
     LogRow(
         "qwen3-8b-a5000-v0.21-logged-graphs", "https://github.com/LMCache/LMCache/issues/3430",
         "Qwen/Qwen3-8B", "0.21", _gpu("a5000", 23.57, "RTX A5000 24GB (24,564 MiB: the RTX 3090 row's logged 23.58 GiB "
@@ -241,15 +246,15 @@ ROWS = [
          "maximum feature size", "Available KV cache memory: 19.40 GiB", "GPU KV cache size: 211,936 tokens",
          "Maximum concurrency for 8,192 tokens per request: 25.87x"),
         19.40, 211_936,
-        xfail="pool 1.0233, tokens 1.0231 (1.0305 / 1.0303 while the H100 NVL was a bare 93.58 GiB size with the non-sm90 "
-              "0.02 GiB non-torch and cuBLAS workspaces; 1.0551 / 1.0549 before the MRoPE cache, deepstack buffers and "
-              "model-dtype pixels): weights 58.22 vs the logged 58.23 GiB, torch peak and non-torch (0.14 GiB, sm90 "
-              "TP 1) from the source and other logs. What is left is the GPU total, which this log does not print: "
-              "the catalog's is nvidia-smi's 95,830 MiB (93.58 GiB), as for every card, while the H100 80GB logs here "
-              "print torch totals of 79.18-79.22 GiB where nvidia-smi shows 81,559 MiB (79.65), and H100 NVL hosts "
-              "report 99,961,274,368 B (93.10 GiB) through the DRM driver. With a 93.09 GiB total the pool is 1.0004; "
-              "not applied (no H100 NVL vLLM log prints its total beside a named GPU), not tuned away",
-        notes=("held out: the checkpoint is a Qwen3-VL-30B-A3B-shaped MoE (13 shards, 58.23 GiB at TP 1, the "
+        notes=("pool 0.9962, tokens 0.9960 with the catalog's H100 NVL total of 93.00 GiB, the figure PyTorch prints "
+               "on a named H100 NVL 94GB (an out-of-memory message; hosts report 93.10 GiB through the DRM driver); "
+               "1.0233 / 1.0231 while the catalog held nvidia-smi's 95,830 MiB (93.58 GiB), 1.0305 / 1.0303 before "
+               "the sm90 non-torch and cuBLAS workspaces, 1.0551 / 1.0549 before the MRoPE cache, deepstack buffers "
+               "and model-dtype pixels. The catalog's totals were changed for every card with such a figure, from "
+               "sources outside this table, not from this row",
+               "weights 58.22 vs the logged 58.23 GiB, torch peak and non-torch (0.14 GiB, sm90 TP 1) from the "
+               "source and other logs",
+               "held out: the checkpoint is a Qwen3-VL-30B-A3B-shaped MoE (13 shards, 58.23 GiB at TP 1, the "
                "Qwen3VLMoe architecture); its encoder budget line is reproduced exactly "
                "(test_qwen3_vl_encoder_budget_of_013_is_the_image)",)),
     LogRow(
@@ -643,13 +648,13 @@ ROWS += [
          "Available KV cache memory: 23.74 GiB", "GPU KV cache size: 1,037,152 tokens",
          "Maximum concurrency for 32,768 tokens per request: 31.65x"),
         23.74, 1_037_152,
-        xfail="pool 1.0683, tokens 1.0683 (hfmem 25.36 GiB): not established which term, the README prints no other "
-              "figure. The GPU total is the catalog's L40S (44.99 GiB); the other L40S logs print 44.42 (the "
-              "Qwen3-235B TP 4 token row below) and 44.32 GiB (the 0.19.0 TP 4 row): 1.0467 with 44.42. The "
-              "README says the CUDA graphs 'captured at boot (~1 GiB)' against hfmem's 0.22 GiB estimate, which "
-              "0.24 deducts from the pool: with 44.42 GiB and a 1.0 GiB estimate 1.0137. Neither figure is in the "
-              "log, so the row stays a miss. The token arithmetic alone matches (TOKEN_ROWS)",
-        notes=("GPU total: catalog L40S (44.99 GiB); the log prints none",
+        xfail="pool 1.0467, tokens 1.0467 (1.0683 while the catalog's L40S was nvidia-smi's 44.99 GiB; it is the "
+              "44.42 GiB other L40S logs print now, the Qwen3-235B TP 4 token row below among them): not "
+              "established which term, the README prints no other figure. It says the CUDA graphs were 'captured "
+              "at boot (~1 GiB)' against hfmem's 0.22 GiB estimate, which 0.24 deducts from the pool (V1 runner: "
+              "Qwen3MoeForCausalLM is not among 0.24's V2 architectures): with a 1.0 GiB estimate 1.0137. That "
+              "figure is not in the log, so the row stays a miss. The token arithmetic alone matches (TOKEN_ROWS)",
+        notes=("GPU total: catalog L40S (44.42 GiB); the log prints none",
                "hfmem's terms per GPU: weights 14.30, torch peak 0.53 (Triton sampler), non-torch 0.09 (PCIe "
                "class), CUDA graphs 0.22 GiB")),
 ]
@@ -671,24 +676,18 @@ ROWS += [
          "Setting attention block size to 528 tokens", "GPU KV cache size: 267,842 tokens (the note's figure)",
          "Maximum concurrency for 32,768 tokens per request: 8.17x"),
         9.1, 267_842,
-        xfail="pool 1.0248, tokens 1.0248 (1.1187 / 1.1188 before the Qwen3.5 vision tower's profile run was "
-              "counted): hfmem's torch peak is the encoder run on the dummy 4096 x 4096 image (65,536 patches, "
-              "1.70 GiB: pixels, position embeddings, rotary tables and the 11d attention step, read in vLLM 0.17.0/"
-              "0.19.0/0.29.0 qwen3_vl.py; tests/test_vllm_encoder_truth.py). From 0.27 the log's 'peak activation' "
-              "is the torch peak plus the deducted CUDA-graph estimate (gpu_worker.py determine_available_memory: "
-              "transient_peak_headroom + cudagraph_memory_estimate_applied), so the logged 2.17 GiB holds both, and "
-              "its 0.24 GiB 'CUDAGraph memory' is capture_model's real pool, not the estimate. hfmem's peak + its "
-              "0.23 GiB estimate is 1.94 GiB: 0.235 GiB short. The log does not print the estimate apart, so "
-              "whether the rest is in the encoder run or in vLLM's estimate (which varies between starts; the 0.22 "
-              "log of this model estimated 0.40 GiB where hfmem gives 0.13) is not established. The run was Model Runner V2 "
-              "(config/vllm.py use_v2_model_runner at 0.29.0: every model), whose profile hfmem does not model; "
-              "V2's source does not explain the gap either: its greedy dummy sampler (0.12 GiB of logits) is under "
-              "the encoder run, its estimate (gpu/cudagraph_utils.py profile_cudagraph_memory: PIECEWISE graphs "
-              "captured in full, FULL ones extrapolated) is not printed, and its 0.24 GiB penalty buffers "
-              "(sample/penalties.py, 256 x 248,320 int32) would be in 'consumed memory', which already equals "
-              "hfmem's weights + non-torch. Budget, weights + non-torch agree "
-              "(test_non_peak_terms_of_the_l4_row_are_the_logged_ones). Not tuned",
-        notes=("tokens from the logged pool: exact (test_hybrid_tokens_from_the_logged_pool[v0.29-l4-32k-prefix-caching])",)),
+        notes=("pool 0.9980, tokens 0.9982, by the sum of terms that do not each agree: the plan follows Model Runner "
+               "V2 (config/vllm.py use_v2_model_runner at 0.29.0: every model). Its consumed memory (weights, "
+               "non-torch and V2's 0.24 GiB penalty buffers, sample/penalties.py 256 x 248,320 int32) is 9.25 GiB "
+               "against the logged 9.01, and its peak activation (the vision tower's profile run on the dummy 4096 "
+               "x 4096 image, 1.70 GiB: pixels, position embeddings, rotary tables and the 11d attention step, read "
+               "in vLLM 0.17.0/0.19.0/0.29.0 qwen3_vl.py, tests/test_vllm_encoder_truth.py; plus the 0.23 GiB "
+               "CUDA-graph estimate, which from 0.27 the log's 'peak activation' holds) is 1.94 GiB against the "
+               "logged 2.17. 1.0248 while the plan followed V1's profile (no penalty buffers), 1.1187 before the "
+               "vision tower's run was counted",
+               "the log's 0.24 GiB 'CUDAGraph memory' is capture_model's real pool, not the estimate, which the log "
+               "does not print apart",
+               "tokens from the logged pool: exact (test_hybrid_tokens_from_the_logged_pool[v0.29-l4-32k-prefix-caching])",)),
 ]
 
 # Held out (nothing taken from them): two V0 starts of vLLM 0.7.2 through the LLM class in one person's Stanford CS336
@@ -760,24 +759,22 @@ ROWS += [
         20.52, 1_793_232,
         notes=("weights not asserted at 0.2 %: hfmem 0.9245 GiB against the logged 0.93, printed to 0.01 GiB "
                "(0.925-0.935), 0.0005 below that range",
-               "GPU total: the log's own 23.99 GiB (WSL2 reports nvidia-smi's 24,564 MiB; a native Linux driver "
-               "reports about 0.4 GiB less, as the RTX 3090 rows' 23.58 GiB against 24,576 MiB show)",
+               "pool 1.0090 on V2's profile: consumed (weights, non-torch and V2's 0.15 GiB penalty buffers) 1.09 "
+               "against the logged 1.23, peak activation 0.27 (the 8192-token forward's MLP step) against 0.31; "
+               "0.9941 while the plan followed V1's profile with a V1-shaped CUDA-graph estimate V2 does not make",
+               "GPU total: the log's own 23.99 GiB (WSL2 reports nvidia-smi's 24,564 MiB; so does a 2026 native "
+               "Linux 4090 by the RunPod rows' arithmetic, where 2023-2024 PyTorch printed 23.64-23.68)",
                "Qwen2.5-0.5B (the notebook's model: 0.92 GiB checkpoint, 24 layers, 2 KV heads of 64)",
-               "the pool matches (0.9941) but not term by term: weights 0.924 vs 0.93 GiB; non-torch 0.02 vs the "
-               "logged consumed - weights 0.30 (1.23 - 0.93; from 0.27 'consumed' also holds every torch "
-               "allocation alive after the profile, utils/mem_utils.py memory_profiling total_consumed); torch peak "
-               "0.53 (the Triton sampler over 256 rows of a 151,936 vocab) plus the CUDA-graph estimate 0.20 "
-               "(hfmem's, deducted from 0.21) = 0.73 vs the logged peak activation 0.31, which from 0.27 holds the "
-               "transient torch peak plus the deducted estimate (gpu_worker.py determine_available_memory); the "
-               "log's pool is 22.07 - 1.23 - 0.31 with nothing left over, and its 'CUDAGraph memory 0.0' is the "
-               "capture after sizing. The log's '[model_runner.py:329] Model loading took' is vLLM's Model Runner V2 "
-               "(vllm/v1/worker/gpu/model_runner.py, 'Using V2 Model Runner'; config/vllm.py use_v2_model_runner "
-               "picks it for dense models from 0.25), whose estimate is 0 before 0.29 (profile_cudagraph_memory "
-               "returns 0): the 0.31 GiB is its torch peak alone. hfmem's profile is the V1 runner's "
-               "(gpu_model_runner.py) and its plan says so in a note. Two other V2-runner logs show the same larger "
-               "non-torch figure (a 0.28.1 development build on a 24 GB Turing card: 3.25 - 2.98 = 0.27 GiB; a later "
-               "build on an 80 GB card, total 79.25 GiB: 15.26 - 15.0 = 0.26 GiB) against 0.02 GiB on V1 "
-               "runners, so the match here is the sum's, not each term's (docs/planner.md, 'Model Runner V2')")),
+               "the log's '[model_runner.py:329] Model loading took' is Model Runner V2's load_model "
+               "(vllm/v1/worker/gpu/model_runner.py; config/vllm.py use_v2_model_runner picks it for dense models "
+               "from 0.25); from 0.27 'consumed' holds every torch allocation alive after the profile "
+               "(utils/mem_utils.py memory_profiling total_consumed) and 'peak activation' the transient torch "
+               "peak plus the deducted CUDA-graph estimate, 0 on V2 before 0.29 (gpu_worker.py "
+               "determine_available_memory): the log's pool is 22.07 - 1.23 - 0.31 with nothing left over, and its "
+               "'CUDAGraph memory 0.0' is the capture after sizing. Other V2 logs put consumed - weights at 0.27 GiB "
+               "(a 0.28.1 development build on a 24 GB Turing card: 3.25 - 2.98) and 0.26 GiB (a later build on an "
+               "80 GB card, total 79.25 GiB: 15.26 - 15.0), against V2's 0.15 GiB penalty buffers and hfmem's "
+               "0.02 GiB non-torch")),
     # The same machine and release, an earlier attempt of the course's environment setup: vllm serve
     # Qwen/Qwen2.5-0.5B-Instruct --max-model-len 2048 --gpu-memory-utilization 0.85 (API-server defaults on a 24 GB
     # card: 2048 / 256). It sized its pool, then failed in warmup_kernels (no nvcc); the pool is vLLM's own figure.
@@ -794,12 +791,69 @@ ROWS += [
          "Actual usage is 1.49 GiB for consumed memory (weights + non-torch), 0.25 GiB for peak activation, and "
          "0.37 GiB for CUDAGraph memory.", "EngineCore failed to start (warmup_kernels: no nvcc)"),
         18.65, 1_629_520,
+        xfail="pool 1.0302, tokens 1.0302 (1.0043 while the plan followed V1's profile, whose larger sampler and "
+              "CUDA-graph terms covered it). On V2's profile hfmem gives consumed 1.09 and peak 0.09 GiB; the log "
+              "prints 1.49 and 0.25, where the LLM-class row of the same machine and release, with 4 x the batched "
+              "tokens, prints 1.23 and 0.31 (which V2's profile matches within 0.14 and 0.04 GiB). What this "
+              "start holds beyond that, 0.26 GiB more consumed with a smaller batch, is not in vLLM's source; it "
+              "is a start that then failed in warmup_kernels (no nvcc), which may have compiled from an empty "
+              "torch.compile cache (the 0.27.1 RunPod rows below show a cold compile raising the profile peak by "
+              "1 GiB on an 8B). Not tuned",
         notes=("Qwen2.5-0.5B-Instruct has the base model's shapes (the Qwen2.5-0.5B fixture)",
-               "the pool matches (1.0043) as the LLM-class row's does, by the sum: non-torch 0.02 vs the logged "
-               "consumed - weights 0.56 (1.49 - 0.93), torch peak 0.52 plus the CUDA-graph estimate 0.20 = 0.72 vs "
-               "the logged peak activation 0.25 (V2 deducts no estimate before 0.29, so that is its torch peak; the "
-               "log's pool is 20.39 - 1.49 - 0.25 with nothing left over; its 0.37 GiB 'CUDAGraph memory' is the "
-               "capture after sizing); Model Runner V2, as above")),
+               "the log's pool is 20.39 - 1.49 - 0.25 with nothing left over; its 0.37 GiB 'CUDAGraph memory' is "
+               "the capture after sizing (V2 deducts no estimate before 0.29)")),
+]
+
+# Held out (nothing taken from them): the "Reconnaissance captures" fixture notes of a RunPod serverless study
+# (found with find_string): one RTX 4090 24GB (native Linux, RunPod EU-RO-1), vLLM 0.27.1, Qwen/Qwen3-8B at
+# --max-model-len 8192 and the default utilisation 0.9, "[gpu_worker.py:385] Using V2 Model Runner". Three starts of
+# one command on one worker: the first compiled the model (torch.compile 38.96 s) and logged "Available KV cache
+# memory: 4.92 GiB", "GPU KV cache size: 35,792 tokens" with peak activation 1.18 GiB; the next two hit the compile
+# cache (0.30 s) and logged 43,040 tokens with peak activation 0.19 GiB, "with every other memory term identical".
+# max_num_batched_tokens is not printed: 2048, the API server's default on a card under 70 GiB (V2's 2048-token
+# forward is 0.20 GiB, near the logged warm 0.19; 8192 tokens would be 0.76). No total is printed: the catalog's RTX
+# 4090 (23.99 GiB), which the warm start needs (its pool, weights and peak exceed 0.9 x 23.74 GiB).
+_RUNPOD_4090 = "(RunPod serverless reconnaissance captures, RTX 4090, vLLM 0.27.1, Qwen/Qwen3-8B; find_string)"
+# Held out: a course's day-43 log (found with find_string), vLLM 0.24.0 on one of three RTX 4090 24GB (native Linux,
+# torch 2.11.0+cu130), vllm serve Qwen/Qwen2.5-0.5B-Instruct --max-model-len 2048 --gpu-memory-utilization 0.85 (API
+# server: 2048 / 256), prefix caching on, "Using FlashInfer for top-p & top-k sampling.", its first start (weights
+# downloaded in the same start, "torch.compile took 14.35 s in total"). 0.24 runs Qwen2ForCausalLM on the V1 runner.
+_DAY43_4090 = "(LLM-infra learning log day 43, vLLM 0.24.0 on an RTX 4090; find_string)"
+ROWS += [
+    LogRow(
+        "qwen3-8b-4090-v0.27-warm", _RUNPOD_4090 + " (starts 2 and 3)", "Qwen/Qwen3-8B", "0.27.1", resolve_gpu("4090"),
+        1, 0.9, 8192, {"max_batched_tokens": 2048, "max_num_seqs": 256},
+        ("[gpu_worker.py:385] Using V2 Model Runner", "[model_runner.py:329] Model loading took 15.27 GiB",
+         "torch.compile 0.30 s (cache hit); GPU KV cache 43,040 tok; peak activation 0.19 GiB"),
+        None, 43_040, 15.27,
+        notes=("tokens 1.0078 on V2's profile (0.9755 while the plan followed V1's): its peak activation 0.20 GiB "
+               "(the 2048-token forward's MLP step; V2's greedy dummy sampler is 0.08) against the logged 0.19",)),
+    LogRow(
+        "qwen3-8b-4090-v0.27-cold", _RUNPOD_4090 + " (start 1)", "Qwen/Qwen3-8B", "0.27.1", resolve_gpu("4090"),
+        1, 0.9, 8192, {"max_batched_tokens": 2048, "max_num_seqs": 256},
+        ("[gpu_worker.py:385] Using V2 Model Runner", "torch.compile took 38.96 s in total",
+         "[gpu_worker.py:563] Available KV cache memory: 4.92 GiB", "[kv_cache_utils.py:2235] GPU KV cache size: "
+         "35,792 tokens", "peak activation 1.18 GiB"),
+        4.92, 35_792, 15.27,
+        xfail="pool 1.2108, tokens 1.2119: the start that compiled the model. Its peak activation is 1.18 GiB where "
+              "the two starts after it, from the compile cache, log 0.19 with every other term the same: about 1 GiB "
+              "held while Inductor compiles inside the profile run, which vLLM's source does not size (hfmem plans "
+              "a warm compile cache, as the warm row does, 1.0078)"),
+    LogRow(
+        "qwen25-0.5b-4090-v0.24-cold", _DAY43_4090, "Qwen/Qwen2.5-0.5B", "0.24.0", resolve_gpu("4090"),
+        1, 0.85, 2048, {"max_batched_tokens": 2048, "max_num_seqs": 256, "sampler": "flashinfer"},
+        ("Initializing a V1 LLM engine (v0.24.0); dtype=torch.bfloat16, max_seq_len=2048, enable_prefix_caching=True",
+         "Using FlashInfer for top-p & top-k sampling.", "Model loading took 0.93 GiB memory and 168.304875 seconds",
+         "torch.compile took 14.35 s in total", "Estimated CUDA graph memory: 0.28 GiB total",
+         "Available KV cache memory: 18.08 GiB", "GPU KV cache size: 1,579,808 tokens",
+         "Maximum concurrency for 2,048 tokens per request: 771.39x"),
+        18.08, 1_579_808,
+        xfail="pool 1.0359, tokens 1.0360: a first start that compiled the model (weights downloaded in the same "
+              "start). With the logged 0.28 GiB CUDA-graph estimate instead of hfmem's 0.20 it is 1.0313; the rest, "
+              "0.57 GiB, is what the profile held beyond hfmem's V1 torch peak (0.52 GiB: FlashInfer's sampler over "
+              "256 rows), the size of the cold-compile excess the RunPod rows show. No total is printed: the "
+              "catalog's 23.99 GiB (1.0199 with the 23.65 GiB PyTorch printed on native-Linux 4090s in 2023-2024)",
+        notes=("weights not asserted at 0.2 %: hfmem 0.9245 GiB against the logged 0.93, printed to 0.01 GiB",)),
 ]
 
 # Token counts from a logged pool (the pool itself needs a GPU the log does not name): KV bytes per token and the
@@ -1055,43 +1109,39 @@ def test_v0_07_rows_miss_only_by_non_torch():
         assert abs(pool / GiB / row.kv_gib - 1) <= 0.001, name
 
 
-def test_v2_runner_rows_match_by_the_sum_not_the_terms():
-    """The two 0.27.1 RTX 4090 logs ran vLLM's Model Runner V2: their "[model_runner.py:329] Model loading took" is
-    the logger.info call of gpu/model_runner.py GPUModelRunner.load_model (line 329 in 0.27.0; gpu_model_runner.py's
-    is at 5406), and config/vllm.py VllmConfig.use_v2_model_runner picks V2 for a dense model from 0.25, which hfmem's
-    runner choice says too. hfmem's profile terms are V1's, so the pools match by the sum only.
+def test_v2_runner_terms_are_the_logged_ones():
+    """Logs of Model Runner V2 (0.27.1, one line each from gpu_worker.py: "Actual usage is X GiB for consumed memory
+    (weights + non-torch), Y GiB for peak activation") against the plan's V2 profile, term by term. V2 is what
+    config/vllm.py VllmConfig.use_v2_model_runner picks for these dense models from 0.25, and what the plan follows.
 
     How the 0.27 log reads (gpu_worker.py determine_available_memory, utils/mem_utils.py memory_profiling): the pool
     is requested - consumed - peak activation, consumed being the free memory lost from the start-up snapshot to the
-    profile's end (weights, non-torch AND every torch allocation still alive, such as V2's buffers) and peak activation
-    the transient torch peak plus the deducted CUDA-graph estimate, which V2 leaves at 0 before 0.29 (gpu/model_runner.py
-    profile_cudagraph_memory returns 0). hfmem's torch peak plus its V1-shaped estimate is > 0.4 GiB above the logged
-    peak, its non-torch > 0.25 GiB below the logged consumed - weights.
-
-    V2's own sizes, from its source (the plan's note), do not close the terms: the penalty buffers (sample/penalties.py,
-    4 B x 256 x (vocab + vocab / 32)) and V2's greedy dummy sampler (bf16 logits only, so the forward's MLP phase is the
-    peak) would put the LLM-class row within 1 % but the API-server row of the same machine and release 3 % high
-    (its consumed 0.56 and peak 0.25 GiB are 0.26 and 0.18 GiB above the other's with fewer tokens): not modelled."""
-    for name, consumed, peak, v2_pool_within in (("qwen25-0.5b-4090-wsl2-v0.27", 1.23, 0.31, True),
-                                                 ("qwen25-0.5b-4090-wsl2-v0.27-api-2k", 1.49, 0.25, False)):
+    profile's end (weights, non-torch AND every torch allocation still alive, V2's sampler penalty buffers among them)
+    and peak activation the transient torch peak plus the deducted CUDA-graph estimate, which V2 leaves at 0 before
+    0.29 (gpu/model_runner.py profile_cudagraph_memory returns 0). The peak agrees within 0.04 GiB where the compile
+    cache was warm; consumed is 0.07-0.14 GiB above hfmem's weights + 0.02 GiB non-torch + penalty buffers (V2's other
+    state is a few MiB by its source: not sized, not fitted). The API-server start of the WSL2 machine is the miss the
+    table keeps (0.26 GiB more consumed than the LLM-class start with a smaller batch)."""
+    logged = {"qwen25-0.5b-4090-wsl2-v0.27": (1.23, 0.31), "qwen25-0.5b-4090-wsl2-v0.27-api-2k": (1.49, 0.25)}
+    for name, (consumed, peak) in logged.items():
         row = next(r for r in ROWS if r.name == name)
         assert any("[model_runner.py:329]" in line for line in row.lines)
         plan = plan_of(row)
-        assert row.kv_gib is not None and plan.cudagraph_bytes is not None and plan.budget_bytes is not None
-        assert any("Model Runner V2" in n and "returns 0" in n for n in plan.notes), name
-        requested = plan.budget_bytes / GiB
-        assert abs(requested - consumed - peak - row.kv_gib) <= 0.015, name  # the log's own arithmetic from 0.27
-        assert consumed - 0.93 - plan.overhead_bytes / GiB > 0.25, name  # logged consumed - weights above hfmem's
-        assert (plan.activation_bytes + plan.cudagraph_bytes) / GiB - peak > 0.4, name  # V1 peak + V1 estimate
-        non_kv = plan.weights_bytes + plan.overhead_bytes + plan.activation_bytes + plan.cudagraph_bytes
-        assert abs(non_kv / GiB - (consumed + peak)) <= 0.15, name
-        # V2's sizes from its source, in hfmem's terms: what a V2 model would give (not applied; docstring)
-        vocab, seqs = 151_936, 256
-        penalties = seqs * (vocab + -(-vocab // 32)) * 4
-        forward = max(v for k, v in plan.activation_terms.items() if k != "sampler (dummy run)")
-        v2_peak = max(forward, seqs * vocab * 2)
-        v2_pool = plan.budget_bytes - plan.weights_bytes - plan.overhead_bytes - penalties - v2_peak
-        assert (abs(v2_pool / GiB / row.kv_gib - 1) <= 0.02) == v2_pool_within, name
+        assert plan.model_runner == "V2" and plan.sampler == "v2-greedy" and not plan.cudagraph_bytes, name
+        assert row.kv_gib is not None and plan.budget_bytes is not None
+        assert abs(plan.budget_bytes / GiB - consumed - peak - row.kv_gib) <= 0.015, name  # the log's arithmetic
+        state = 256 * (151_936 + 151_936 // 32) * 4  # sample/penalties.py: output_bin_counts + prompt_bin_mask
+        assert plan.runner_state_bytes == state, name
+        hfmem_consumed = (plan.weights_bytes + plan.overhead_bytes) / GiB
+        if name.endswith("api-2k"):
+            assert consumed - hfmem_consumed > 0.35 and peak - plan.activation_bytes / GiB > 0.15  # the xfail
+        else:
+            assert 0.05 < consumed - hfmem_consumed < 0.15, name
+            assert abs(plan.activation_bytes / GiB - peak) <= 0.04, name
+    # the RunPod 4090's warm starts: peak activation 0.19 GiB logged, V2's 2048-token forward here
+    warm = plan_of(next(r for r in ROWS if r.name == "qwen3-8b-4090-v0.27-warm"))
+    assert abs(warm.activation_bytes / GiB - 0.19) <= 0.02
+    assert max(warm.activation_terms, key=warm.activation_terms.__getitem__) == "mlp"
 
 
 def _fi_fusion_workspace(tp: int, hidden: int, max_tokens: int, granularity: int) -> int:
@@ -1188,16 +1238,20 @@ def test_non_peak_terms_of_the_l4_row_are_the_logged_ones():
     - peak activation, the peak activation being the torch peak plus the deducted CUDA-graph estimate, and the
     CUDAGraph figure capture_model's real pool: 20.27 - 9.01 - 2.17 = 9.09 is the logged 9.1 with no further term,
     which only that reading allows. hfmem's budget and weights plus non-torch agree; its estimate is within 0.02 GiB of
-    the real pool; the torch peak is the vision tower's profile run (the row's xfail)."""
+    the real pool; the torch peak is the vision tower's profile run."""
     row = next(r for r in ROWS if r.name == "qwen35-4b-l4-v0.29")
     plan = plan_of(row)
     assert abs(20.27 - 9.01 - 2.17 - row.kv_gib) <= 0.015  # the log's own arithmetic, the estimate inside the 2.17
     assert abs(plan.budget_bytes / GiB - 20.27) <= 0.01
-    assert abs((plan.weights_bytes + plan.overhead_bytes) / GiB / 9.01 - 1) <= 0.002
+    # weights + non-torch alone are the logged consumed; V2's penalty buffers (256 x 248,320 int32) put hfmem's
+    # consumed 0.24 GiB over it, while its peak is 0.235 GiB under the logged one: the pool agrees by the sum
+    state = plan.runner_state_bytes / GiB
+    assert abs((plan.weights_bytes + plan.overhead_bytes) / GiB - state - 9.01) <= 0.02
+    assert abs(state - 256 * (248_320 + 248_320 // 32) * 4 / GiB) < 1e-9
     assert abs(plan.cudagraph_bytes / GiB - 0.24) <= 0.02
     terms = plan.activation_terms
     assert max(terms, key=terms.__getitem__) == "multimodal encoder (dummy image run)"
-    # hfmem's torch peak + estimate against the logged 2.17: within 0.25 GiB, below it (the xfail's measured gap)
+    # hfmem's torch peak + estimate against the logged 2.17: within 0.25 GiB, below it
     assert 1.9 <= (plan.activation_bytes + plan.cudagraph_bytes) / GiB <= 2.17
 
 

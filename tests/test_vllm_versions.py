@@ -70,14 +70,21 @@ def test_gpu_util_by_version_unless_given():
     assert Planner(_report(), engine="transformers").gpu_util == 0.9
 
 
-def test_sampler_sees_the_full_vocabulary_on_every_tp_rank():
+@pytest.mark.parametrize("runner", ["v1", "v2"])
+def test_sampler_sees_the_full_vocabulary_on_every_tp_rank(runner):
     """LogitsProcessor gathers the vocab-parallel logits: the sampler term does not shrink with TP, the MLP does."""
-    one = Planner(_report(), tp=1, max_batched_tokens=8192, max_num_seqs=1024).activation(4096, 1)[1]
-    two = Planner(_report(), tp=2, max_batched_tokens=8192, max_num_seqs=1024).activation(4096, 1)[1]
+    def terms(tp):
+        return Planner(_report(), tp=tp, max_batched_tokens=8192, max_num_seqs=1024, vllm_version="0.33",
+                       model_runner=runner).activation(4096, 1)[1]
+    one, two = terms(1), terms(2)
     assert one["sampler (dummy run)"] == two["sampler (dummy run)"]
     assert two["mlp"] < one["mlp"]
-    # 1024 rows x 152,064 vocab x (2 model-dtype + 12 Triton-path fp32) + hidden states [8192 + 2 x 1024, 3584] x 2
-    assert one["sampler (dummy run)"] == 1024 * 152_064 * 14 + (8192 + 2048) * 3584 * 2 + WORKSPACES
+    if runner == "v1":
+        # 1024 rows x 152,064 vocab x (2 model-dtype + 12 Triton-path fp32) + hidden states [8192 + 2 x 1024, 3584] x 2
+        assert one["sampler (dummy run)"] == 1024 * 152_064 * 14 + (8192 + 2048) * 3584 * 2 + WORKSPACES
+    else:
+        # V2's greedy dummy sampler: the bf16 logits, the hidden states and their gathered rows [8192 + 1024, 3584]
+        assert one["sampler (dummy run)"] == 1024 * 152_064 * 2 + (8192 + 1024) * 3584 * 2 + WORKSPACES
 
 
 @pytest.mark.parametrize("family, seqs, per_element", [("0.25", 1024, 14), ("0.25", 4, 38), ("0.8", 1024, 38),
@@ -85,7 +92,8 @@ def test_sampler_sees_the_full_vocabulary_on_every_tp_rank():
 def test_sampler_bytes_per_element_by_family(family, seqs, per_element):
     """Triton top-k/top-p only from 8 rows (apply_top_k_top_p), the PyTorch sort below; V0's sorts too (its
     scatter-back since 0.6.2) and keeps no [rows, h] copies beside the hidden states."""
-    p = Planner(_report(), vllm_version=family, max_batched_tokens=8192, max_num_seqs=seqs)
+    p = Planner(_report(), vllm_version=family, max_batched_tokens=8192, max_num_seqs=seqs,
+                model_runner="v1" if family == "0.25" else None)  # 0.25 runs Qwen2 on V2 by default
     terms = p.activation(4096, 1)[1]
     rows = min(seqs, 8192)
     hidden_rows = 8192 + (0 if family == "0.6" else 2 * rows)
@@ -102,10 +110,16 @@ def test_fp32_model_keeps_an_fp32_kv_cache():
 
 def test_cuda_graphs_deducted_only_where_vllm_does():
     gpu = resolve_gpu("h100")
-    eager = Planner(_report(), vllm_version="0.25", cudagraph=False).plan(32_768, 1, gpu)
-    graphs = Planner(_report(), vllm_version="0.25").plan(32_768, 1, gpu)
-    given = Planner(_report(), vllm_version="0.25", cudagraph_memory=GiB).plan(32_768, 1, gpu)
+    eager = Planner(_report(), vllm_version="0.21", cudagraph=False).plan(32_768, 1, gpu)
+    graphs = Planner(_report(), vllm_version="0.21").plan(32_768, 1, gpu)
+    given = Planner(_report(), vllm_version="0.21", cudagraph_memory=GiB).plan(32_768, 1, gpu)
     older = Planner(_report(), vllm_version="0.19", gpu_util=0.92, cudagraph_memory=GiB).plan(32_768, 1, gpu)
+    # Model Runner V2 estimates nothing before 0.29 (its profile_cudagraph_memory returns 0), from 0.29 it does
+    v2_28 = Planner(_report(), vllm_version="0.28", cudagraph_memory=GiB).plan(32_768, 1, gpu)
+    v2_29 = Planner(_report(), vllm_version="0.29").plan(32_768, 1, gpu)
+    v1_28 = Planner(_report(), vllm_version="0.28", model_runner="v1").plan(32_768, 1, gpu)
+    assert (v2_28.model_runner, v2_29.model_runner, v1_28.model_runner) == ("V2", "V2", "V1")
+    assert v2_28.cudagraph_bytes is None and v2_29.cudagraph_bytes and v1_28.cudagraph_bytes
     assert eager.cudagraph_bytes is None and not any("CUDA graph" in n for n in eager.notes)
     assert graphs.cudagraph_bytes and any("Estimated CUDA graph memory" in n for n in graphs.notes)
     assert eager.kv_available_bytes == graphs.kv_available_bytes + graphs.cudagraph_bytes
@@ -136,11 +150,14 @@ def test_the_020_defaults_as_the_wheels_read(release, deducted, util, tokens):
 def test_rocm_deducts_cuda_graphs_from_026(release, deducted):
     """gpu_worker.py determine_available_memory profiles the CUDA-graph estimate only on ``not is_rocm()`` (0.20.0),
     ``is_cuda()`` (0.21.0-0.25.0), then ``is_cuda_alike()`` (0.26.0 on): an MI300X plan deducts it from 0.26 only,
-    an H100 plan from 0.20."""
+    an H100 plan from 0.20. (The V1 runner's estimate: Model Runner V2, Qwen2's default from 0.25, has none before
+    0.29.)"""
+    runner = "v1" if release in ("0.25.0", "0.26.0") else None
     gpu = resolve_gpu("mi300x")
-    plan = Planner(_report(), vllm_version=release).plan(32_768, 1, gpu)
+    plan = Planner(_report(), vllm_version=release, model_runner=runner).plan(32_768, 1, gpu)
     assert (plan.cudagraph_bytes is not None) is deducted
-    assert Planner(_report(), vllm_version=release).plan(32_768, 1, resolve_gpu("h100")).cudagraph_bytes
+    h100 = Planner(_report(), vllm_version=release, model_runner=runner).plan(32_768, 1, resolve_gpu("h100"))
+    assert h100.cudagraph_bytes
 
 
 def test_extensible_kv_cache_of_034_is_a_note():
@@ -175,12 +192,14 @@ def test_json_names_the_terms_as_vllm_logs_them(stub_repo):
     out = CliRunner().invoke(main, [str(stub_repo(QWEN)), "--ctx", "32k", "--gpu", "h100", "--format", "json"]).output
     v = json.loads(out)["inference"]["vllm"]
     assert set(v) == {"version", "max_num_batched_tokens", "max_num_seqs", "cudagraph", "sampler", "interconnect", "model_runner",
-                      "requested_memory", "weights", "torch_peak_memory_increase", "non_torch_forward_increase_memory", "cuda_graph_memory",
-                      "available_kv_cache_memory", "gpu_kv_cache_size_tokens", "maximum_concurrency"}
+                      "requested_memory", "weights", "torch_peak_memory_increase", "non_torch_forward_increase_memory",
+                      "model_runner_state", "cuda_graph_memory", "available_kv_cache_memory", "gpu_kv_cache_size_tokens",
+                      "maximum_concurrency"}
     inf = json.loads(out)["inference"]
+    assert v["model_runner"] == "V2" and v["model_runner_state"] == 1024 * (152_064 + 152_064 // 32) * 4
     assert v["available_kv_cache_memory"] == inf["kv_available_bytes"] == (
         v["requested_memory"] - v["weights"] - v["torch_peak_memory_increase"] - v["non_torch_forward_increase_memory"]
-        - v["cuda_graph_memory"])
+        - v["model_runner_state"] - v["cuda_graph_memory"])
     cpu = CliRunner().invoke(main, [str(stub_repo(QWEN)), "--ctx", "4k", "--engine", "transformers", "--format", "json"])
     assert json.loads(cpu.output)["inference"]["vllm"] is None
 
@@ -216,14 +235,14 @@ def test_v1_non_torch_by_tp_and_gpu_class(gpu, tp, gib):
 
 
 def test_h100_nvl_is_a_catalog_hopper_on_nvlink_bridges():
-    """The H100 NVL: nvidia-smi's 95,830 MiB (NVIDIA/gpu-admin-tools' H100 NVL issue), compute capability 9.0 (sm90
+    """The H100 NVL: 93.00 GiB as PyTorch prints it (nvidia-smi shows 95,830 MiB), compute capability 9.0 (sm90
     non-torch at TP 1 and the 32 + 1 MiB cuBLAS workspaces), the data-centre batch defaults (>= 70 GiB, not an A100),
     and the NVLink class at TP 2 (bridged pairs), PCIe when asked (pairs joined over PCIe beyond TP 2)."""
     from hfmem.memory.hardware import hardware_of
     from hfmem.memory.planner import cublas_workspace_bytes, gpu_class
 
     nvl = resolve_gpu("H100 NVL")
-    assert (nvl.key, nvl.memory_bytes) == ("h100-nvl", 95_830 << 20)
+    assert (nvl.key, nvl.memory_bytes) == ("h100-nvl", 93 * GiB)
     hw = hardware_of(nvl)
     assert hw is not None and hw.sm == 90 and gpu_class(nvl) == "sm90"
     assert cublas_workspace_bytes(nvl) == 33 << 20
@@ -245,7 +264,8 @@ def test_catalog_rows_use_each_gpus_defaults():
     late = Planner(_report()).plan(32_768, 1, resolve_gpu("4090"))
     assert (late.max_batched_tokens, late.max_num_seqs) == (2048, 256)
     kept = Planner(_report(), max_num_seqs=64, overhead=0).plan(32_768, 1, resolve_gpu("h100"))
-    assert (kept.max_num_seqs, kept.overhead_bytes, kept.max_batched_tokens) == (64, 0, 8192)
+    assert (kept.max_num_seqs, kept.overhead_bytes - kept.runner_state_bytes, kept.max_batched_tokens) == (64, 0, 8192)
+    assert kept.runner_state_bytes == 64 * (152_064 + 152_064 // 32) * 4  # V2's penalty buffers follow max_num_seqs
 
 
 def test_check_line_names_every_term_of_the_total(stub_repo):
@@ -260,7 +280,8 @@ def test_check_line_names_every_term_of_the_total(stub_repo):
 def test_plan_echoes_the_sampler_path_it_counted(family, seqs, given, path, per_element):
     """The JSON's vllm.sampler names the path whose bytes the sampler term holds (--vllm-sampler, else the family's;
     Triton below 8 rows is the sort)."""
-    p = Planner(_report(), vllm_version=family, max_batched_tokens=8192, max_num_seqs=seqs, sampler=given)
+    p = Planner(_report(), vllm_version=family, max_batched_tokens=8192, max_num_seqs=seqs, sampler=given,
+                model_runner="v1" if family == "0.25" else None)
     plan = p.plan(4096)
     assert plan.vllm_terms()["sampler"] == path
     hidden_rows = 8192 + (0 if family == "0.6" else 2 * seqs)
@@ -279,15 +300,39 @@ def test_plan_echoes_the_interconnect_it_assumed(gpu, tp, given, link):
     version = Planner(_report()).vllm
     expected = {None: version.non_torch(1, g.key, None, "sm90" if gpu == "h100" else "other"),
                 "nvlink": version.non_torch_tp, "pcie": version.non_torch_tp_pcie}[link]
-    assert plan.overhead_bytes == expected
+    assert plan.overhead_bytes - plan.runner_state_bytes == expected
 
 
 def test_cli_json_echoes_the_options(stub_repo):
-    out = CliRunner().invoke(main, [str(stub_repo(QWEN)), "--gpu", "h100", "--gpus", "2", "--vllm-sampler", "flashinfer",
-                                    "--interconnect", "pcie", "--format", "json"])
-    assert out.exit_code == 0, out.output
-    vllm = json.loads(out.output)["inference"]["vllm"]
-    assert (vllm["sampler"], vllm["interconnect"]) == ("flashinfer", "pcie")
+    def run(*extra):
+        out = CliRunner().invoke(main, [str(stub_repo(QWEN)), "--gpu", "h100", "--gpus", "2", "--vllm-sampler",
+                                        "flashinfer", "--interconnect", "pcie", "--format", "json", *extra])
+        assert out.exit_code == 0, out.output
+        return json.loads(out.output)["inference"]
+    v1 = run("--vllm-version", "0.33", "--vllm-runner", "v1")["vllm"]
+    assert (v1["sampler"], v1["interconnect"], v1["model_runner"], v1["model_runner_state"]) == ("flashinfer", "pcie", "V1", 0)
+    v2 = run()  # the newest release runs V2, whose dummy sampler takes no top-k/top-p path: said, not ignored
+    assert (v2["vllm"]["sampler"], v2["vllm"]["model_runner"]) == ("v2-greedy", "V2")
+    assert sum("--vllm-sampler flashinfer" in n and "changes nothing" in n for n in v2["notes"]) == 1
+
+
+@pytest.mark.parametrize("release, runner, message", [
+    ("0.34", "v1", "removed Model Runner V1"), (None, "v1", "removed Model Runner V1"), ("0.21", "v2", "from vLLM 0.22"),
+    ("0.6", "v1", "V0 has one runner"), ("0.25", "v3", "unknown --vllm-runner")])
+def test_runner_option_is_checked_against_the_release(release, runner, message):
+    with pytest.raises(UsageError, match=message):
+        Planner(_report(), vllm_version=release, model_runner=runner)
+
+
+def test_runner_state_is_deducted_from_027_only():
+    """V2's penalty buffers are in use from load_model on, but vLLM's arithmetic counts them only from 0.27
+    (utils/mem_utils.py memory_profiling total_consumed): 0.26's pool is sized without them."""
+    gpu = resolve_gpu("h100")
+    p26, p27 = (Planner(_report(), vllm_version=v, cudagraph=False).plan(32_768, 1, gpu) for v in ("0.26", "0.27"))
+    assert (p26.model_runner, p27.model_runner) == ("V2", "V2")
+    assert p26.runner_state_bytes == 0 and p27.runner_state_bytes == 1024 * (152_064 + 152_064 // 32) * 4
+    assert p26.kv_available_bytes - p27.kv_available_bytes == p27.runner_state_bytes
+    assert any("leaves out of its arithmetic" in n for n in p26.notes)
 
 
 # Model Runner V1 or V2 by default, per release and model (hfmem/memory/vllm_versions.py default_runner, read in each
@@ -341,15 +386,19 @@ def test_rocm_keeps_v1_for_its_listed_architectures():
     assert default_runner((0, 31), dsv4, rocm=True) == "V1" and default_runner((0, 32), dsv4, rocm=True) == "V2"
 
 
-def test_v2_note_gives_the_sizes_the_v2_source_fixes():
-    """The note's V2 figures for Qwen2.5-0.5B at 256 sequences: the dummy sampler's bf16 logits (256 x 151,936 x 2 B)
-    and the penalty buffers (256 x (151,936 + 4,748) x 4 B); the CUDA-graph clause only before 0.29."""
-    def note(release):
+def test_v2_note_says_which_profile_the_plan_follows():
+    """The V2 note for Qwen2.5-0.5B at 256 sequences: the penalty buffers (256 x (151,936 + 4,748) x 4 B), counted
+    from 0.27, the CUDA-graph clause only before 0.29, the V1 way out only where V1 exists."""
+    def note(release, runner=None):
         plan = Planner(_report("Qwen/Qwen2.5-0.5B"), "auto", vllm_version=release, max_num_seqs=256,
-                       max_batched_tokens=8192).plan(4096, 1, resolve_gpu("rtx4090"), with_catalog=False)
-        return next(n for n in plan.notes if "Model Runner V2" in n)
-    n27, n29 = note("0.27.1"), note("0.29.0")
-    assert "logits only, 0.07 GiB" in n27 and "(0.15 GiB)" in n27 and "'consumed memory'" in n27
+                       max_batched_tokens=8192, model_runner=runner).plan(4096, 1, resolve_gpu("rtx4090"),
+                                                                         with_catalog=False)
+        return [n for n in plan.notes if "Model Runner V2" in n]
+    (n27,), (n29,) = note("0.27.1"), note("0.29.0")
+    assert "(0.15 GiB" in n27 and "'consumed memory'" in n27 and "follows its profile" in n27
     assert "returns 0" in n27 and "returns 0" not in n29
-    assert "outside the profile's arithmetic before 0.27" in note("0.25.0")
-    assert "VLLM_USE_V2_MODEL_RUNNER=0" in n27 and "VLLM_USE_V2_MODEL_RUNNER=0" not in note("0.34.0")
+    assert "leaves out of its arithmetic" in note("0.25.0")[0]
+    assert "VLLM_USE_V2_MODEL_RUNNER=0" in n27 and "VLLM_USE_V2_MODEL_RUNNER=0" not in note("0.34.0")[0]
+    assert note("0.27.1", "v1") == [] and note("0.24.0") == []  # V1 planned: no V2 note
+    assert "--vllm-runner v2" in note("0.24.0", "v2")[0]
+

@@ -1,8 +1,9 @@
 """GPU catalog and memory-size parsing.
 
-Vendors quote memory in GB (10**9) or GiB (2**30) inconsistently; the catalog stores the usable device memory in
-bytes as the driver reports it for the common SKU (e.g. an H100 80GB shows 79.6 GiB = 85,520,809,984 bytes via
-``torch.cuda.mem_get_info``), and everything hfmem prints is GiB (2**30).
+Vendors quote memory in GB (10**9) or GiB (2**30) inconsistently; the catalog stores the device memory the CUDA
+runtime reports for the common SKU (``torch.cuda.mem_get_info()[1]``, the total vLLM and PyTorch budget and print in
+their logs and out-of-memory messages), which on most cards is below nvidia-smi's "Total" (an H100 80GB: 79.19 GiB
+against nvidia-smi's 81,559 MiB = 79.65 GiB), and everything hfmem prints is GiB (2**30).
 
 A size typed by the user (``--gpu 24GB``) is binary: GPU memory is built from DRAM chips of 2**30-byte multiples and
 sold as "24 GB" for 24 GiB (the "24GB" RTX 4090 reports 23.99 GiB), so ``24GB`` = ``24GiB`` = 24 * 2**30 bytes and a
@@ -37,27 +38,39 @@ def _g(key: str, name: str, gib: float, kind: str = "cuda") -> GPU:
     return GPU(key, name, int(gib * GiB), kind)
 
 
-# Usable memory as reported by the driver (nvidia-smi "Total" in MiB / 1024), which is what frameworks budget.
+# The CUDA runtime's total per card (torch.cuda.mem_get_info()[1]), as real logs print it beside a named GPU: vLLM's
+# start-up lines ("total_gpu_memory=", "Free memory on device (free/total GiB)") and PyTorch's out-of-memory message
+# ("GPU 0 has a total capacity of X GiB"; "X GiB total capacity" before PyTorch 2.1). It moves by a few hundredths of
+# a GiB between drivers, and on some cards more: a T4 printed 14.75-14.76 with 2021-2023 drivers and 14.56-14.57
+# since. Where no such figure was found, nvidia-smi's "Total" (MiB / 1024) stands, and the comment says so.
 CATALOG: tuple[GPU, ...] = (
-    _g("rtx3060", "RTX 3060 12GB", 12.0),
-    _g("t4", "Tesla T4 16GB", 15.0),
+    _g("rtx3060", "RTX 3060 12GB", 11.76),  # OOM messages of named RTX 3060 12GB runs: 11.75-11.76 (nvidia-smi 12,288 MiB)
+    _g("t4", "Tesla T4 16GB", 14.56),  # recent OOM messages on named T4s (GCP among them): 14.56-14.57
+    # nvidia-smi 16,380 MiB; no Linux torch figure found (Windows drivers report the full 16.00)
     _g("rtx4060ti", "RTX 4060 Ti 16GB", 16.0),
-    _g("a10g", "A10G 24GB", 22.49),
-    _g("l4", "L4 24GB", 22.49),
-    _g("rtx3090", "RTX 3090 24GB", 23.58),
+    # AWS's A10: nvidia-smi 23,028 MiB, as on the A10, whose vLLM 0.7.2 log prints 22.06 GiB (an L4, 23,034 MiB, prints
+    # 22.03 in vLLM 0.29 logs); a 2022 OOM message on a g5 instance printed 22.20
+    _g("a10g", "A10G 24GB", 22.06),
+    _g("l4", "L4 24GB", 22.03),  # vLLM 0.29 log "Free memory on device (.../22.03 GiB)"; OOM messages 22.03
+    _g("rtx3090", "RTX 3090 24GB", 23.58),  # vLLM 0.6 log total_gpu_memory=23.58GiB; OOM messages print 23.69-23.70
+    # 23.99 = nvidia-smi's 24,564 MiB: what WSL2 prints (a vLLM 0.27.1 log) and what a 2026 native Linux run (RunPod,
+    # vLLM 0.27.1) implies (its pool, weights and peak add up to more than 23.74 GiB x 0.9); 2023-2024 OOM messages on
+    # native Linux printed 23.64-23.68
     _g("rtx4090", "RTX 4090 24GB", 23.99),
-    _g("rtx5090", "RTX 5090 32GB", 31.84),
-    _g("a100-40gb", "A100 40GB", 39.49),
-    _g("l40s", "L40S 48GB", 44.99),
-    _g("rtx6000ada", "RTX 6000 Ada 48GB", 47.99),
-    _g("a100-80gb", "A100 80GB", 79.15),
-    _g("h100-80gb", "H100 80GB", 79.65),
+    _g("rtx5090", "RTX 5090 32GB", 31.36),  # OOM messages of named RTX 5090 runs: 31.36-31.37 (nvidia-smi 32,607 MiB)
+    _g("a100-40gb", "A100 40GB", 39.49),  # A100-SXM4-40GB: deviceQuery 39.39, OOM messages 39.50-39.56
+    _g("l40s", "L40S 48GB", 44.42),  # vLLM logs 44.32-44.42 and OOM messages 44.42 (nvidia-smi 46,068 MiB, ECC on)
+    _g("rtx6000ada", "RTX 6000 Ada 48GB", 47.99),  # nvidia-smi 49,140 MiB (ECC off); no torch figure found
+    _g("a100-80gb", "A100 80GB", 79.15),  # OOM messages on named A100 80GB runs: 79.14-79.35 (nvidia-smi 81,920 MiB)
+    # H100 80GB (SXM and PCIe): vLLM logs print 79.18-79.22 GiB and OOM messages 79.19-79.21 (nvidia-smi 81,559 MiB)
+    _g("h100-80gb", "H100 80GB", 79.19),
     # H100 NVL: the PCIe-card Hopper (compute capability 9.0, 94 GB HBM3) sold in pairs joined by NVLink bridges, no
-    # NVSwitch. nvidia-smi shows 95,830 MiB (NVIDIA/gpu-admin-tools issue "H100 NVL support", its nvidia-smi output).
-    _g("h100-nvl", "H100 NVL 94GB", 95830 / 1024),
-    _g("h200", "H200 141GB", 139.8),
-    _g("b200", "B200 180GB", 178.36),
-    _g("mi300x", "MI300X 192GB", 191.98, "rocm"),
+    # NVSwitch. An OOM message on a named H100 NVL 94GB prints 93.00 GiB (nvidia-smi shows 95,830 MiB: NVIDIA/
+    # gpu-admin-tools issue "H100 NVL support"; hosts report 93.10 GiB through the DRM driver).
+    _g("h100-nvl", "H100 NVL 94GB", 93.0),
+    _g("h200", "H200 141GB", 139.8),  # vLLM logs and OOM messages: 139.80-139.81 (nvidia-smi 143,771 MiB)
+    _g("b200", "B200 180GB", 178.36),  # OOM messages and device queries: 178.35-178.36
+    _g("mi300x", "MI300X 192GB", 191.98, "rocm"),  # HIP OOM messages on a named MI300X: 191.98
     # Apple unified memory: the whole pool is shared with the OS; Metal's default working-set limit is ~75%.
     _g("m-16gb", "Apple M-series 16GB", 16.0, "apple"),
     _g("m-24gb", "Apple M-series 24GB", 24.0, "apple"),

@@ -131,10 +131,11 @@ def pipeline_setup(planner: Planner, gpu: GPU, budget: int, pp: int, context: in
     def need(ctx: int, b: int) -> int:
         kv = planner.kv(ctx, b).total_bytes
         return (other + cdiv(layers_bytes * per_stage, n_layers) + cdiv(kv * per_stage, n_layers)
-                + planner.activation(ctx, b)[0] + planner.overhead)
+                + planner.activation(ctx, b)[0] + planner.overhead + planner.runner_state)
 
     total = need(context, batch)
-    fixed = other + cdiv(layers_bytes * per_stage, n_layers) + planner.activation(context, 1)[0] + planner.overhead
+    fixed = (other + cdiv(layers_bytes * per_stage, n_layers) + planner.activation(context, 1)[0] + planner.overhead
+             + planner.runner_state)
     one_seq = cdiv(planner.kv(context, 1).total_bytes * per_stage, n_layers)
     conc = (budget - fixed) / one_seq if one_seq and budget > fixed else 0.0
     longest: int | None = None

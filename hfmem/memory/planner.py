@@ -35,10 +35,12 @@ from hfmem.memory.vllm_versions import (
     INTERCONNECTS,
     NVLINK_TP_LOGGED,
     NVLINK_TP_SOURCE,
+    RUNNER_STATE_COUNTED_FROM,
+    RUNNERS,
     SAMPLERS,
     SNAPSHOT_AFTER_DIST_INIT,
     V1_RUNNER_REMOVED_FROM,
-    V2_RUNNER_EVERY_MODEL_FROM,
+    V2_CUDAGRAPH_ESTIMATE_FROM,
     RunnerModel,
     VllmVersion,
     cudagraph_deducted_on,
@@ -48,8 +50,10 @@ from hfmem.memory.vllm_versions import (
     release_of,
     resolve_interconnect,
     resolve_version,
+    runner_available,
     sm90_tp1,
     sm90_tp1_source,
+    v2_runner_state_bytes,
 )
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, round_up
@@ -336,7 +340,8 @@ class InferencePlan:
     cudagraph: bool | None = None
     sampler: str | None = None  # the dummy sampler run's top-k/top-p path (sort, triton, flashinfer; v0: V0's)
     interconnect: str | None = None  # the link between TP ranks the non-torch term assumes (None at TP 1)
-    model_runner: str | None = None  # the GPU model runner vLLM picks by default: V1 or V2 (V0 for the V0 engine)
+    model_runner: str | None = None  # the GPU model runner planned: vLLM's default, or --vllm-runner (V0: the V0 engine)
+    runner_state_bytes: int | None = None  # V2's persistent sampler state, inside overhead_bytes (vLLM >= 0.27)
     cudagraph_bytes: int | None = None
     cudagraph_detail: str | None = None  # how hfmem's estimate of it is made (text output)
     replicated: list[str] = field(default_factory=list)
@@ -373,11 +378,13 @@ class InferencePlan:
             "cudagraph": self.cudagraph,
             "sampler": self.sampler,  # what hfmem assumed: --vllm-sampler, else the version's path
             "interconnect": self.interconnect,  # --interconnect, else the GPU class's; null at TP 1
-            "model_runner": self.model_runner,  # vLLM's default runner for the model; the terms are V1's profile
+            "model_runner": self.model_runner,  # the runner whose profile the terms follow (vLLM's default unless given)
             "requested_memory": self.budget_bytes,  # total GPU memory x gpu_memory_utilization
             "weights": self.weights_bytes,  # "Model loading took X GiB"
             "torch_peak_memory_increase": self.activation_bytes,
-            "non_torch_forward_increase_memory": self.overhead_bytes,
+            "non_torch_forward_increase_memory": self.overhead_bytes - (self.runner_state_bytes or 0),
+            # V2's sampler penalty buffers: with the weights and non-torch, the 'consumed memory' vLLM >= 0.27 logs
+            "model_runner_state": self.runner_state_bytes,
             "cuda_graph_memory": self.cudagraph_bytes,  # deducted from the budget only where vLLM does
             "available_kv_cache_memory": self.kv_available_bytes,  # "Available KV cache memory: X GiB"
             "gpu_kv_cache_size_tokens": self.kv_pool_tokens,  # "GPU KV cache size: N tokens"
@@ -488,7 +495,7 @@ class Planner:
                  block_size: int = 16, max_num_seqs: int | None = None, speculative: str | None = None,
                  prefix_caching: bool = True, vllm_version: str | None = None, cudagraph: bool = True,
                  cudagraph_memory: int | None = None, gpu: GPU | None = None, sampler: str | None = None,
-                 interconnect: str | None = None):
+                 interconnect: str | None = None, model_runner: str | None = None):
         self.arch: Architecture = report.architecture
         if speculative not in SPECULATIVE:
             raise UsageError(f"unknown --speculative {speculative!r}; use one of: {', '.join(s for s in SPECULATIVE if s)}")
@@ -515,6 +522,15 @@ class Planner:
         self._runner_model = RunnerModel(tuple(report.architecture.architectures), report.architecture.moe is not None,
                                          bool(report.parameters.quantization), state and attention,
                                          state and not attention)
+        if model_runner is not None:
+            if model_runner not in RUNNERS:
+                raise UsageError(f"unknown --vllm-runner {model_runner!r}; use one of: {', '.join(RUNNERS)}")
+            if self.vllm.engine == "V0":
+                raise UsageError("--vllm-runner applies to vLLM's V1 engine (0.8 and later); V0 has one runner")
+            why = runner_available(release_of(vllm_version) if vllm_version else None, model_runner)
+            if why is not None:
+                raise UsageError(f"--vllm-runner {model_runner} with vLLM {vllm_version or 'newest'}: {why}")
+        self.model_runner_asked = model_runner  # None: vLLM's default for the release and model (vllm_runner)
         if sampler is not None and sampler not in SAMPLERS:
             raise UsageError(f"unknown --vllm-sampler {sampler!r}; use one of: {', '.join(SAMPLERS)}")
         if sampler is not None and self.vllm.engine == "V0":
@@ -562,7 +578,8 @@ class Planner:
                                             self._release())
                         if engine == "vllm" and device == "cuda"
                         else DEFAULT_OVERHEAD["cpu" if device == "cpu" else engine])
-        self.overhead = overhead
+        self.overhead = overhead  # non-torch (vLLM) or the runtime overhead; V2's sampler state is runner_state
+        self.runner_state = 0
         # the weight tensors as (first tensor, how many) groups (precision.weight_groups): every per-tensor sum below
         # is the group's term times its count; the tensor-by-tensor list (``tensors``) is made only when asked for
         self._counted = counted_for_weights(report, include_mtp=speculative == "mtp")
@@ -588,6 +605,7 @@ class Planner:
                                  if self.precision == CHECKPOINT and q is not None and q.method.lower() == "mxfp4" else 0)
         self._weights_per_gpu()
         self._pad_for_gpu()
+        self._set_runner_state()
         self._set_cudagraph()
         self._set_encoder()
 
@@ -675,15 +693,35 @@ class Planner:
         self.weight_terms = terms
         self.weights_bytes = sum(terms.values())
 
+    @property
+    def _v2(self) -> bool:
+        """Whether the plan follows Model Runner V2's profile (vLLM's default runner for the release and model, or
+        --vllm-runner v2)."""
+        return self.engine == "vllm" and self.device == "cuda" and self.vllm_runner() == "V2"
+
+    def _set_runner_state(self) -> None:
+        """The model runner's persistent state the pool is sized without: Model Runner V2's sampler buffers
+        (v2_runner_state_bytes), which vLLM's arithmetic counts from RUNNER_STATE_COUNTED_FROM; per GPU, as
+        max_num_seqs and the runner are."""
+        self.runner_state = 0
+        if not self._v2:
+            return
+        release = self._release()
+        if release is None or release >= RUNNER_STATE_COUNTED_FROM:
+            self.runner_state = v2_runner_state_bytes(self.max_num_seqs, self.arch.vocab_size)
+
     def _set_cudagraph(self) -> None:
         """vLLM's CUDA-graph estimate for this planner's batch settings (hfmem/memory/vllm_cudagraph.py): the
         largest capture's forward peak from the same forward phases as the profile's, per GPU."""
         from hfmem.memory import vllm_cudagraph
 
         self.cudagraph_estimate = None
+        release = self._release()
         self.cudagraph_deducted = (self.engine == "vllm" and self.device == "cuda" and self.cudagraph
-                                   and cudagraph_deducted_on(self.vllm, self._release(),
-                                                             self.gpu.kind if self.gpu is not None else None))
+                                   and cudagraph_deducted_on(self.vllm, release,
+                                                             self.gpu.kind if self.gpu is not None else None)
+                                   and not (release is not None and release < V2_CUDAGRAPH_ESTIMATE_FROM
+                                            and self.vllm_runner() == "V2"))
         self.cudagraph_memory = self.cudagraph_memory_asked if self.cudagraph_deducted else 0
         if not self.cudagraph_deducted:
             return
@@ -771,9 +809,18 @@ class Planner:
             if self.vllm.engine == "V0" and "mlp" in terms:
                 terms["mlp"] = v0_mlp_peak(self.arch, tokens, self.act_bytes, self.tp, self.gated)
             h = self.arch.hidden_size
-            terms["sampler (dummy run)"] = (rows * self.arch.vocab_size * self.vllm.sampler_bytes(self.act_bytes, rows, self.sampler)
-                                            + (tokens + (0 if self.vllm.engine == "V0" else 2 * rows)) * h
-                                            * self.act_bytes)
+            if self._v2:
+                # Model Runner V2 (gpu/model_runner.py profile_run -> _dummy_sampler_run): compute_logits' model-dtype
+                # logits of the sampled rows, with the hidden states and their gathered rows
+                # (hidden_states[logits_indices]) alive. The dummy batch's requests are never added, so
+                # Sampler.apply_sampling_params finds no request needing logits processing and returns the logits
+                # without an fp32 copy, and top_k/top_p are None: gumbel_sample's per-block argmax buffers only.
+                terms["sampler (dummy run)"] = (rows * self.arch.vocab_size + (tokens + rows) * h) * self.act_bytes
+            else:
+                terms["sampler (dummy run)"] = (rows * self.arch.vocab_size
+                                                * self.vllm.sampler_bytes(self.act_bytes, rows, self.sampler)
+                                                + (tokens + (0 if self.vllm.engine == "V0" else 2 * rows)) * h
+                                                * self.act_bytes)
             enc = self.encoder_at(context)
             if enc is not None:
                 # profile_run runs the vision tower first and keeps its outputs in encoder_cache, and the dummy
@@ -799,7 +846,8 @@ class Planner:
         key = (context, batch)
         if key not in self._need_memo:
             self._need_memo[key] = (self.weights_bytes + self.kv(context, batch).total_bytes
-                                    + self.activation(context, batch)[0] + self.overhead + self.cudagraph_memory)
+                                    + self.activation(context, batch)[0] + self.overhead + self.runner_state
+                                    + self.cudagraph_memory)
         return self._need_memo[key]
 
     # -- answers --------------------------------------------------------------------------------------------
@@ -846,7 +894,7 @@ class Planner:
         if context not in self._one_seq_memo:  # the same for every budget this planner is asked about
             self._one_seq_memo[context] = (self.activation(context, 1)[0], self.kv(context, 1))
         act, one = self._one_seq_memo[context]
-        available = budget - self.weights_bytes - act - self.overhead - self.cudagraph_memory
+        available = budget - self.weights_bytes - act - self.overhead - self.runner_state - self.cudagraph_memory
         if available <= 0 or one.total_bytes <= 0:
             return (0.0 if available <= 0 else None), None, None, available
         if self.engine == "vllm" and not one.constant_bytes and one.bytes_per_token:
@@ -904,41 +952,34 @@ class Planner:
         default_runner); V0 families have neither."""
         if self.vllm.engine == "V0":
             return "V0"
+        if self.model_runner_asked is not None:
+            return self.model_runner_asked.upper()
         return default_runner(self._release(), self._runner_model, rocm=self.gpu is not None and self.gpu.kind == "rocm")
 
-    def _v2_runner_note(self, terms: dict[str, int], tokens: int) -> str:
-        """What differs when vLLM runs Model Runner V2, whose profile hfmem does not model (docs/planner.md, "Model
-        Runner V2"): the sizes V2's source fixes, and how far the V2 logs at hand put its terms from hfmem's."""
+    def _v2_runner_note(self) -> str:
+        """Which runner's profile the plan follows when it is Model Runner V2, and what differs from V1's there
+        (docs/planner.md, "Model Runner V2")."""
         release = self._release()
-        rows = min(self.max_num_seqs, tokens)
-        vocab = self.arch.vocab_size
-        # gpu/model_runner.py _dummy_sampler_run: the dummy batch's sampling states are the initial ones (greedy,
-        # top_k = vocab, top_p = 1: sample/states.py SamplingStates.__init__), so Sampler._requires_logits_processing
-        # is false and no fp32 copy or top-k/top-p runs: the model-dtype logits and gumbel.py's per-block buffers only
-        logits = rows * vocab * self.act_bytes
-        # sample/penalties.py PenaltiesState.__init__: output_bin_counts [max_num_seqs, vocab] int32 and
-        # prompt_bin_mask [max_num_seqs, vocab / 32] int32, allocated when load_model builds the Sampler
-        penalties = self.max_num_seqs * (vocab + cdiv(vocab, 32)) * 4
-        where = f"vLLM {release[0]}.{release[1]} runs" if release else "vLLM's newest releases run"
-        text = (f"{where} this model with Model Runner V2 by default (config/vllm.py "
-                "VllmConfig.use_v2_model_runner); hfmem's profile terms are the V1 runner's (gpu_model_runner.py "
-                "profile_run), which V2's logs match in sum, not term by term. V2's dummy sampler is greedy without "
-                f"top-k/top-p (model-dtype logits only, {logits / GiB:.2f} GiB, against hfmem's "
-                f"{terms.get('sampler (dummy run)', 0) / GiB:.2f} GiB sampler phase) and it keeps a penalty buffer of "
-                f"max_num_seqs x vocab int32 ({penalties / GiB:.2f} GiB)")
-        if release is not None and release < (0, 27):
-            text += ", outside the profile's arithmetic before 0.27"
+        if self.model_runner_asked is not None:
+            text = "Model Runner V2's profile (--vllm-runner v2, VLLM_USE_V2_MODEL_RUNNER=1)"
         else:
-            text += ", which from 0.27 the log counts in 'consumed memory'"
-        if release is not None and release < V2_RUNNER_EVERY_MODEL_FROM and self.cudagraph_deducted:
-            text += (f"; before 0.29 V2 deducts no CUDA-graph estimate (its profile_cudagraph_memory returns 0), "
-                     f"hfmem deducts {self.cudagraph_memory / GiB:.2f} GiB")
-        text += ("; two 0.27.1 logs of Qwen2.5-0.5B on one RTX 4090 put 0.28 and 0.54 GiB more in non-torch and 0.42 "
-                 "and 0.47 GiB less in peak activation than hfmem, their pools within 1 % of its")
-        if release is None:
-            text += "; up to 0.33 VLLM_USE_V2_MODEL_RUNNER=0 runs the V1 runner hfmem plans (0.34 removed it)"
-        elif release < V1_RUNNER_REMOVED_FROM:
-            text += "; VLLM_USE_V2_MODEL_RUNNER=0 runs the V1 runner hfmem plans"
+            where = f"vLLM {release[0]}.{release[1]} runs" if release else "vLLM's newest releases run"
+            text = (f"{where} this model with Model Runner V2 by default (config/vllm.py "
+                    "VllmConfig.use_v2_model_runner), and the plan follows its profile")
+        text += (": a greedy dummy sampler (model-dtype logits, no fp32 copy or top-k/top-p; gpu/model_runner.py "
+                 "_dummy_sampler_run) and the sampler's penalty buffers, max_num_seqs x vocab int32 "
+                 f"({v2_runner_state_bytes(self.max_num_seqs, self.arch.vocab_size) / GiB:.2f} GiB, "
+                 "sample/penalties.py)")
+        if release is not None and release < RUNNER_STATE_COUNTED_FROM:
+            text += (", which vLLM before 0.27 leaves out of its arithmetic: they are in use beside the pool it "
+                     "sizes, not deducted from it")
+        else:
+            text += ", deducted as 'consumed memory' with the weights and non-torch"
+        if release is not None and release < V2_CUDAGRAPH_ESTIMATE_FROM and self.cudagraph and self.vllm.cudagraph_deducted:
+            text += "; before 0.29 V2 estimates no CUDA-graph memory (its profile_cudagraph_memory returns 0)"
+        if self.model_runner_asked is None and (release is None or release < V1_RUNNER_REMOVED_FROM):
+            upto = " (up to 0.33; 0.34 removed V1)" if release is None else ""
+            text += f"; VLLM_USE_V2_MODEL_RUNNER=0 runs the V1 runner{upto}: --vllm-runner v1 plans that"
         return text
 
     def for_gpu(self, gpu: GPU) -> Planner:
@@ -957,6 +998,7 @@ class Planner:
             other.max_num_seqs = seqs
         if self.overhead_given is None:
             other.overhead = self.vllm.non_torch(self.tp, gpu.key, self.interconnect, gpu_class(gpu), self._release())
+        other._set_runner_state()
         other._set_cudagraph()
         return other
 
@@ -967,19 +1009,24 @@ class Planner:
             return self.for_gpu(gpu).plan(context, batch, gpu, with_catalog)
         kv = self.kv(context, batch)
         act, terms, tokens = self.activation(context, batch)
-        total = self.weights_bytes + kv.total_bytes + act + self.overhead + self.cudagraph_memory
+        total = self.weights_bytes + kv.total_bytes + act + self.overhead + self.runner_state + self.cudagraph_memory
         plan = InferencePlan(
             precision=self.precision if self.precision != CHECKPOINT else f"{CHECKPOINT} ({self.weights.checkpoint_label.removeprefix('as stored').strip(' ()') or 'as stored'})",
             engine=self.engine, device=self.device, context=context, batch=batch, gpus=self.tp,
             gpu_util=self.gpu_util if (self.engine == "vllm" and self.device == "cuda") else None,
             max_batched_tokens=self.profile_tokens(context), weights_bytes=self.weights_bytes, kv_bytes=kv.total_bytes,
-            activation_bytes=act, overhead_bytes=self.overhead, total_bytes=total, weight_terms=dict(self.weight_terms),
+            activation_bytes=act, overhead_bytes=self.overhead + self.runner_state, total_bytes=total, weight_terms=dict(self.weight_terms),
             activation_terms=terms, activation_tokens=tokens, kv_bytes_per_token=kv.bytes_per_token, kv_dtype=str(kv.dtype),
             replicated=list(self.replicated),
         )
         if self.engine == "vllm" and self.device == "cuda":
             plan.vllm_version, plan.max_num_seqs, plan.cudagraph = self.vllm.name, self.max_num_seqs, self.cudagraph
-            plan.sampler = self.vllm.sampler_path(min(self.max_num_seqs, tokens), self.sampler)
+            plan.sampler = "v2-greedy" if self._v2 else self.vllm.sampler_path(min(self.max_num_seqs, tokens), self.sampler)
+            plan.runner_state_bytes = self.runner_state
+            if self._v2 and self.sampler is not None:
+                plan.notes.append(f"--vllm-sampler {self.sampler} is the V1 runner's top-k/top-p path; Model Runner "
+                                  "V2's dummy sampler runs neither (greedy), so it changes nothing in this plan "
+                                  "(--vllm-runner v1 plans V1's profile)")
             if self.tp > 1:
                 plan.interconnect = resolve_interconnect(self.gpu.key if self.gpu else None, self.interconnect)
             if self.cudagraph_deducted:
@@ -1000,7 +1047,7 @@ class Planner:
                 plan.notes.append(extensible)
             plan.model_runner = self.vllm_runner()
             if plan.model_runner == "V2":
-                plan.notes.append(self._v2_runner_note(terms, tokens))
+                plan.notes.append(self._v2_runner_note())
         if self.mxfp4_moe_layers and self.engine == "vllm" and self.device == "cuda":
             from hfmem.memory.vllm_weights import marlin_padding_bytes, mxfp4_backend
 

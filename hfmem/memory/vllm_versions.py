@@ -291,7 +291,37 @@ def resolve_version(name: str | None) -> VllmVersion:
 # decoding before 0.33, custom logits processors), which hfmem's inputs do not carry.
 V2_RUNNER_FROM = (0, 22)
 V2_RUNNER_EVERY_MODEL_FROM = (0, 29)
+# Model Runner V2 estimates its CUDA-graph pool only from 0.29: gpu/model_runner.py profile_cudagraph_memory returns 0
+# ("TBD whether we keep this API") in every release from 0.25 to 0.28 and calls cudagraph_utils'
+# _profile_cudagraph_memory from 0.29.0; gpu_worker.py determine_available_memory deducts what it returns.
+V2_CUDAGRAPH_ESTIMATE_FROM = (0, 29)
 V1_RUNNER_REMOVED_FROM = (0, 34)
+# From 0.27 the profile's arithmetic counts every torch allocation alive after profile_run ("consumed memory":
+# utils/mem_utils.py memory_profiling total_consumed, free memory lost since the start-up snapshot), so V2's persistent
+# sampler state is deducted from the pool; 0.22-0.26 take weights + torch peak increase + non-torch increase, which
+# leaves it out (the pool is sized as if it were not there).
+RUNNER_STATE_COUNTED_FROM = (0, 27)
+RUNNERS = ("v1", "v2")  # --vllm-runner: VLLM_USE_V2_MODEL_RUNNER=0 / =1
+
+
+def runner_available(release: tuple[int, int] | None, runner: str) -> str | None:
+    """Why a release cannot run ``runner`` ("v1"/"v2"), or None when it can: V2 exists from V2_RUNNER_FROM (envs.py
+    VLLM_USE_V2_MODEL_RUNNER; earlier wheels have no gpu/model_runner.py profile hfmem reads), V1 until
+    V1_RUNNER_REMOVED_FROM; ``release`` None is the newest code, V2 only."""
+    if runner == "v1" and (release is None or release >= V1_RUNNER_REMOVED_FROM):
+        return "vLLM 0.34 removed Model Runner V1 (platforms/interface.py validate_environ)"
+    if runner == "v2" and release is not None and release < V2_RUNNER_FROM:
+        return "Model Runner V2 is the default from vLLM 0.22 (hfmem models its profile from there)"
+    return None
+
+
+def v2_runner_state_bytes(max_num_seqs: int, vocab: int) -> int:
+    """Model Runner V2's persistent sampler state, built in load_model after the "Model loading took" measurement:
+    sample/penalties.py PenaltiesState.__init__ output_bin_counts [max_num_reqs, vocab] int32 and prompt_bin_mask
+    [max_num_reqs, cdiv(vocab, 32)] int32 (the same from 0.25.0 to 0.34.0). The other per-request states (sampling
+    params, logit bias and allowed ids: 1,024 int32/fp32 per request, bad words) are a few MiB and not counted;
+    all_token_ids is host memory (UVA)."""
+    return max_num_seqs * (vocab + -(-vocab // 32)) * 4
 _V2_QWEN3 = frozenset({"Qwen3ForCausalLM"})
 _V2_DENSE = _V2_QWEN3 | {"LlamaForCausalLM", "MistralForCausalLM"}
 _V2_MOE = frozenset({"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"})

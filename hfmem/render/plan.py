@@ -23,8 +23,10 @@ def fit_line(plan: InferencePlan) -> str:
     """One line: fits or not, where, needs how much of what, and the margin or the longest context that fits."""
     where = f"{plan.gpu.name}" + (f" x{plan.gpus}" if plan.gpus > 1 else "") if plan.gpu else plan.device
     if _vllm(plan):
+        state = plan.runner_state_bytes or 0
         terms = (f"weights {fmt_bytes(plan.weights_bytes)} + KV {fmt_bytes(plan.kv_bytes)} + torch peak "
-                 f"{fmt_bytes(plan.activation_bytes)} + non-torch {fmt_bytes(plan.overhead_bytes)}"
+                 f"{fmt_bytes(plan.activation_bytes)} + non-torch {fmt_bytes(plan.overhead_bytes - state)}"
+                 + (f" + V2 sampler state {fmt_bytes(state)}" if state else "")
                  + (f" + CUDA graphs {fmt_bytes(plan.cudagraph_bytes)}" if plan.cudagraph_bytes else ""))
     else:
         terms = (f"weights {fmt_bytes(plan.weights_bytes)} + KV {fmt_bytes(plan.kv_bytes)} + activations "
@@ -61,7 +63,8 @@ def inference_tables(plan: InferencePlan) -> list[Table]:
     vllm = _vllm(plan)
     if vllm:
         rows.append(_row(f"torch peak memory increase{per}", plan.activation_bytes,
-                         f"vLLM {plan.vllm_version} profile: forward of {plan.activation_tokens:,} tokens, {plan.sampler} sampler of "
+                         f"vLLM {plan.vllm_version} profile" + (f" (runner {plan.model_runner})" if plan.model_runner else "")
+                         + f": forward of {plan.activation_tokens:,} tokens, {plan.sampler} sampler of "
                          f"{min(plan.max_num_seqs or 0, plan.activation_tokens):,} seqs; peak in {peak}, "
                          "cuBLAS workspaces included"))
     else:
@@ -69,9 +72,14 @@ def inference_tables(plan: InferencePlan) -> list[Table]:
     for k, v in plan.activation_terms.items():
         rows.append(_row(f"- phase: {k}", v, "peak" if k == peak else ""))
     if vllm:
-        rows.append(_row(f"non-torch forward increase memory{per}", plan.overhead_bytes,
+        state = plan.runner_state_bytes or 0
+        rows.append(_row(f"non-torch forward increase memory{per}", plan.overhead_bytes - state,
                          f"outside torch's allocator (NCCL, all-reduce buffers, kernels loaded), vLLM {plan.vllm_version} at TP {plan.gpus}"
                          + (f" over {plan.interconnect} (--interconnect, --overhead)" if plan.interconnect else " (--overhead)")))
+        if state:
+            rows.append(_row(f"model runner state{per}", state,
+                             f"Model Runner V2's sampler penalty buffers ({plan.max_num_seqs:,} seqs x vocab int32), "
+                             "in vLLM's 'consumed memory'"))
         if plan.cudagraph_bytes:
             rows.append(_row(f"CUDA graph memory{per}", plan.cudagraph_bytes,
                              f"deducted by vLLM; {plan.cudagraph_detail}" if plan.cudagraph_detail
