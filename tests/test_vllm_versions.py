@@ -29,7 +29,7 @@ def _report(repo: str = QWEN):
     return analyze_files(model_files(repo))
 
 
-@pytest.mark.parametrize("given, family", [("0.6.3", "0.6"), ("v0.7", "0.6"), ("0.9.2", "0.8"), ("0.10.2", "0.8"), ("0.15.1", "0.8"),
+@pytest.mark.parametrize("given, family", [("0.6.3", "0.6"), ("v0.7", "0.7"), ("0.7.2", "0.7"), ("0.9.2", "0.8"), ("0.10.2", "0.8"), ("0.15.1", "0.8"),
                                            ("0.19.1", "0.17"), ("0.20.0", "0.20"), ("0.24", "0.20"), ("0.30.0", "0.20"),
                                            (None, "0.20")])
 def test_versions_resolve_to_the_newest_family_at_or_below(given, family):

@@ -176,7 +176,11 @@ def resolve_interconnect(gpu_key: str | None, interconnect: str | None) -> str:
 
 
 # non_torch: published start-up logs, one per constant (which log, and its numbers: docs/planner.md and the held-in
-# rows of tests/test_vllm_logs.py). TP 1: V0 0.35 GiB (RTX 3090, 0.6.4); V1 0.02 GiB (0.10.2; cuBLAS workspaces come
+# rows of tests/test_vllm_logs.py). TP 1: V0 0.35 GiB (RTX 3090, 0.6.4) up to 0.6 and 0.05 GiB from 0.7 (Llama-3.1-8B on
+# a 22.07 GiB card, a March 2025 V0 worker.py log on an OCI AI Quick Actions troubleshooting page; not a table row): vLLM PR
+# 11809, in 0.7.0, moved V0's worker.py determine_num_available_blocks onto utils.py memory_profiling, which counts the
+# non-torch increase since a snapshot taken after the CUDA context is up, where 0.6 counted all non-torch memory in use
+# (the context's included); V1 0.02 GiB (0.10.2; cuBLAS workspaces come
 # from torch's allocator in V1's PyTorch, so little is left outside it). TP >= 2: V0 0.30 GiB (2 x L40S, 0.7); V1
 # 0.09 GiB on 24 GB cards (TP 4, 0.11.1) and 2.1 GiB on NVLink data-centre GPUs (NVLINK_TP_SOURCE: 0.19.0 H100 logs
 # at TP 2-4; eight 0.19 TP 2 runs of other models log 2.07-2.11, three are held-out rows). None of these is in vLLM's
@@ -187,7 +191,7 @@ def resolve_interconnect(gpu_key: str | None, interconnect: str | None) -> str:
 # profile also opens torch's NCCL communicator (DeviceCommunicatorBase.all_gather of the logits). No family splits on
 # it: only the 0.19 logs (the 2.1 GiB) are held in, and the sizes either side are NCCL's, set at run time.
 #
-# Family boundaries: 0.8 = V1 (the default engine from 0.8.0) with the PyTorch sort sampler (seen in 0.8-0.15 code
+# Family boundaries: 0.7 = V0 with PR 11809's measurement (above); 0.8 = V1 (the default engine from 0.8.0) with the PyTorch sort sampler (seen in 0.8-0.15 code
 # and logs); 0.17 = the Triton top-k/top-p kernel (it landed after 0.15.1; the first release carrying it is not
 # pinned down here); 0.20 = two defaults that changed in v0.20.0 (read in the 0.19.1 and 0.20.0 wheels): envs.py
 # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS "0" -> "1" (the CUDA-graph estimate deducted) and config/cache.py
@@ -198,6 +202,7 @@ def resolve_interconnect(gpu_key: str | None, interconnect: str | None) -> str:
 # the KV cache another way by default (EXTENSIBLE_KV_CACHE_FROM), which no family models.
 VERSIONS: dict[str, VllmVersion] = {
     "0.6": VllmVersion("0.6", "V0", 0.9, "v0", "groups", int(0.35 * GiB), int(0.30 * GiB), int(0.30 * GiB), False),
+    "0.7": VllmVersion("0.7", "V0", 0.9, "v0", "groups", int(0.05 * GiB), int(0.30 * GiB), int(0.30 * GiB), False),
     "0.8": VllmVersion("0.8", "V1", 0.9, "sort", "groups", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), False),
     "0.17": VllmVersion("0.17", "V1", 0.9, "triton", "groups", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), False),
     "0.20": VllmVersion("0.20", "V1", 0.92, "triton", "concurrency", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), True),
