@@ -160,7 +160,7 @@ def attach_sections(
     from hfmem.memory.gpus import parse_size, resolve_gpu
     from hfmem.memory.kv import estimate_kv, parse_context, stored_float_dtype
     from hfmem.memory.planner import DEFAULT_MAX_BATCHED_TOKENS, attach, mtp_layer_count, profile_tokens
-    from hfmem.memory.vllm_versions import resolve_version
+    from hfmem.memory.vllm_versions import release_of, resolve_version
 
     unknown = sorted(set(training_options) - set(TRAINING_OPTIONS))
     if unknown:
@@ -179,7 +179,8 @@ def attach_sections(
         # the planner's rule (vLLM's max_num_batched_tokens by version and GPU), so both KV figures agree
         if engine != "vllm" or device == "cpu":
             return max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS
-        return profile_tokens(version, gpu_spec, context, max_batched_tokens)
+        return profile_tokens(version, gpu_spec, context, max_batched_tokens,
+                              release_of(vllm_version) if vllm_version else None)
 
     contexts = None
     if ctx is not None:

@@ -183,7 +183,7 @@ def planner_options(f: Callable) -> Callable:
                           "0.75 GiB transformers, 0.5 GiB cpu).")(f)
     f = click.option("--max-batched-tokens", type=click.IntRange(min=1), default=None,
                      help="vLLM max_num_batched_tokens: tokens of the profiling forward (default by version and GPU: 8192 on >= 70 GiB "
-                          "GPUs but A100, else 2048; V0 (0.6): max_model_len).")(f)
+                          "GPUs but A100, else 2048, from 0.28 16384 on >= 160 GiB; V0: max_model_len).")(f)
     f = click.option("--max-num-seqs", type=click.IntRange(min=1), default=None,
                      help="vLLM max_num_seqs: rows of the profiling sampler run (default 1024 on >= 70 GiB GPUs but A100, else 256).")(f)
     f = click.option("--vllm-version", default=None,

@@ -402,3 +402,15 @@ def test_v2_note_says_which_profile_the_plan_follows():
     assert note("0.27.1", "v1") == [] and note("0.24.0") == []  # V1 planned: no V2 note
     assert "--vllm-runner v2" in note("0.24.0", "v2")[0]
 
+
+
+@pytest.mark.parametrize("release, gpu, batch", [
+    ("0.27", "b200", (8192, 1024)), ("0.28", "b200", (16384, 1024)), (None, "mi300x", (16384, 1024)),
+    (None, "h200", (8192, 1024)), (None, "a100-80gb", (2048, 256)), ("0.31", "4090", (2048, 256))])
+def test_api_server_batch_defaults_by_release_and_gpu_memory(release, gpu, batch):
+    """EngineArgs.get_batch_defaults (OPENAI_API_SERVER): >= 70 GiB and not an A100: 8192 / 1024, else 2048 / 256;
+    from 0.28 a third tier, >= 160 GiB: 16384 / 1024 (read in the 0.27.0 and 0.28.0 wheels). The catalog's totals
+    are the CUDA runtime's, as get_device_total_memory reads them (B200 178.36, MI300X 191.98, H200 139.8 GiB)."""
+    plan = Planner(_report(), vllm_version=release).plan(32_768, 1, resolve_gpu(gpu))
+    assert (plan.max_batched_tokens, plan.max_num_seqs) == batch
+    assert plan.activation_tokens == batch[0]

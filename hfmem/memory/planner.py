@@ -433,13 +433,14 @@ class InferencePlan:
         return out
 
 
-def profile_tokens(version: VllmVersion, gpu: GPU | None, context: int, given: int | None = None) -> int:
+def profile_tokens(version: VllmVersion, gpu: GPU | None, context: int, given: int | None = None,
+                   release: tuple[int, int] | None = None) -> int:
     """max_num_batched_tokens as vLLM resolves it: the given value, else the version's API-server default for the GPU
     (V1, chunked prefill), or V0's max_model_len (SchedulerConfig without chunked prefill: max(max_model_len, 2048),
     up to 32k; above it V0 enables chunked prefill with 2048 tokens)."""
     if given:
         return given
-    tokens, _ = version.batch_defaults(gpu.memory_bytes if gpu else None, gpu.key if gpu else None)
+    tokens, _ = version.batch_defaults(gpu.memory_bytes if gpu else None, gpu.key if gpu else None, release)
     if tokens is None:
         return max(context, 2048) if context <= 32_768 else 2048
     return tokens
@@ -565,7 +566,8 @@ class Planner:
             raise UsageError("--max-num-seqs must be at least 1")
         # vLLM's API-server defaults by version and GPU size (hfmem/memory/vllm_versions.py batch_defaults); V0
         # profiles max_model_len tokens, so its token count is resolved per context (None here)
-        tokens_default, seqs_default = self.vllm.batch_defaults(gpu.memory_bytes if gpu else None, gpu.key if gpu else None)
+        tokens_default, seqs_default = self.vllm.batch_defaults(gpu.memory_bytes if gpu else None, gpu.key if gpu else None,
+                                                                release_of(vllm_version) if vllm_version else None)
         if engine != "vllm":
             tokens_default = DEFAULT_MAX_BATCHED_TOKENS
         self.max_batched_tokens_given = max_batched_tokens
@@ -785,7 +787,7 @@ class Planner:
         """Tokens of vLLM's profiling forward (also the sliding-window admission allowance): see profile_tokens."""
         if self.engine != "vllm":
             return self.max_batched_tokens
-        return profile_tokens(self.vllm, self.gpu, context, self.max_batched_tokens_given)
+        return profile_tokens(self.vllm, self.gpu, context, self.max_batched_tokens_given, self._release())
 
     def activation(self, context: int, batch: int) -> tuple[int, dict[str, int], int]:
         if self.engine == "vllm":
@@ -991,7 +993,7 @@ class Planner:
         other._need_memo, other._one_seq_memo = {}, {}  # a shallow copy would share them: batch sizes differ
         other.gpu = gpu
         other._pad_for_gpu()
-        tokens, seqs = self.vllm.batch_defaults(gpu.memory_bytes, gpu.key)
+        tokens, seqs = self.vllm.batch_defaults(gpu.memory_bytes, gpu.key, self._release())
         if self.max_batched_tokens_given is None:
             other.max_batched_tokens = tokens or DEFAULT_MAX_BATCHED_TOKENS
         if self.max_num_seqs_given is None:

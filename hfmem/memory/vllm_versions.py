@@ -69,6 +69,10 @@ SM90_TP1: tuple[tuple[tuple[int, int], int], ...] = (((0, 8), int(0.14 * GiB)), 
 SM90_TP1_SOURCE = {(0, 8): "vLLM 0.11.0's H100 log of Llama-3.3-70B-FP8", (0, 18): "vLLM 0.19.0's H100 log of Llama-3.1-8B"}
 
 
+# get_batch_defaults' third tier, ">= 160GB memory" (B200/B300), in the 0.28.0 wheel and not in 0.27.0's
+LARGE_GPU_BATCH_FROM = (0, 28)
+
+
 @dataclass(frozen=True)
 class VllmVersion:
     name: str
@@ -125,18 +129,22 @@ class VllmVersion:
         kind = kind or self.sampler
         return "sort" if kind == "triton" and rows < 8 else kind
 
-    def batch_defaults(self, gpu_memory_bytes: int | None, gpu_key: str | None) -> tuple[int | None, int]:
+    def batch_defaults(self, gpu_memory_bytes: int | None, gpu_key: str | None,
+                       release: tuple[int, int] | None = None) -> tuple[int | None, int]:
         """(max_num_batched_tokens, max_num_seqs) of the OpenAI API server when the user sets neither.
 
         V1: vllm/engine/arg_utils.py EngineArgs.get_batch_defaults: on GPUs with >= 70 GiB that are not an A100,
-        8192 tokens and 1024 sequences; otherwise 2048 tokens and 256 sequences. V0 (vllm/engine/arg_utils.py
-        EngineArgs.create_engine_config, 0.6): no chunked prefill up to 32k tokens, so the profile runs
-        max_model_len tokens (None here: the planner uses the context) and 256 sequences."""
+        8192 tokens and 1024 sequences; otherwise 2048 tokens and 256 sequences; from 0.28 (LARGE_GPU_BATCH_FROM)
+        GPUs with >= 160 GiB (B200, MI300X) take 16384 tokens and 1024 sequences. ``release`` None is the newest code.
+        V0 (vllm/engine/arg_utils.py EngineArgs.create_engine_config, 0.6): no chunked prefill up to 32k tokens, so
+        the profile runs max_model_len tokens (None here: the planner uses the context) and 256 sequences."""
         if self.engine == "V0":
             return None, 256
-        large = gpu_memory_bytes is not None and gpu_memory_bytes >= 70 * GiB and not (gpu_key or "").startswith("a100")
         if gpu_memory_bytes is None:
-            large = True  # no GPU given: the data-centre default (H100 class)
+            return 8192, 1024  # no GPU given: the data-centre default (H100 class)
+        if gpu_memory_bytes >= 160 * GiB and (release is None or release >= LARGE_GPU_BATCH_FROM):
+            return 16384, 1024
+        large = gpu_memory_bytes >= 70 * GiB and not (gpu_key or "").startswith("a100")
         return (8192, 1024) if large else (2048, 256)
 
     def non_torch(self, tp: int, gpu_key: str | None = None, interconnect: str | None = None,
