@@ -296,7 +296,7 @@ ROWS = [
         ("vllm serve openai/gpt-oss-20b --max-model-len 131072 --gpu-memory-utilization 0.65 (version 0.19.0)",
          "Model loading took 13.72 GiB memory", "Available KV cache memory: 36.56 GiB"),
         36.56, None, 13.72,
-        notes=("GPU total: catalog A100 80GB (79.15 GiB)",
+        notes=("GPU total: catalog A100 80GB (79.25 GiB)",
                "held out for the MXFP4 padding: vLLM's Marlin MoE layout (Mxfp4MoEMethod.create_weights, derived from "
                "the source) and the allocator's block rounding put the 12.83 GiB checkpoint at 13.71 GiB; the log says "
                "13.72 GiB")),
@@ -389,7 +389,7 @@ ROWS += [
          "sampling.", "Chunked prefill is enabled with max_num_batched_tokens=2048", "Model loading took 14.2488 GiB",
          "Available KV cache memory: 5.01 GiB", "GPU KV cache size: 93,872 tokens", "num_gpu_blocks is: 5867"),
         5.01, 93_872, 14.2488,
-        notes=("GPU total: catalog A100 80GB (79.15 GiB); the log prints none (its two utilisations imply 79.28 "
+        notes=("GPU total: catalog A100 80GB (79.25 GiB); the log prints none (its two utilisations imply 79.28 "
                "+- 0.04 GiB)", "with the family's sort-path sampler instead: pool 0.8214, tokens 0.8207")),
     LogRow(
         "qwen2-7b-a100-v0.10.1-util0.5-flashinfer", DL_LOGS + "vllm-7B-1gpuA10080GB-0.5GRAM.log",
@@ -398,7 +398,7 @@ ROWS += [
          "sampling.", "Model loading took 14.2488 GiB", "Available KV cache memory: 24.83 GiB",
          "GPU KV cache size: 464,848 tokens", "num_gpu_blocks is: 29053"),
         24.83, 464_848, 14.2488,
-        notes=("GPU total: catalog A100 80GB (79.15 GiB)", "with the sort-path sampler: pool 0.9627, tokens 0.9628")),
+        notes=("GPU total: catalog A100 80GB (79.25 GiB)", "with the sort-path sampler: pool 0.9627, tokens 0.9628")),
     LogRow(
         "qwen2-7b-a100-tp2-v0.10.1-no-p2p", DL_LOGS + "vllm-7B-2gpuA10080GB-0.5GRAM-same-node.log",
         "Qwen/Qwen2-7B-Instruct", "0.10.1", resolve_gpu("a100-80gb"), 2, 0.5, 16_384,
@@ -427,7 +427,7 @@ ROWS += [
          "Available KV cache memory: 12.02 GiB (both ranks)", "GPU KV cache size: 450,192 tokens",
          "Maximum concurrency for 16,384 tokens per request: 27.48x", "num_gpu_blocks is: 28137"),
         12.02, 450_192, 7.1217,
-        notes=("GPU total: catalog A100 80GB (79.15 GiB); the log prints none",
+        notes=("GPU total: catalog A100 80GB (79.25 GiB); the log prints none",
                "--interconnect pcie as the log says; with the A100's NVLink-class 2.1 GiB non-torch instead the "
                "pool is 0.8346 (the util-0.5 row's 0.9368 on a pool 2.6 times larger)")),
 ]
@@ -815,6 +815,11 @@ _RUNPOD_4090 = "(RunPod serverless reconnaissance captures, RTX 4090, vLLM 0.27.
 # server: 2048 / 256), prefix caching on, "Using FlashInfer for top-p & top-k sampling.", its first start (weights
 # downloaded in the same start, "torch.compile took 14.35 s in total"). 0.24 runs Qwen2ForCausalLM on the V1 runner.
 _DAY43_4090 = "(LLM-infra learning log day 43, vLLM 0.24.0 on an RTX 4090; find_string)"
+# Held out: personal lab notes ("Session 2", found with find_string): the vllm/vllm-openai:v0.31.0-ubuntu2404 image
+# with --model meta-llama/Llama-3.1-8B-Instruct and nothing else on one A100 80GB (API-server defaults: 2048 / 256 on
+# an A100, util 0.92, max_model_len 131072 from the config), Model Runner V2 (every model from 0.29). The notes say
+# compilation took ~15 s on both container starts: each start compiled.
+_A100_031 = "(lab notes 'Session 2': vllm/vllm-openai:v0.31.0 on an A100 80GB, Llama-3.1-8B-Instruct; find_string)"
 ROWS += [
     LogRow(
         "qwen3-8b-4090-v0.27-warm", _RUNPOD_4090 + " (starts 2 and 3)", "Qwen/Qwen3-8B", "0.27.1", resolve_gpu("4090"),
@@ -850,6 +855,23 @@ ROWS += [
               "256 rows), the size of the cold-compile excess the RunPod rows show. No total is printed: the "
               "catalog's 23.99 GiB (1.0199 with the 23.65 GiB PyTorch printed on native-Linux 4090s in 2023-2024)",
         notes=("weights not asserted at 0.2 %: hfmem 0.9245 GiB against the logged 0.93, printed to 0.01 GiB",)),
+    LogRow(
+        "llama31-8b-a100-80-v0.31", _A100_031, "meta-llama/Llama-3.1-8B-Instruct", "0.31.0",
+        _gpu("a100-80gb", 79.25, "A100 80GB (log: Free memory on device (78.84/79.25 GiB))"),
+        1, 0.92, 131_072, {"max_batched_tokens": 2048, "max_num_seqs": 256},
+        ("vllm/vllm-openai:v0.31.0-ubuntu2404 --model meta-llama/Llama-3.1-8B-Instruct (A100 80GB)",
+         "[model_runner.py:407] Model loading took 15.0 GiB memory and 5.420225 seconds",
+         "GPU KV cache size: 460,496 tokens, Maximum concurrency for 131,072 tokens per request: 3.51x",
+         "[gpu_worker.py:955] Free memory on device (78.84/79.25 GiB) on startup. Desired GPU memory utilization is "
+         "(0.92, 72.91 GiB). Actual usage is 15.26 GiB for consumed memory (weights + non-torch), 1.44 GiB for peak "
+         "activation, and 0.23 GiB for CUDAGraph memory.", "[gpu_worker.py:692] Available KV cache memory: 56.21 GiB",
+         "(the note: compilation took ~15 s on both container starts; no compile cache mounted)"),
+        56.21, 460_496,
+        notes=("pool 1.0191 with the start's compile inside the profile: V2's profile gives consumed 15.14 GiB "
+               "(weights 14.99, non-torch 0.02, penalty buffers 0.13) against the logged 15.26 and peak activation "
+               "0.49 (the 2048-token MLP step 0.22 and the 0.27 GiB CUDA-graph estimate, which from 0.27 the log's "
+               "figure holds) against 1.44: the 0.95 GiB a compiling start holds, as the RunPod rows show",
+               "weights not asserted at 0.2 %: the log prints 15.0 GiB, hfmem 14.99")),
 ]
 
 # Token counts from a logged pool (the pool itself needs a GPU the log does not name): KV bytes per token and the
@@ -1625,20 +1647,20 @@ if __name__ == "__main__":  # print the table for the docs
 
 
 def test_cold_compile_note_carries_what_the_first_starts_show():
-    """Three first starts (an empty torch.compile cache) leave 0.6-1 GiB less pool than hfmem's plan, which is a
+    """Four compiling starts (an empty torch.compile cache) leave 0.65-1.08 GiB less pool than hfmem's plan, which is a
     restart's (the RunPod rows show the same command's cached starts matching): the plan says so once, with that
     range, on the V1 engine with compilation on; not for --enforce-eager or V0."""
     excess = {}
-    for name in ("qwen3-8b-4090-v0.27-cold", "qwen25-0.5b-4090-v0.24-cold"):
+    for name in ("qwen3-8b-4090-v0.27-cold", "qwen25-0.5b-4090-v0.24-cold", "llama31-8b-a100-80-v0.31"):
         row = next(r for r in ROWS if r.name == name)
         excess[name] = plan_of(row).kv_available_bytes / GiB - row.kv_gib
     start1 = next(r for r in ROWS if r.name == "qwen3-8b-5090-v0.24-start1")
     start2 = next(r for r in ROWS if r.name == "qwen3-8b-5090-v0.24-start2")
     assert start1.tokens is not None and start2.tokens is not None
     excess[start1.name] = (start2.tokens - start1.tokens) * 36 * 8 * 128 * 2 * 2 / GiB  # Qwen3-8B: 144 KiB a token
-    assert all(0.55 <= e <= 1.05 for e in excess.values()), excess
+    assert all(0.55 <= e <= 1.1 for e in excess.values()), excess
     plan = plan_of(next(r for r in ROWS if r.name == "qwen3-8b-4090-v0.27-warm"))
-    assert sum("0.6-1 GiB" in n and "torch.compile" in n for n in plan.notes) == 1
+    assert sum("0.6-1.1 GiB" in n and "torch.compile" in n for n in plan.notes) == 1
     eager = plan_of(next(r for r in ROWS if r.name == "llama31-8b-a100-40-v0.15-eager"))
     v0 = plan_of(next(r for r in ROWS if r.name == "qwen25-math-1.5b-a10-v0.7.2"))
     assert not any("torch.compile" in n for n in eager.notes + v0.notes)

@@ -61,7 +61,9 @@ CATALOG: tuple[GPU, ...] = (
     _g("a100-40gb", "A100 40GB", 39.49),  # A100-SXM4-40GB: deviceQuery 39.39, OOM messages 39.50-39.56
     _g("l40s", "L40S 48GB", 44.42),  # vLLM logs 44.32-44.42 and OOM messages 44.42 (nvidia-smi 46,068 MiB, ECC on)
     _g("rtx6000ada", "RTX 6000 Ada 48GB", 47.99),  # nvidia-smi 49,140 MiB (ECC off); no torch figure found
-    _g("a100-80gb", "A100 80GB", 79.15),  # OOM messages on named A100 80GB runs: 79.14-79.35 (nvidia-smi 81,920 MiB)
+    # vLLM 0.31 log "Free memory on device (78.84/79.25 GiB)" on a named A100 80GB; OOM messages 79.14-79.35, two of
+    # them 79.25 (nvidia-smi 81,920 MiB)
+    _g("a100-80gb", "A100 80GB", 79.25),
     # H100 80GB (SXM and PCIe): vLLM logs print 79.18-79.22 GiB and OOM messages 79.19-79.21 (nvidia-smi 81,559 MiB)
     _g("h100-80gb", "H100 80GB", 79.19),
     # H100 NVL: the PCIe-card Hopper (compute capability 9.0, 94 GB HBM3) sold in pairs joined by NVLink bridges, no

@@ -1053,8 +1053,8 @@ class Planner:
             if self.vllm.engine == "V1" and self.cudagraph:
                 # what logs show and vLLM's source does not size (docs/planner.md, the RTX 4090 and 5090 rows)
                 plan.notes.append("the KV pool is a restart's, with vLLM's torch.compile cache filled: a first start "
-                                  "compiles inside the memory profile, and logs of such starts show 0.6-1 GiB more "
-                                  "peak activation (0.5B-8B models, vLLM 0.24 and 0.27), so that much less KV pool")
+                                  "compiles inside the memory profile, and logs of such starts show 0.6-1.1 GiB more "
+                                  "peak activation (0.5B-8B models, vLLM 0.24 to 0.31), so that much less KV pool")
         if self.mxfp4_moe_layers and self.engine == "vllm" and self.device == "cuda":
             from hfmem.memory.vllm_weights import marlin_padding_bytes, mxfp4_backend
 
