@@ -22,6 +22,7 @@ other lookup, by applying its overlay to TABLE in place."""
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -285,6 +286,8 @@ def _build(entry: dict[str, Any], kwargs: dict[str, Any]) -> _Obj:
     for rule in entry["validators"]:
         _VALIDATORS[rule](obj)
     replaced = entry.get("replaced_validators", ())  # the class's own validate_* (in its validators) instead
+    if "validate_architecture" not in replaced:
+        _validate_architecture(obj)
     if "validate_layer_type" not in replaced:
         _validate_layer_type(obj)
     if "validate_rope" not in replaced:
@@ -579,7 +582,7 @@ def _rope_defaults(params: dict[str, Any], theta: Any, partial: Any) -> None:
 def _nested_rope_keys(obj: dict[str, Any], rope: Any) -> list[str]:
     """RotaryEmbeddingConfigMixin.nested_rope_parameter_keys: the keys of the dict that are the class's
     _rope_type_labels (DeepSeek-V4's "main" / "compress"), else this config's layer types."""
-    labels = getattr(obj, "entry", {}).get("rope_type_labels") or obj.get("layer_types") or ()
+    labels = getattr(obj, "entry", {}).get("rope_type_labels") or _read(obj, "layer_types") or ()
     return [key for key in rope if key in labels] if isinstance(rope, dict) else []
 
 
@@ -615,16 +618,39 @@ def _attr(entry: dict[str, Any], obj: dict[str, Any], name: str) -> Any:
     return obj[name]
 
 
+def _read(obj: Any, name: str) -> Any:
+    """``getattr(config, name, None)`` inside transformers' own code: a read-only property the class defines (Mamba's
+    layer_types, Falcon's head_dim) is computed by its catalogued getter, anything else is the stored attribute."""
+    rule = getattr(obj, "entry", {}).get("property_rules", {}).get(name)
+    return _PROPERTIES[rule](obj) if rule else obj.get(name)
+
+
 def _validate_layer_type(obj: dict[str, Any]) -> None:
     """PreTrainedConfig.validate_layer_type: known names, one per layer (it returns at the first absent list)."""
     for allowed, key in ((TABLE["allowed_attn_layer_types"], "layer_types"), (("sparse", "dense"), "mlp_layer_types")):
-        layers = obj.get(key)
+        layers = _read(obj, key)
         if layers is None or "num_hidden_layers" not in obj:
             return
         if not all(t in allowed for t in layers):
             raise _Fallback(key)
         if obj["num_hidden_layers"] is not None and obj["num_hidden_layers"] != len(layers):
             raise _Fallback(key)
+
+
+def _validate_architecture(obj: Any) -> None:
+    """PreTrainedConfig.validate_architecture: head_dim * num_heads must be embed_dim where a config has all three
+    (a heterogeneous config checks each layer's instead, which the per-layer overrides never name)."""
+    if obj.per_layer is not None or not all(name in obj for name in ("num_heads", "embed_dim")):
+        return
+    head_dim = _read(obj, "head_dim")
+    if head_dim is None and "head_dim" not in obj and "head_dim" not in obj.entry.get("property_rules", {}):
+        return
+    try:
+        bad = head_dim * obj["num_heads"] != obj["embed_dim"]
+    except TypeError as exc:
+        raise _Fallback("head_dim * num_heads") from exc
+    if bad:
+        raise _Fallback("embed_dim")
 
 
 def _validate_rope(obj: dict[str, Any]) -> None:
@@ -648,7 +674,7 @@ def _validate_rope(obj: dict[str, Any]) -> None:
             raise _Fallback("rope keys")  # KeyError in transformers
         _rope_values_compare(obj, params)
         # a heterogeneous config's head_dim cannot be read globally: the base skips the check for it
-        head_dim = None if getattr(obj, "per_layer", None) is not None else obj.get("head_dim")
+        head_dim = None if getattr(obj, "per_layer", None) is not None else _read(obj, "head_dim")
         partial = params.get("partial_rotary_factor", 1.0)
         if isinstance(head_dim, int) and head_dim > 4 and head_dim % 2:
             try:
@@ -959,6 +985,79 @@ def _kv_sharing_modes(obj: dict[str, Any]) -> list[str | None]:
         raise _Fallback("kv_sharing_modes") from exc
 
 
+def _falcon_sizes(obj: Any, kwargs: dict[str, Any], kv_heads: str = "") -> None:
+    """FalconConfig.__post_init__: the legacy n_embed (popped) is the hidden size, KV heads default to the attention
+    heads, the FFN is four hidden sizes unless given; with ``kv_heads`` (5.25 on) also num_key_value_heads, the heads
+    the attention layers produce: num_kv_heads with the new decoder architecture or without multi-query, else 1.
+    Its head_dim property divides by the attention heads: zero heads raise there, which only transformers can say."""
+    n_embed = kwargs.pop("n_embed", None)
+    if n_embed is not None:
+        _set_field(obj, obj.entry, "hidden_size", n_embed)
+    if obj["num_kv_heads"] is None:
+        obj["num_kv_heads"] = obj["num_attention_heads"]
+    if kv_heads:
+        obj["num_key_value_heads"] = (obj["num_kv_heads"] if (obj["new_decoder_architecture"] or not obj["multi_query"])
+                                      else 1)
+    if obj["ffn_hidden_size"] is None:
+        obj["ffn_hidden_size"] = obj["hidden_size"] * 4
+    if obj["num_attention_heads"] == 0:
+        raise _Fallback("num_attention_heads")
+
+
+def _falcon_head_dim(obj: Any) -> Any:
+    """FalconConfig.head_dim (a read-only property): hidden_size // num_attention_heads."""
+    return _floordiv(obj["hidden_size"], obj["num_attention_heads"])
+
+
+def _not_alibi(obj: Any) -> bool:
+    """FalconConfig.rotary (a read-only property): RoPE unless ALiBi."""
+    return not obj["alibi"]
+
+
+def _linear_attention_layers(obj: Any) -> list[str]:
+    """MambaConfig.layer_types (a read-only property): every layer a linear-attention (SSM) layer."""
+    return ["linear_attention"] * obj["num_hidden_layers"]
+
+
+def _mamba_sizes(obj: Any, kwargs: dict[str, Any]) -> None:
+    """MambaConfig.__post_init__: intermediate_size = int(expand * hidden_size) (a plain attribute, so a config.json's
+    own intermediate_size, set later by the base, wins), time_step_rank "auto" = ceil(hidden_size / 16)."""
+    try:
+        obj["intermediate_size"] = int(obj["expand"] * obj["hidden_size"])
+        if obj["time_step_rank"] == "auto":
+            obj["time_step_rank"] = math.ceil(obj["hidden_size"] / 16)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise _Fallback("mamba sizes") from exc
+
+
+def _granite_hybrid_mamba(obj: Any, kwargs: dict[str, Any]) -> None:
+    """GraniteMoeHybridConfig.__post_init__ after its KV-heads default: mamba_d_head "auto" = mamba_expand *
+    hidden_size // mamba_n_heads, time_step_limit as a tuple (its default holds an infinite bound), every layer
+    linear attention (Mamba) unless layer_types is given."""
+    try:
+        intermediate = obj["mamba_expand"] * obj["hidden_size"]
+        if obj["mamba_d_head"] == "auto":
+            _set_field(obj, obj.entry, "mamba_d_head", intermediate // obj["mamba_n_heads"])
+        limit = obj["time_step_limit"]
+        obj["time_step_limit"] = tuple(limit) if limit is not None else None
+        if obj["layer_types"] is None:
+            obj["layer_types"] = ["linear_attention"] * obj["num_hidden_layers"]
+    except (TypeError, ValueError, ZeroDivisionError) as exc:
+        raise _Fallback("granitemoehybrid mamba") from exc
+
+
+def _granite_hybrid_mamba_checks(obj: Any) -> None:
+    """GraniteMoeHybridConfig.validate_architecture (instead of the base one): mamba_n_heads divides mamba_expand *
+    hidden_size, and mamba_d_head * mamba_n_heads equals it."""
+    try:
+        intermediate = obj["mamba_expand"] * obj["hidden_size"]
+        bad = intermediate % obj["mamba_n_heads"] != 0 or obj["mamba_d_head"] * obj["mamba_n_heads"] != intermediate
+    except (TypeError, ValueError, ZeroDivisionError) as exc:
+        raise _Fallback("mamba_n_heads") from exc
+    if bad:
+        raise _Fallback("mamba_d_head")
+
+
 _DSV4_LEGACY = ("compress_ratios", "compress_rate_csa", "compress_rate_hca", "num_hash_layers", "qk_rope_head_dim")
 
 
@@ -1255,14 +1354,20 @@ _RULES: dict[str, Callable[..., None]] = {
     "channels_as_list": _channels_as_list,
     "deepseek_v4_legacy": _deepseek_v4_legacy,
     "deepseek_v4_layers": _deepseek_v4_layers,
+    "falcon_sizes": _falcon_sizes,  # "falcon_sizes:kv_heads" from 5.25 on
+    "mamba_sizes": _mamba_sizes,
+    "granite_hybrid_mamba": _granite_hybrid_mamba,
 }
 _ROPE_CONVERSIONS = {"gemma3": _gemma3_rope, "mrope_as_default": _mrope_as_default_rope, "phi3": _phi3_rope,
                      "phi3_524": _phi3_rope_524,
                      "olmo3": _olmo3_rope, "keep": _keep_rope}
 _TO_DICT_RULES = {"bidirectional_window": _bidirectional_window, "bidirectional_all_window": _bidirectional_all_window}
-_PROPERTIES: dict[str, Callable[[Any], Any]] = {"kv_sharing_modes": _kv_sharing_modes}
+_PROPERTIES: dict[str, Callable[[Any], Any]] = {"kv_sharing_modes": _kv_sharing_modes, "falcon_head_dim": _falcon_head_dim,
+                                                "not_alibi": _not_alibi,
+                                                "linear_attention_layers": _linear_attention_layers}
 _VALIDATORS = {"hidden_divisible_by_heads": _hidden_divisible_by_heads, "phi3_rope_checks": _phi3_rope_checks,
-               "deepseek_v4_layer_checks": _deepseek_v4_layer_checks, "deepseek_v4_rope_checks": _deepseek_v4_rope_checks}
+               "deepseek_v4_layer_checks": _deepseek_v4_layer_checks, "deepseek_v4_rope_checks": _deepseek_v4_rope_checks,
+               "granite_hybrid_mamba_checks": _granite_hybrid_mamba_checks}
 RULE_NAMES = frozenset(_RULES)
 VALIDATOR_NAMES = frozenset(_VALIDATORS)
 
