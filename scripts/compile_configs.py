@@ -26,7 +26,8 @@ A model_type is covered only when every part of what AutoConfig.for_model does f
   (``constants``), so the rules read the release's values;
 - sub-configs only as PreTrainedConfig.__post_init__ builds them from sub_configs_defaults
   (SubConfigSpec.create_subconfig), each default type covered too; get_text_config(decoder=True) is the config
-  itself or one of those sub-configs;
+  itself or one of those sub-configs, or (a legacy encoder-decoder without sub-configs: T5, Whisper) the base
+  method's copy with its decoder_* keys renamed, when that method's source is catalogued (KNOWN_TEXT_SPLIT);
 - its __post_init__ and validate_* methods have exactly the source text one of the named computations in
   hfmem/model/fast_config.py was written from (KNOWN_POST_INIT / KNOWN_VALIDATORS below, by sha256 of the
   dedented source); an edited or new class is left out until someone reads it and adds it;
@@ -75,6 +76,9 @@ KNOWN_PROPERTIES: dict[str, str] = {}  # read-only properties of a class: the fa
 # overrides nothing in transformers calls (Hunyuan-V1-MoE's _rope_parameters_validation): the source read by a person,
 # and each compile checks that the name still appears nowhere in transformers but its own definitions (_uncalled)
 KNOWN_UNCALLED: dict[str, str] = {}
+# PreTrainedConfig.get_text_config sources whose legacy encoder-decoder branch (a copy with its decoder_* keys renamed)
+# fast_config._decoder_split replays
+KNOWN_TEXT_SPLIT: dict[str, str] = {}
 # The model types worth covering (the families hfmem is used on most); anything else falls back to transformers.
 CANDIDATES = [
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss", "glm4_moe", "minimax_m2",
@@ -112,6 +116,7 @@ def _load_known() -> None:
     KNOWN_PROPERTIES.update(entries.get("properties", {}))
     KNOWN_FIELD_VALIDATORS.update(entries.get("field_validators", {}))
     KNOWN_UNCALLED.update(entries.get("uncalled", {}))
+    KNOWN_TEXT_SPLIT.update(entries.get("text_split", {}))
 
 
 @functools.cache
@@ -305,8 +310,20 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
         return None, "base validate_architecture applies"
     instance = cls()
     text = instance.get_text_config(decoder=True)
+    decoder_split: dict[str, Any] | None = None
     if text is not instance and not any(text is getattr(instance, key, None) for key in sub_configs):
-        return None, "text config is neither the config itself nor one of its sub-configs"
+        # a legacy encoder-decoder (T5, Whisper): the base get_text_config's copy with decoder_* keys renamed, replayed
+        # when that method's source is catalogued; a deleted key then reads as the class attribute (compiled here)
+        if not (instance.is_encoder_decoder and not sub_configs
+                and KNOWN_TEXT_SPLIT.get(_src_key(PreTrainedConfig.get_text_config)) == "legacy_decoder_split"):
+            return None, "text config is neither the config itself nor one of its sub-configs"
+        decoder_split = {}
+        for name in dir(cls):
+            if name.startswith("decoder"):
+                try:
+                    decoder_split[name] = _jsonable(getattr(cls, name))
+                except TypeError:
+                    return None, f"class attribute {name} is not JSON"
     properties = sorted({n for c in cls.__mro__ for n, v in vars(c).items() if isinstance(v, property)})
     return {
         "fields": fields, "types": specs, "attribute_map": dict(cls.attribute_map), "rules": rules,
@@ -321,6 +338,7 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
         **({"constants": constants} if constants else {}),
         **({"property_rules": property_rules} if property_rules else {}),
         **({"sub_configs": sub_configs} if sub_configs else {}),
+        **({"decoder_split": decoder_split} if decoder_split is not None else {}),
     }, "ok"  # fmt: skip
 
 

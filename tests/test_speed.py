@@ -492,10 +492,12 @@ def test_analysis_modules_do_not_import_transformers_or_torch():
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("repo", ["tiiuae/falcon-7b-instruct", "state-spaces/mamba-2.8b-hf"])
-def test_local_run_of_a_hybrid_or_ssm_family_imports_no_transformers(repo, stub_repo):
-    """Falcon and Mamba (read-only properties: head_dim / rotary, layer_types) are in the compiled config table: a cold
-    local run of a header-only stub imports no transformers, torch or numpy, and says nothing of importing them."""
+@pytest.mark.parametrize("repo", ["tiiuae/falcon-7b-instruct", "state-spaces/mamba-2.8b-hf", "google-t5/t5-small",
+                                  "openai/whisper-large-v3"])
+def test_local_run_of_newly_compiled_families_imports_no_transformers(repo, stub_repo):
+    """Falcon and Mamba (read-only properties: head_dim / rotary, layer_types), T5 and Whisper (the legacy
+    encoder-decoder text config) are in the compiled config table: a cold local run of a header-only stub imports no
+    transformers, torch or numpy, and says nothing of importing them."""
     code = (
         "import sys, io, json, contextlib\nfrom hfmem.cli import main\nout = io.StringIO()\n"
         "try:\n    with contextlib.redirect_stdout(out): main([%r, '--format', 'json'])\n"

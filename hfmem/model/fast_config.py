@@ -115,7 +115,7 @@ def fast_normalise(config: dict[str, Any]) -> tuple[Any, Any] | None:
     try:
         obj = _build(entry, {k: v for k, v in config.items() if k != "model_type"})
         full = _replayed(entry, str(model_type), obj)
-        text = _text_config(full, obj)
+        text = _text_config(full, obj, str(model_type))
     except _Fallback:
         return None
     return full, text
@@ -166,7 +166,7 @@ def _as_list(value: Any) -> Any:
 _DECODER_TEXT_NAMES = ("decoder", "generator", "text_config")
 
 
-def _text_config(full: Any, obj: dict[str, Any]) -> Any:
+def _text_config(full: Any, obj: _Obj, model_type: str) -> Any:
     from hfmem.model.normalise import ReplayedConfig
 
     found = [name for name in _DECODER_TEXT_NAMES if getattr(full, name) is not None]
@@ -178,8 +178,52 @@ def _text_config(full: Any, obj: dict[str, Any]) -> Any:
             raise _Fallback(found[0])  # a text config that is not a config object: transformers' business
         return text
     if obj.get("is_encoder_decoder"):
-        raise _Fallback("is_encoder_decoder")  # the legacy encoder/decoder split copies and renames attributes
+        if "decoder_split" not in obj.entry:
+            raise _Fallback("is_encoder_decoder")  # a class the compiler did not verify the split for
+        return _decoder_split(full, obj, model_type)
     return full
+
+
+def _decoder_split(full: Any, obj: _Obj, model_type: str) -> Any:
+    """PreTrainedConfig.get_text_config(decoder=True) on a legacy encoder-decoder config (T5, Whisper: no decoder
+    sub-config): a deep copy whose to_dict() keys starting with "decoder" are renamed (decoder_layers ->
+    num_hidden_layers, decoder_attention_heads -> num_attention_heads, else the rest of the name, then through
+    attribute_map) by delattr + setattr. A deleted field then reads as its class attribute (the dataclass default,
+    compiled as entry["decoder_split"]); anything else deleted is absent. Renames whose order would matter (two onto
+    one name, or onto a name renamed too) fall back."""
+    entry = obj.entry
+    amap = entry["attribute_map"]
+    pairs = []
+    for key in full.to_dict():
+        if not key.startswith("decoder"):
+            continue
+        new = ("num_hidden_layers" if key == "decoder_layers" else "num_attention_heads"
+               if key == "decoder_attention_heads" else key[len("decoder") + 1:])
+        pairs.append((key, amap.get(new, new)))
+    targets = [new for _, new in pairs]
+    if len(set(targets)) != len(targets) or set(targets) & {key for key, _ in pairs}:
+        raise _Fallback("decoder keys")
+    text = _Obj(amap)
+    text.entry, text.per_layer = entry, obj.per_layer
+    dict.update(text, copy.deepcopy(dict(obj)))
+    for key, new in pairs:
+        if not dict.__contains__(text, key):
+            raise _Fallback(key)  # a to_dict() key that is not an instance attribute
+        value = dict.pop(text, key)
+        if new in entry["fields"]:
+            _set_field(text, entry, new, value)  # the strict dataclass checks the assignment
+        else:
+            text[new] = value
+    replayed = _replayed(entry, model_type, text)
+    attrs = replayed.__dict__["_attrs"]
+    class_attrs = entry["decoder_split"]
+    for key, _ in pairs:  # read after delattr: the class attribute, else AttributeError (absent here)
+        for name in [key, *(alias for alias, target in amap.items() if target == key)]:
+            if key in class_attrs:
+                attrs[name] = copy.deepcopy(class_attrs[key])
+            else:
+                attrs.pop(name, None)
+    return replayed
 
 
 def _check(value: Any, spec: Any) -> bool:
@@ -1046,6 +1090,28 @@ def _granite_hybrid_mamba(obj: Any, kwargs: dict[str, Any]) -> None:
         raise _Fallback("granitemoehybrid mamba") from exc
 
 
+def _t5_activation(obj: Any, kwargs: dict[str, Any]) -> None:
+    """T5Config.__post_init__: decoder layers as many as the encoder's unless given, the dense activation and gating
+    from feed_forward_proj ("gated-gelu" is gelu_new), scale_decoder_outputs unless tie_word_embeddings (popped) is
+    False, and tie_word_embeddings always True."""
+    if obj["num_decoder_layers"] is None:
+        obj["num_decoder_layers"] = obj["num_layers"]
+    act_info = obj["feed_forward_proj"].split("-")
+    obj["dense_act_fn"] = act_info[-1]
+    obj["is_gated_act"] = act_info[0] == "gated"
+    if obj["feed_forward_proj"] == "gated-gelu":
+        obj["dense_act_fn"] = "gelu_new"
+    obj["scale_decoder_outputs"] = kwargs.pop("tie_word_embeddings", None) is not False
+    obj["tie_word_embeddings"] = True
+
+
+def _t5_activation_checks(obj: Any) -> None:
+    """T5Config.validate_architecture (instead of the base one): feed_forward_proj is "ACT" or "gated-ACT"."""
+    act_info = obj["feed_forward_proj"].split("-")
+    if len(act_info) > 1 and act_info[0] != "gated" or len(act_info) > 2:
+        raise _Fallback("feed_forward_proj")
+
+
 def _granite_hybrid_mamba_checks(obj: Any) -> None:
     """GraniteMoeHybridConfig.validate_architecture (instead of the base one): mamba_n_heads divides mamba_expand *
     hidden_size, and mamba_d_head * mamba_n_heads equals it."""
@@ -1357,6 +1423,7 @@ _RULES: dict[str, Callable[..., None]] = {
     "falcon_sizes": _falcon_sizes,  # "falcon_sizes:kv_heads" from 5.25 on
     "mamba_sizes": _mamba_sizes,
     "granite_hybrid_mamba": _granite_hybrid_mamba,
+    "t5_activation": _t5_activation,
 }
 _ROPE_CONVERSIONS = {"gemma3": _gemma3_rope, "mrope_as_default": _mrope_as_default_rope, "phi3": _phi3_rope,
                      "phi3_524": _phi3_rope_524,
@@ -1367,7 +1434,7 @@ _PROPERTIES: dict[str, Callable[[Any], Any]] = {"kv_sharing_modes": _kv_sharing_
                                                 "linear_attention_layers": _linear_attention_layers}
 _VALIDATORS = {"hidden_divisible_by_heads": _hidden_divisible_by_heads, "phi3_rope_checks": _phi3_rope_checks,
                "deepseek_v4_layer_checks": _deepseek_v4_layer_checks, "deepseek_v4_rope_checks": _deepseek_v4_rope_checks,
-               "granite_hybrid_mamba_checks": _granite_hybrid_mamba_checks}
+               "granite_hybrid_mamba_checks": _granite_hybrid_mamba_checks, "t5_activation_checks": _t5_activation_checks}
 RULE_NAMES = frozenset(_RULES)
 VALIDATOR_NAMES = frozenset(_VALIDATORS)
 
