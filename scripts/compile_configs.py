@@ -83,7 +83,7 @@ KNOWN_TEXT_SPLIT: dict[str, str] = {}
 CANDIDATES = [
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss", "glm4_moe", "minimax_m2",
     "bert", "gpt2", "phi", "phi3", "gemma", "gemma2", "deepseek_v2", "deepseek_v3", "glm4_moe_lite", "qwen3_next",
-    "kimi_linear", "falcon", "mamba", "granitemoehybrid", "t5", "whisper", "starcoder2", "olmo2", "granite", "cohere", "stablelm",
+    "kimi_linear", "falcon", "mamba", "granitemoehybrid", "falcon_h1", "mamba2", "t5", "whisper", "starcoder2", "olmo2", "granite", "cohere", "stablelm",
     # composite (text + vision) and frontier families
     "gemma3", "gemma3_text", "gemma4", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "llama4",
     "mistral3", "glm_moe_dsa", "deepseek_v4", "hunyuan_v1_moe",

@@ -314,7 +314,9 @@ def test_gemma4_kv_sharing_modes_property(config):
 
 
 _PROPERTY_NAMES = {"falcon": ("head_dim", "rotary", "num_key_value_heads"), "mamba": ("layer_types",),
-                   "granitemoehybrid": ("time_step_limit", "layers_block_type")}
+                   "granitemoehybrid": ("time_step_limit", "layers_block_type"),
+                   "falcon_h1": ("layers_block_type", "layer_types", "time_step_limit", "mamba_d_head"),
+                   "mamba2": ("layer_types", "time_step_rank")}
 # the decoder text config's attributes after the legacy split: renamed ones, their attribute_map aliases, and the
 # deleted keys (which read as the class's default, or are absent)
 _TEXT_NAMES = {"t5": ("num_hidden_layers", "num_attention_heads", "num_decoder_layers", "start_token_id",
@@ -328,7 +330,7 @@ _TEXT_NAMES = {"t5": ("num_hidden_layers", "num_attention_heads", "num_decoder_l
 
 def _random_config(rng: Any, model_type: str) -> dict[str, Any]:
     """A config of a type with computations (Gemma 4 text, DeepSeek-V4, Falcon, Mamba, Granite 4 hybrid, Hunyuan-V1-MoE,
-    T5, Whisper)
+    Falcon-H1, Mamba-2, T5, Whisper)
     with each key of its rules present or not, at values that take every branch (or are rejected: wrong lengths,
     types and kinds)."""
     n = rng.choice([0, 1, 2, 5, 6, 7])
@@ -374,6 +376,17 @@ def _random_config(rng: Any, model_type: str) -> dict[str, Any]:
             "layers_block_type": [["attention"] * n], "num_key_value_heads": [None, 4],
             "position_embedding_type": ["nope", "rope"], "rope_theta": [1e4, 1e7],
             "num_local_experts": [0, 72], "num_experts_per_tok": [10]},
+        # Falcon-H1: Granite 4 hybrid's computations with mamba_d_ssm, a layers_block_type property its layer_types
+        # names (attribute_map); Mamba-2: time_step_rank "auto", heads * head_dim against hidden_size * expand
+        "falcon_h1": {
+            "mamba_d_ssm": [None, 1024, 1536], "mamba_d_head": ["auto", 64, 8], "mamba_n_heads": [128, 64, 0, 24],
+            "mamba_expand": [2, None], "hidden_size": [4096, 1536, 1024], "time_step_limit": [[0.0, 100.0], None],
+            "mlp_multipliers": [None, [0.5, 2.0]], "ssm_multipliers": [None, [1.0] * 5], "num_key_value_heads": [None, 2],
+            "layer_types": [["hybrid"] * n], "layers_block_type": [["hybrid"] * n], "rope_theta": [1e4, 1e11]},
+        "mamba2": {
+            "hidden_size": [4096, 2560, 768], "expand": [2, 1], "num_heads": [128, 80, 24], "head_dim": [64, 32],
+            "time_step_rank": ["auto", 256, "x"], "time_step_limit": [[0.0, 100.0], [0.0]], "n_groups": [1, 8],
+            "layer_types": [["linear_attention"] * n], "mlp_layer_types": [["dense"] * n, ["moe"] * n]},
         # legacy encoder-decoders: the decoder text config is a copy with decoder_* keys renamed (onto a field the
         # strict dataclass checks, onto an attribute_map alias, onto another renamed key: falls back)
         "t5": {
@@ -398,7 +411,7 @@ def _random_config(rng: Any, model_type: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("model_type", ["gemma4_text", "deepseek_v4", "falcon", "mamba", "granitemoehybrid",
-                                        "hunyuan_v1_moe", "t5", "whisper"])
+                                        "hunyuan_v1_moe", "falcon_h1", "mamba2", "t5", "whisper"])
 def test_random_inputs_equal_transformers_whole_to_dict(model_type):
     """Seeded random configs through each rule's branches: every one the table accepts gives transformers' whole
     to_dict() (not only the keys hfmem reads) and, for Gemma 4, its kv_sharing_modes; some are accepted, and the

@@ -7,9 +7,11 @@ and the names of the computations the class's ``__post_init__`` and ``validate_*
 overrides of ``to_dict`` and ``convert_rope_params_to_dict`` and read-only properties it knows (matched by their
 source text when the table was compiled, so an edited class is not covered until it is recompiled), the module and
 class constants those methods read, and for composite (text + vision) classes the sub-configs
-``sub_configs_defaults`` builds. This module replays the base ``PreTrainedConfig.__post_init__``
-(transformers/configuration_utils.py), sub-configs and the per-layer overrides a class's own __post_init__ sets
-(HeterogeneousConfigMixin, Gemma 4) included, and those computations. Whatever it cannot vouch for (a value of a type
+``sub_configs_defaults`` builds, and for a legacy encoder-decoder (T5, Whisper) the class attributes its decoder text
+config reads. This module replays the base ``PreTrainedConfig.__post_init__`` (transformers/configuration_utils.py),
+sub-configs and the per-layer overrides a class's own __post_init__ sets (HeterogeneousConfigMixin, Gemma 4)
+included, those computations, the catalogued properties wherever transformers reads them, and
+``get_text_config(decoder=True)``. Whatever it cannot vouch for (a value of a type
 the strict dataclass would reject, RoPE parameters nested by layer type outside a catalogued conversion, an unknown
 RoPE type, a config.json's own per_layer_config, a sub-config or model_type or transformers version the table does
 not cover) returns None and the caller imports transformers as before: the fast path never guesses.
@@ -129,7 +131,8 @@ def _replayed(entry: dict[str, Any], model_type: str, obj: _Obj) -> Any:
 
     attrs = dict(obj.items())
     for alias, target in entry["attribute_map"].items():
-        attrs[alias] = obj.get(target)
+        if target not in entry.get("property_rules", {}):  # an alias of a property: with the properties below
+            attrs[alias] = obj.get(target)
     attrs["torch_dtype"] = obj.get("dtype")  # PreTrainedConfig.torch_dtype: a deprecated alias of dtype
     attrs.setdefault("model_type", model_type)  # a "model_type" key of a sub-config dict is set on the instance
     attrs["name_or_path"] = ""
@@ -150,10 +153,15 @@ def _replayed(entry: dict[str, Any], model_type: str, obj: _Obj) -> Any:
     for rule in entry.get("to_dict_rules", ()):  # the class's own to_dict, after the base one
         _TO_DICT_RULES[rule](obj, as_dict)
     for name, rule in entry.get("property_rules", {}).items():  # the class's own properties, read as attributes
+        aliases = [name, *(alias for alias, target in entry["attribute_map"].items() if target == name)]
         try:
-            attrs[name] = _PROPERTIES[rule](obj)
+            value = _PROPERTIES[rule](obj)
         except _Fallback:
-            attrs.pop(name, None)  # raises in transformers: getattr fails, as for an absent attribute
+            for alias in aliases:
+                attrs.pop(alias, None)  # raises in transformers: getattr fails, as for an absent attribute
+            continue
+        for alias in aliases:
+            attrs[alias] = copy.deepcopy(value) if alias != name else value
     return ReplayedConfig(attrs, as_dict)
 
 
@@ -380,7 +388,7 @@ def _base_post_init(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str
     for key, value in kwargs.items():
         if key in ignored:
             continue
-        if key in entry["properties"]:
+        if key in entry["properties"] or amap.get(key, key) in entry["properties"]:
             raise _Fallback(key)  # a property setter (or a read-only one that raises) runs in transformers
         if key in fields or amap.get(key, key) in fields:
             _set_field(obj, entry, key if key in fields else amap[key], value)
@@ -663,9 +671,12 @@ def _attr(entry: dict[str, Any], obj: dict[str, Any], name: str) -> Any:
 
 
 def _read(obj: Any, name: str) -> Any:
-    """``getattr(config, name, None)`` inside transformers' own code: a read-only property the class defines (Mamba's
-    layer_types, Falcon's head_dim) is computed by its catalogued getter, anything else is the stored attribute."""
-    rule = getattr(obj, "entry", {}).get("property_rules", {}).get(name)
+    """``getattr(config, name, None)`` inside transformers' own code: through attribute_map, a read-only property the
+    class defines (Mamba's layer_types, Falcon's head_dim, Falcon-H1's layers_block_type that its layer_types names)
+    is computed by its catalogued getter, anything else is the stored attribute."""
+    entry = getattr(obj, "entry", {})
+    name = entry.get("attribute_map", {}).get(name, name)
+    rule = entry.get("property_rules", {}).get(name)
     return _PROPERTIES[rule](obj) if rule else obj.get(name)
 
 
@@ -1074,20 +1085,33 @@ def _mamba_sizes(obj: Any, kwargs: dict[str, Any]) -> None:
         raise _Fallback("mamba sizes") from exc
 
 
-def _granite_hybrid_mamba(obj: Any, kwargs: dict[str, Any]) -> None:
+def _mamba_intermediate(obj: Any, d_ssm: bool) -> Any:
+    """The Mamba mixer's width: mamba_expand * hidden_size, or Falcon-H1's mamba_d_ssm (``d_ssm``) when it is set."""
+    if d_ssm and obj["mamba_d_ssm"] is not None:
+        return obj["mamba_d_ssm"]
+    return obj["mamba_expand"] * obj["hidden_size"]
+
+
+def _granite_hybrid_mamba(obj: Any, kwargs: dict[str, Any], falcon_h1: str = "") -> None:
     """GraniteMoeHybridConfig.__post_init__ after its KV-heads default: mamba_d_head "auto" = mamba_expand *
     hidden_size // mamba_n_heads, time_step_limit as a tuple (its default holds an infinite bound), every layer
-    linear attention (Mamba) unless layer_types is given."""
+    linear attention (Mamba) unless layer_types is given. FalconH1Config.__post_init__ (``falcon_h1``) is the same but
+    for the width (mamba_d_ssm when set) and, instead of the layer kinds, MLP and SSM multipliers of 1.0 unless given."""
     try:
-        intermediate = obj["mamba_expand"] * obj["hidden_size"]
+        intermediate = _mamba_intermediate(obj, bool(falcon_h1))
         if obj["mamba_d_head"] == "auto":
             _set_field(obj, obj.entry, "mamba_d_head", intermediate // obj["mamba_n_heads"])
         limit = obj["time_step_limit"]
         obj["time_step_limit"] = tuple(limit) if limit is not None else None
-        if obj["layer_types"] is None:
+        if falcon_h1:
+            if obj["mlp_multipliers"] is None:
+                obj["mlp_multipliers"] = [1.0, 1.0]
+            if obj["ssm_multipliers"] is None:
+                obj["ssm_multipliers"] = [1.0, 1.0, 1.0, 1.0, 1.0]
+        elif obj["layer_types"] is None:
             obj["layer_types"] = ["linear_attention"] * obj["num_hidden_layers"]
     except (TypeError, ValueError, ZeroDivisionError) as exc:
-        raise _Fallback("granitemoehybrid mamba") from exc
+        raise _Fallback("mamba_d_head") from exc
 
 
 def _t5_activation(obj: Any, kwargs: dict[str, Any]) -> None:
@@ -1112,16 +1136,44 @@ def _t5_activation_checks(obj: Any) -> None:
         raise _Fallback("feed_forward_proj")
 
 
-def _granite_hybrid_mamba_checks(obj: Any) -> None:
+def _granite_hybrid_mamba_checks(obj: Any, d_ssm: bool = False) -> None:
     """GraniteMoeHybridConfig.validate_architecture (instead of the base one): mamba_n_heads divides mamba_expand *
-    hidden_size, and mamba_d_head * mamba_n_heads equals it."""
+    hidden_size, and mamba_d_head * mamba_n_heads equals it (Falcon-H1's, ``d_ssm``: its mixer width)."""
     try:
-        intermediate = obj["mamba_expand"] * obj["hidden_size"]
+        intermediate = _mamba_intermediate(obj, d_ssm)
         bad = intermediate % obj["mamba_n_heads"] != 0 or obj["mamba_d_head"] * obj["mamba_n_heads"] != intermediate
     except (TypeError, ValueError, ZeroDivisionError) as exc:
         raise _Fallback("mamba_n_heads") from exc
     if bad:
         raise _Fallback("mamba_d_head")
+
+
+def _falcon_h1_mamba_checks(obj: Any) -> None:
+    _granite_hybrid_mamba_checks(obj, d_ssm=True)
+
+
+def _hybrid_blocks(obj: Any) -> list[str]:
+    """FalconH1Config.layers_block_type (a read-only property): every layer "hybrid" (attention and Mamba-2)."""
+    return ["hybrid" for _ in range(obj["num_hidden_layers"])]
+
+
+def _time_step_rank_auto(obj: Any, kwargs: dict[str, Any]) -> None:
+    """Mamba2Config.__post_init__: time_step_rank "auto" = ceil(hidden_size / 16)."""
+    if obj["time_step_rank"] == "auto":
+        try:
+            obj["time_step_rank"] = math.ceil(obj["hidden_size"] / 16)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise _Fallback("time_step_rank") from exc
+
+
+def _mamba2_heads_checks(obj: Any) -> None:
+    """Mamba2Config.validate_architecture (instead of the base one): hidden_size * expand == num_heads * head_dim."""
+    try:
+        bad = obj["hidden_size"] * obj["expand"] != obj["num_heads"] * obj["head_dim"]
+    except TypeError as exc:
+        raise _Fallback("num_heads * head_dim") from exc
+    if bad:
+        raise _Fallback("hidden_size * expand")
 
 
 _DSV4_LEGACY = ("compress_ratios", "compress_rate_csa", "compress_rate_hca", "num_hash_layers", "qk_rope_head_dim")
@@ -1424,6 +1476,7 @@ _RULES: dict[str, Callable[..., None]] = {
     "mamba_sizes": _mamba_sizes,
     "granite_hybrid_mamba": _granite_hybrid_mamba,
     "t5_activation": _t5_activation,
+    "time_step_rank_auto": _time_step_rank_auto,  # "granite_hybrid_mamba:falcon_h1" for Falcon-H1
 }
 _ROPE_CONVERSIONS = {"gemma3": _gemma3_rope, "mrope_as_default": _mrope_as_default_rope, "phi3": _phi3_rope,
                      "phi3_524": _phi3_rope_524,
@@ -1431,10 +1484,12 @@ _ROPE_CONVERSIONS = {"gemma3": _gemma3_rope, "mrope_as_default": _mrope_as_defau
 _TO_DICT_RULES = {"bidirectional_window": _bidirectional_window, "bidirectional_all_window": _bidirectional_all_window}
 _PROPERTIES: dict[str, Callable[[Any], Any]] = {"kv_sharing_modes": _kv_sharing_modes, "falcon_head_dim": _falcon_head_dim,
                                                 "not_alibi": _not_alibi,
-                                                "linear_attention_layers": _linear_attention_layers}
+                                                "linear_attention_layers": _linear_attention_layers,
+                                                "hybrid_blocks": _hybrid_blocks}
 _VALIDATORS = {"hidden_divisible_by_heads": _hidden_divisible_by_heads, "phi3_rope_checks": _phi3_rope_checks,
                "deepseek_v4_layer_checks": _deepseek_v4_layer_checks, "deepseek_v4_rope_checks": _deepseek_v4_rope_checks,
-               "granite_hybrid_mamba_checks": _granite_hybrid_mamba_checks, "t5_activation_checks": _t5_activation_checks}
+               "granite_hybrid_mamba_checks": _granite_hybrid_mamba_checks, "t5_activation_checks": _t5_activation_checks,
+               "falcon_h1_mamba_checks": _falcon_h1_mamba_checks, "mamba2_heads_checks": _mamba2_heads_checks}
 RULE_NAMES = frozenset(_RULES)
 VALIDATOR_NAMES = frozenset(_VALIDATORS)
 
