@@ -16,20 +16,24 @@ tests/test_fast_config.py, tests/test_contract.py and the measured-cache tests (
 
 A model_type is covered only when every part of what AutoConfig.for_model does for it is known here:
 - no properties of its own but read-only ones whose getter is catalogued (KNOWN_PROPERTIES: Gemma 4 text's
-  kv_sharing_modes); no override of a PreTrainedConfig method other than __post_init__ and validate_* (a
-  convert_rope_params_to_dict or to_dict override only when its source is catalogued: KNOWN_ROPE,
-  KNOWN_ROPE_CONVERT, KNOWN_TO_DICT); a validate_layer_type / validate_rope that does not call the base one is
-  catalogued with "instead_of_base", and RoPE nested under _rope_type_labels needs such a validate_rope;
+  kv_sharing_modes, Falcon's head_dim and rotary, Mamba's layer_types); no override of a PreTrainedConfig method
+  other than __post_init__ and validate_* (a convert_rope_params_to_dict or to_dict override only when its source is
+  catalogued: KNOWN_ROPE, KNOWN_ROPE_CONVERT, KNOWN_TO_DICT; another method only when its source is catalogued as
+  dead code, KNOWN_UNCALLED, and no line of the installed transformers names it but its definitions); a
+  validate_layer_type / validate_rope / validate_architecture that does not call the base one is catalogued with
+  "instead_of_base", and RoPE nested under _rope_type_labels needs such a validate_rope;
 - the module-level constants and non-field class attributes its catalogued methods read are compiled with it
   (``constants``), so the rules read the release's values;
 - sub-configs only as PreTrainedConfig.__post_init__ builds them from sub_configs_defaults
   (SubConfigSpec.create_subconfig), each default type covered too; get_text_config(decoder=True) is the config
-  itself or one of those sub-configs;
+  itself or one of those sub-configs, or (a legacy encoder-decoder without sub-configs: T5, Whisper) the base
+  method's copy with its decoder_* keys renamed, when that method's source is catalogued (KNOWN_TEXT_SPLIT);
 - its __post_init__ and validate_* methods have exactly the source text one of the named computations in
   hfmem/model/fast_config.py was written from (KNOWN_POST_INIT / KNOWN_VALIDATORS below, by sha256 of the
   dedented source); an edited or new class is left out until someone reads it and adds it;
 - every dataclass field's declared type can be described for the strict type check (a field validator only when
-  catalogued: KNOWN_FIELD_VALIDATORS, transformers' interval), and its default is JSON;
+  catalogued: KNOWN_FIELD_VALIDATORS, transformers' interval), and its default is JSON or an infinite float
+  (Granite 4 hybrid's time_step_limit: the generated module imports math.inf for pprint's ``inf``; NaN never);
 - the fast normaliser gives the same value as transformers for every field hfmem reads (fast_config.USED_ATTRS,
   USED_KEYS) on probes: the class defaults, every config of that type in fixtures/ and ../shared/models, and
   variations of them (KV heads / head_dim dropped, sliding window on, legacy rope_scaling/rope_theta, torch_dtype).
@@ -69,11 +73,17 @@ KNOWN_ROPE_CONVERT: dict[str, str] = {}
 KNOWN_TO_DICT: dict[str, list[str]] = {}
 KNOWN_FIELD_VALIDATORS: dict[str, str] = {}  # a field's own validator (transformers.utils.type_validators)
 KNOWN_PROPERTIES: dict[str, str] = {}  # read-only properties of a class: the fast_config._PROPERTIES entry replaying it
+# overrides nothing in transformers calls (Hunyuan-V1-MoE's _rope_parameters_validation): the source read by a person,
+# and each compile checks that the name still appears nowhere in transformers but its own definitions (_uncalled)
+KNOWN_UNCALLED: dict[str, str] = {}
+# PreTrainedConfig.get_text_config sources whose legacy encoder-decoder branch (a copy with its decoder_* keys renamed)
+# fast_config._decoder_split replays
+KNOWN_TEXT_SPLIT: dict[str, str] = {}
 # The model types worth covering (the families hfmem is used on most); anything else falls back to transformers.
 CANDIDATES = [
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gpt_oss", "glm4_moe", "minimax_m2",
     "bert", "gpt2", "phi", "phi3", "gemma", "gemma2", "deepseek_v2", "deepseek_v3", "glm4_moe_lite", "qwen3_next",
-    "kimi_linear", "falcon", "mamba", "t5", "whisper", "starcoder2", "olmo2", "granite", "cohere", "stablelm",
+    "kimi_linear", "falcon", "mamba", "granitemoehybrid", "falcon_h1", "mamba2", "t5", "whisper", "starcoder2", "olmo2", "granite", "cohere", "stablelm",
     # composite (text + vision) and frontier families
     "gemma3", "gemma3_text", "gemma4", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "llama4",
     "mistral3", "glm_moe_dsa", "deepseek_v4", "hunyuan_v1_moe",
@@ -105,6 +115,25 @@ def _load_known() -> None:
     KNOWN_TO_DICT.update(entries.get("to_dict", {}))
     KNOWN_PROPERTIES.update(entries.get("properties", {}))
     KNOWN_FIELD_VALIDATORS.update(entries.get("field_validators", {}))
+    KNOWN_UNCALLED.update(entries.get("uncalled", {}))
+    KNOWN_TEXT_SPLIT.update(entries.get("text_split", {}))
+
+
+@functools.cache
+def _transformers_sources() -> str:
+    import transformers
+
+    return "\n".join(p.read_text(errors="replace") for p in Path(transformers.__file__).parent.rglob("*.py"))
+
+
+def _uncalled(name: str) -> bool:
+    """No line of the installed transformers names ``name`` but its own ``def`` lines (so no code calls it, nor
+    builds its name: a getattr of an f-string would still have to spell the rest of it)."""
+    stem = name.strip("_")
+    for line in _transformers_sources().splitlines():
+        if stem in line and not line.lstrip().startswith(f"def {name}("):
+            return False
+    return True
 
 
 def _spec(tp: Any) -> Any:
@@ -142,8 +171,10 @@ def _jsonable(v: Any) -> Any:
         if not all(isinstance(k, str) for k in v):
             raise TypeError("non-string key")
         return {k: _jsonable(x) for k, x in v.items()}
-    if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")):
-        raise TypeError("non-finite float")  # not JSON, and not a Python literal pprint can write
+    if isinstance(v, float) and v != v:
+        raise TypeError("NaN")  # equal to nothing, so no probe could agree on it
+    # an infinite float (Granite 4 hybrid's time_step_limit bound) is written as pprint does, `inf`, which the
+    # generated module defines (from math import inf)
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     raise TypeError(type(v).__name__)
@@ -193,6 +224,8 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
             rope_convert = KNOWN_ROPE_CONVERT[key]
         elif name == "to_dict" and key in KNOWN_TO_DICT:
             to_dict_rules = KNOWN_TO_DICT[key]
+        elif KNOWN_UNCALLED.get(key) == name and _uncalled(name):
+            pass  # dead code: AutoConfig.for_model never runs it
         else:
             continue
         overridden.remove(name)
@@ -244,7 +277,7 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
             return None, f"{name} {key} not catalogued"
         checks = KNOWN_VALIDATORS[key]
         if "instead_of_base" in checks:  # catalogued as not calling super(): fast_config skips its replay of the base
-            if name not in ("validate_layer_type", "validate_rope"):
+            if name not in ("validate_layer_type", "validate_rope", "validate_architecture"):
                 return None, f"{name} replaces a base validator fast_config does not replay"
             replaced.append(name)
         validators += [r for r in checks if r != "instead_of_base"]
@@ -277,8 +310,20 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
         return None, "base validate_architecture applies"
     instance = cls()
     text = instance.get_text_config(decoder=True)
+    decoder_split: dict[str, Any] | None = None
     if text is not instance and not any(text is getattr(instance, key, None) for key in sub_configs):
-        return None, "text config is neither the config itself nor one of its sub-configs"
+        # a legacy encoder-decoder (T5, Whisper): the base get_text_config's copy with decoder_* keys renamed, replayed
+        # when that method's source is catalogued; a deleted key then reads as the class attribute (compiled here)
+        if not (instance.is_encoder_decoder and not sub_configs
+                and KNOWN_TEXT_SPLIT.get(_src_key(PreTrainedConfig.get_text_config)) == "legacy_decoder_split"):
+            return None, "text config is neither the config itself nor one of its sub-configs"
+        decoder_split = {}
+        for name in dir(cls):
+            if name.startswith("decoder"):
+                try:
+                    decoder_split[name] = _jsonable(getattr(cls, name))
+                except TypeError:
+                    return None, f"class attribute {name} is not JSON"
     properties = sorted({n for c in cls.__mro__ for n, v in vars(c).items() if isinstance(v, property)})
     return {
         "fields": fields, "types": specs, "attribute_map": dict(cls.attribute_map), "rules": rules,
@@ -293,6 +338,7 @@ def compile_type(model_type: str) -> tuple[dict[str, Any] | None, str]:
         **({"constants": constants} if constants else {}),
         **({"property_rules": property_rules} if property_rules else {}),
         **({"sub_configs": sub_configs} if sub_configs else {}),
+        **({"decoder_split": decoder_split} if decoder_split is not None else {}),
     }, "ok"  # fmt: skip
 
 
@@ -508,6 +554,15 @@ def verify(model_type: str, table: dict[str, Any]) -> list[str]:
 # Several releases in one table
 
 
+def _has_inf(value: Any) -> bool:
+    """An infinite float anywhere in the table (pprint writes it ``inf``, a name the generated module must define)."""
+    if isinstance(value, float):
+        return value in (float("inf"), float("-inf"))
+    if isinstance(value, dict):
+        return any(_has_inf(v) for v in value.values())
+    return isinstance(value, (list, tuple)) and any(_has_inf(v) for v in value)
+
+
 def _release_key(release: str) -> tuple[int, ...]:
     return tuple(int(p) if p.isdigit() else -1 for p in release.replace("rc", ".").split("."))
 
@@ -618,7 +673,8 @@ def main() -> int:
     Path(args.out).write_text(
         '"""Generated by scripts/compile_configs.py from the config classes of transformers ' + names + " (the releases"
         " it was verified under; the body is " + merged["transformers"] + "'s, the others are overlays in"
-        ' TABLE["releases"]): do not edit."""\n\nfrom typing import Any\n\nTABLE: dict[str, Any] = ' + body + "\n"
+        ' TABLE["releases"]): do not edit."""\n\n' + ("from math import inf\n" if _has_inf(merged) else "")
+        + "from typing import Any\n\nTABLE: dict[str, Any] = " + body + "\n"
     )
     for release, overlay in merged["releases"].items():
         print(f"release {release}: " + (", ".join(f"{k} {len(v)}" for k, v in overlay.items()) or "the body"))

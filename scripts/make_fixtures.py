@@ -80,7 +80,7 @@ def copy_configs(repos: list[str]) -> None:
 def _shard_evenly(tensors: list[list], n_files: int) -> None:
     """Assign files where the source did not name them, splitting by cumulative bytes into n_files shards."""
     sizes = []
-    for name, dtype, shape, _ in tensors:
+    for _name, dtype, shape, _ in tensors:
         numel = 1
         for d in shape:
             numel *= d

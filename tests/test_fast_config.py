@@ -112,13 +112,13 @@ def test_covered_types_on_fixtures():
             "bert", "gpt2", "qwen3_next", "glm4_moe_lite", "minimax_m2",
             # composite text + vision configs and the newest families
             "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe", "glm_moe_dsa", "gemma3", "qwen2_5_vl", "phi3", "kimi_linear",
-            "gemma4", "deepseek_v4"} <= covered  # fmt: skip
+            "gemma4", "deepseek_v4", "falcon", "mamba", "t5", "whisper"} <= covered  # fmt: skip
     assert TABLE["transformers"]
     for path in CONFIGS:  # and the fixtures of the types added with their computations really take the fast path
         config = _load(path)
         if config.get("model_type") in ("qwen3_next", "glm4_moe_lite", "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe",
                                         "glm_moe_dsa", "minimax_m2", "gemma3", "qwen2_5_vl", "phi3", "kimi_linear",
-                                        "gemma4", "deepseek_v4"):
+                                        "gemma4", "deepseek_v4", "falcon", "mamba", "t5", "whisper"):
             assert fast_config.fast_normalise(copy.deepcopy(config)) is not None, path
 
 
@@ -159,7 +159,7 @@ _COMPUTED = [
     {"model_type": "qwen3_5_moe", "text_config": {"num_hidden_layers": 6, "full_attention_interval": 3}},
     {"model_type": "qwen3_5", "text_config": [1, 2]},  # TypeError in transformers: falls back
     {"model_type": "mistral3", "text_config": {"model_type": "mistral", "num_hidden_layers": 3}},
-    {"model_type": "mistral3", "text_config": {"model_type": "falcon"}},  # a type outside the table: falls back
+    {"model_type": "mistral3", "text_config": {"model_type": "nemotron_h"}},  # a type outside the table: falls back
     # Gemma 3: RoPE per attention kind (rope_scaling on full layers, rope_local_base_freq on sliding ones), the
     # sliding pattern, a bidirectional window (halved plus one, serialised as it was)
     {"model_type": "gemma3"},
@@ -313,9 +313,26 @@ def test_gemma4_kv_sharing_modes_property(config):
         assert "reuse" in expected
 
 
+_PROPERTY_NAMES = {"falcon": ("head_dim", "rotary", "num_key_value_heads"), "mamba": ("layer_types",),
+                   "granitemoehybrid": ("time_step_limit", "layers_block_type"),
+                   "falcon_h1": ("layers_block_type", "layer_types", "time_step_limit", "mamba_d_head"),
+                   "mamba2": ("layer_types", "time_step_rank")}
+# the decoder text config's attributes after the legacy split: renamed ones, their attribute_map aliases, and the
+# deleted keys (which read as the class's default, or are absent)
+_TEXT_NAMES = {"t5": ("num_hidden_layers", "num_attention_heads", "num_decoder_layers", "start_token_id",
+                      "decoder_start_token_id", "dense_act_fn", "is_gated_act", "scale_decoder_outputs",
+                      "tie_word_embeddings", "layers", "attention_heads", "vocab_size", "decoder_x"),
+               "whisper": ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "encoder_layers",
+                           "encoder_attention_heads", "decoder_layers", "decoder_attention_heads", "ffn_dim",
+                           "decoder_ffn_dim", "start_token_id", "decoder_start_token_id", "layerdrop", "hidden",
+                           "vocab_size", "hidden_size")}
+
+
 def _random_config(rng: Any, model_type: str) -> dict[str, Any]:
-    """A Gemma 4 text or DeepSeek-V4 config with each key of its rules present or not, at values that take every
-    branch (or are rejected: wrong lengths, types and kinds)."""
+    """A config of a type with computations (Gemma 4 text, DeepSeek-V4, Falcon, Mamba, Granite 4 hybrid, Hunyuan-V1-MoE,
+    Falcon-H1, Mamba-2, T5, Whisper)
+    with each key of its rules present or not, at values that take every branch (or are rejected: wrong lengths,
+    types and kinds)."""
     n = rng.choice([0, 1, 2, 5, 6, 7])
     choices: dict[str, list[Any]] = {
         "gemma4_text": {
@@ -339,13 +356,62 @@ def _random_config(rng: Any, model_type: str) -> dict[str, Any]:
             "rope_scaling": [{"type": "yarn", "factor": 16, "original_max_position_embeddings": 65536}, {"rope_type": "x"}],
             "rope_parameters": [{"main": {"rope_type": "default"}, "compress": {"rope_type": "linear", "factor": 2.0}},
                                 {"rope_type": "yarn", "factor": 2.0}]},
+        # the types added with read-only properties (Falcon's head_dim and rotary, Mamba's layer_types: a config.json
+        # naming one is rejected), Granite 4 hybrid's Mamba head size, infinite time-step bound and layer kinds, and
+        # Hunyuan-V1-MoE (whose own RoPE check nothing calls: its dicts are validated as any class's)
+        "falcon": {
+            "n_embed": [256, 4544, 64.0], "hidden_size": [512, 4544], "num_attention_heads": [8, 71, 0],
+            "num_kv_heads": [None, 1, 8], "new_decoder_architecture": [True, False, None],
+            "multi_query": [True, False, None], "alibi": [True, False, None], "ffn_hidden_size": [None, 1024],
+            "head_dim": [64], "rotary": [True], "rope_theta": [1e4, 5e5],
+            "rope_scaling": [{"rope_type": "linear", "factor": 2.0}, {"rope_type": "yarn"}]},
+        "mamba": {
+            "expand": [2, 3, 1.5], "hidden_size": [768, 2560, 100], "time_step_rank": ["auto", 160, "x", 2.0],
+            "intermediate_size": [5120], "layer_types": [["linear_attention"] * n], "num_key_value_heads": [4],
+            "mlp_layer_types": [["dense"] * n, ["moe"] * n, ["dense"] * (n + 1)], "state_size": [16, 128]},
+        "granitemoehybrid": {
+            "mamba_d_head": ["auto", 64, 32, "x"], "mamba_n_heads": [128, 64, 0, 3], "mamba_expand": [2, None],
+            "hidden_size": [4096, 1536], "time_step_limit": [[0.0, 100.0], None, [0, 1]],
+            "layer_types": [None, [rng.choice(["mamba", "attention"]) for _ in range(n)], ["mamba"] * (n + 1)],
+            "layers_block_type": [["attention"] * n], "num_key_value_heads": [None, 4],
+            "position_embedding_type": ["nope", "rope"], "rope_theta": [1e4, 1e7],
+            "num_local_experts": [0, 72], "num_experts_per_tok": [10]},
+        # Falcon-H1: Granite 4 hybrid's computations with mamba_d_ssm, a layers_block_type property its layer_types
+        # names (attribute_map); Mamba-2: time_step_rank "auto", heads * head_dim against hidden_size * expand
+        "falcon_h1": {
+            "mamba_d_ssm": [None, 1024, 1536], "mamba_d_head": ["auto", 64, 8], "mamba_n_heads": [128, 64, 0, 24],
+            "mamba_expand": [2, None], "hidden_size": [4096, 1536, 1024], "time_step_limit": [[0.0, 100.0], None],
+            "mlp_multipliers": [None, [0.5, 2.0]], "ssm_multipliers": [None, [1.0] * 5], "num_key_value_heads": [None, 2],
+            "layer_types": [["hybrid"] * n], "layers_block_type": [["hybrid"] * n], "rope_theta": [1e4, 1e11]},
+        "mamba2": {
+            "hidden_size": [4096, 2560, 768], "expand": [2, 1], "num_heads": [128, 80, 24], "head_dim": [64, 32],
+            "time_step_rank": ["auto", 256, "x"], "time_step_limit": [[0.0, 100.0], [0.0]], "n_groups": [1, 8],
+            "layer_types": [["linear_attention"] * n], "mlp_layer_types": [["dense"] * n, ["moe"] * n]},
+        # legacy encoder-decoders: the decoder text config is a copy with decoder_* keys renamed (onto a field the
+        # strict dataclass checks, onto an attribute_map alias, onto another renamed key: falls back)
+        "t5": {
+            "feed_forward_proj": ["relu", "gated-gelu", "gated-silu", "foo-bar", "a-b-c"], "num_decoder_layers": [None, 3],
+            "tie_word_embeddings": [True, False], "decoder_start_token_id": [0, None], "num_layers": [6, 24],
+            "decoder_layers": [5], "decoder_attention_heads": [4], "decoder_vocab_size": [100, "x"],
+            "decoder_decoder_x": [1], "is_encoder_decoder": [True, False], "d_kv": [64, 128]},
+        "whisper": {
+            "decoder_layers": [2, 32], "encoder_layers": [4, 32], "decoder_attention_heads": [20, 6],
+            "decoder_ffn_dim": [5120], "ffn_dim": [7], "decoder_start_token_id": [50258, 1.5],
+            "decoder_vocab_size": [7, "x"], "decoder_hidden": [3], "is_encoder_decoder": [True, False],
+            "d_model": [1280, 384], "num_hidden_layers": [12]},
+        "hunyuan_v1_moe": {
+            "num_key_value_heads": [None, 8], "num_experts": [16, 64], "moe_topk": [1, [8, 8], 8.0],
+            "num_local_experts": [32], "num_experts_per_tok": [2], "head_dim": [128, None],
+            "rope_scaling": [{"type": "dynamic", "alpha": 1000.0, "factor": 1.0}, {"type": "dynamic", "alpha": 1000.0}],
+            "rope_theta": [1e4, 1e6], "rope_parameters": [{"rope_type": "dynamic", "factor": 2.0}]},
     }[model_type]
     config = {"model_type": model_type, "num_hidden_layers": n}
     config.update({key: rng.choice(values) for key, values in choices.items() if rng.random() < 0.4})
     return config
 
 
-@pytest.mark.parametrize("model_type", ["gemma4_text", "deepseek_v4"])
+@pytest.mark.parametrize("model_type", ["gemma4_text", "deepseek_v4", "falcon", "mamba", "granitemoehybrid",
+                                        "hunyuan_v1_moe", "falcon_h1", "mamba2", "t5", "whisper"])
 def test_random_inputs_equal_transformers_whole_to_dict(model_type):
     """Seeded random configs through each rule's branches: every one the table accepts gives transformers' whole
     to_dict() (not only the keys hfmem reads) and, for Gemma 4, its kv_sharing_modes; some are accepted, and the
@@ -364,7 +430,14 @@ def test_random_inputs_equal_transformers_whole_to_dict(model_type):
         accepted += 1
         assert slow is not None, config
         keep = lambda d: {k: fast_config._plain(v) for k, v in d.items() if k != "transformers_version"}  # noqa: E731
-        assert keep(fast[0].to_dict()) == keep(normalise.as_dict(slow[0])), config
+        # as hfmem reads both (normalise.as_dict: to_dict(), and a layer_types property such as Mamba's made explicit)
+        assert keep(normalise.as_dict(fast[0])) == keep(normalise.as_dict(slow[0])), config
+        for name in _PROPERTY_NAMES.get(model_type, ()):  # the replayed read-only properties, read as attributes
+            assert getattr(fast[0], name, None) == getattr(slow[0], name, None), (name, config)
+        assert keep(normalise.as_dict(fast[1])) == keep(normalise.as_dict(slow[1])), config  # the decoder text config
+        assert (fast[1] is fast[0]) == (slow[1] is slow[0]), config
+        for name in _TEXT_NAMES.get(model_type, ()):
+            assert getattr(fast[1], name, None) == getattr(slow[1], name, None), (name, config)
         if model_type == "gemma4_text":
             try:
                 modes = slow[0].kv_sharing_modes
@@ -375,11 +448,11 @@ def test_random_inputs_equal_transformers_whole_to_dict(model_type):
 
 
 def test_outside_the_table_falls_back_with_a_note():
-    config = _load(ROOT / "fixtures" / "configs" / "tiiuae" / "falcon-7b-instruct" / "config.json")
+    config = _load(ROOT / "fixtures" / "configs" / "nvidia" / "Nemotron-H-56B-Base-8K" / "config.json")
     assert fast_config.fast_normalise(config) is None
     _, _, how, notes = normalise.normalise_config(config)
     assert how == "transformers"
-    assert any("'falcon' is not in hfmem's compiled table" in n for n in notes)
+    assert any("'nemotron_h' is not in hfmem's compiled table" in n for n in notes)
     qwen = _load(ROOT / "fixtures" / "configs" / "Qwen" / "Qwen2-7B-Instruct" / "config.json")
     assert normalise.normalise_config(qwen)[3] == []
 

@@ -492,6 +492,25 @@ def test_analysis_modules_do_not_import_transformers_or_torch():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.parametrize("repo", ["tiiuae/falcon-7b-instruct", "state-spaces/mamba-2.8b-hf", "google-t5/t5-small",
+                                  "openai/whisper-large-v3"])
+def test_local_run_of_newly_compiled_families_imports_no_transformers(repo, stub_repo):
+    """Falcon and Mamba (read-only properties: head_dim / rotary, layer_types), T5 and Whisper (the legacy
+    encoder-decoder text config) are in the compiled config table: a cold local run of a header-only stub imports no
+    transformers, torch or numpy, and says nothing of importing them."""
+    code = (
+        "import sys, io, json, contextlib\nfrom hfmem.cli import main\nout = io.StringIO()\n"
+        "try:\n    with contextlib.redirect_stdout(out): main([%r, '--format', 'json'])\n"
+        "except SystemExit as e:\n    assert not e.code, e.code\n"
+        "print(json.dumps([sorted(m for m in ('torch', 'transformers', 'numpy') if m in sys.modules),"
+        " [n for n in json.loads(out.getvalue())['notes'] if 'importing transformers' in n]]))"
+    ) % str(stub_repo(repo))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), HFMEM_DISABLE_CACHE="1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [[], []]
+
+
 def test_classification_runs_the_rules_once_per_name_pattern(monkeypatch):
     """Linear time on a 139,644-tensor MoE: the name rules run per name *pattern* (layer/expert numbers replaced),
     not per tensor. Counted through _is_tower, which the rules call for every name they classify (whichever

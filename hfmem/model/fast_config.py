@@ -7,9 +7,11 @@ and the names of the computations the class's ``__post_init__`` and ``validate_*
 overrides of ``to_dict`` and ``convert_rope_params_to_dict`` and read-only properties it knows (matched by their
 source text when the table was compiled, so an edited class is not covered until it is recompiled), the module and
 class constants those methods read, and for composite (text + vision) classes the sub-configs
-``sub_configs_defaults`` builds. This module replays the base ``PreTrainedConfig.__post_init__``
-(transformers/configuration_utils.py), sub-configs and the per-layer overrides a class's own __post_init__ sets
-(HeterogeneousConfigMixin, Gemma 4) included, and those computations. Whatever it cannot vouch for (a value of a type
+``sub_configs_defaults`` builds, and for a legacy encoder-decoder (T5, Whisper) the class attributes its decoder text
+config reads. This module replays the base ``PreTrainedConfig.__post_init__`` (transformers/configuration_utils.py),
+sub-configs and the per-layer overrides a class's own __post_init__ sets (HeterogeneousConfigMixin, Gemma 4)
+included, those computations, the catalogued properties wherever transformers reads them, and
+``get_text_config(decoder=True)``. Whatever it cannot vouch for (a value of a type
 the strict dataclass would reject, RoPE parameters nested by layer type outside a catalogued conversion, an unknown
 RoPE type, a config.json's own per_layer_config, a sub-config or model_type or transformers version the table does
 not cover) returns None and the caller imports transformers as before: the fast path never guesses.
@@ -22,6 +24,7 @@ other lookup, by applying its overlay to TABLE in place."""
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -114,7 +117,7 @@ def fast_normalise(config: dict[str, Any]) -> tuple[Any, Any] | None:
     try:
         obj = _build(entry, {k: v for k, v in config.items() if k != "model_type"})
         full = _replayed(entry, str(model_type), obj)
-        text = _text_config(full, obj)
+        text = _text_config(full, obj, str(model_type))
     except _Fallback:
         return None
     return full, text
@@ -128,7 +131,8 @@ def _replayed(entry: dict[str, Any], model_type: str, obj: _Obj) -> Any:
 
     attrs = dict(obj.items())
     for alias, target in entry["attribute_map"].items():
-        attrs[alias] = obj.get(target)
+        if target not in entry.get("property_rules", {}):  # an alias of a property: with the properties below
+            attrs[alias] = obj.get(target)
     attrs["torch_dtype"] = obj.get("dtype")  # PreTrainedConfig.torch_dtype: a deprecated alias of dtype
     attrs.setdefault("model_type", model_type)  # a "model_type" key of a sub-config dict is set on the instance
     attrs["name_or_path"] = ""
@@ -149,10 +153,15 @@ def _replayed(entry: dict[str, Any], model_type: str, obj: _Obj) -> Any:
     for rule in entry.get("to_dict_rules", ()):  # the class's own to_dict, after the base one
         _TO_DICT_RULES[rule](obj, as_dict)
     for name, rule in entry.get("property_rules", {}).items():  # the class's own properties, read as attributes
+        aliases = [name, *(alias for alias, target in entry["attribute_map"].items() if target == name)]
         try:
-            attrs[name] = _PROPERTIES[rule](obj)
+            value = _PROPERTIES[rule](obj)
         except _Fallback:
-            attrs.pop(name, None)  # raises in transformers: getattr fails, as for an absent attribute
+            for alias in aliases:
+                attrs.pop(alias, None)  # raises in transformers: getattr fails, as for an absent attribute
+            continue
+        for alias in aliases:
+            attrs[alias] = copy.deepcopy(value) if alias != name else value
     return ReplayedConfig(attrs, as_dict)
 
 
@@ -165,7 +174,7 @@ def _as_list(value: Any) -> Any:
 _DECODER_TEXT_NAMES = ("decoder", "generator", "text_config")
 
 
-def _text_config(full: Any, obj: dict[str, Any]) -> Any:
+def _text_config(full: Any, obj: _Obj, model_type: str) -> Any:
     from hfmem.model.normalise import ReplayedConfig
 
     found = [name for name in _DECODER_TEXT_NAMES if getattr(full, name) is not None]
@@ -177,8 +186,52 @@ def _text_config(full: Any, obj: dict[str, Any]) -> Any:
             raise _Fallback(found[0])  # a text config that is not a config object: transformers' business
         return text
     if obj.get("is_encoder_decoder"):
-        raise _Fallback("is_encoder_decoder")  # the legacy encoder/decoder split copies and renames attributes
+        if "decoder_split" not in obj.entry:
+            raise _Fallback("is_encoder_decoder")  # a class the compiler did not verify the split for
+        return _decoder_split(full, obj, model_type)
     return full
+
+
+def _decoder_split(full: Any, obj: _Obj, model_type: str) -> Any:
+    """PreTrainedConfig.get_text_config(decoder=True) on a legacy encoder-decoder config (T5, Whisper: no decoder
+    sub-config): a deep copy whose to_dict() keys starting with "decoder" are renamed (decoder_layers ->
+    num_hidden_layers, decoder_attention_heads -> num_attention_heads, else the rest of the name, then through
+    attribute_map) by delattr + setattr. A deleted field then reads as its class attribute (the dataclass default,
+    compiled as entry["decoder_split"]); anything else deleted is absent. Renames whose order would matter (two onto
+    one name, or onto a name renamed too) fall back."""
+    entry = obj.entry
+    amap = entry["attribute_map"]
+    pairs = []
+    for key in full.to_dict():
+        if not key.startswith("decoder"):
+            continue
+        new = ("num_hidden_layers" if key == "decoder_layers" else "num_attention_heads"
+               if key == "decoder_attention_heads" else key[len("decoder") + 1:])
+        pairs.append((key, amap.get(new, new)))
+    targets = [new for _, new in pairs]
+    if len(set(targets)) != len(targets) or set(targets) & {key for key, _ in pairs}:
+        raise _Fallback("decoder keys")
+    text = _Obj(amap)
+    text.entry, text.per_layer = entry, obj.per_layer
+    dict.update(text, copy.deepcopy(dict(obj)))
+    for key, new in pairs:
+        if not dict.__contains__(text, key):
+            raise _Fallback(key)  # a to_dict() key that is not an instance attribute
+        value = dict.pop(text, key)
+        if new in entry["fields"]:
+            _set_field(text, entry, new, value)  # the strict dataclass checks the assignment
+        else:
+            text[new] = value
+    replayed = _replayed(entry, model_type, text)
+    attrs = replayed.__dict__["_attrs"]
+    class_attrs = entry["decoder_split"]
+    for key, _ in pairs:  # read after delattr: the class attribute, else AttributeError (absent here)
+        for name in [key, *(alias for alias, target in amap.items() if target == key)]:
+            if key in class_attrs:
+                attrs[name] = copy.deepcopy(class_attrs[key])
+            else:
+                attrs.pop(name, None)
+    return replayed
 
 
 def _check(value: Any, spec: Any) -> bool:
@@ -285,6 +338,8 @@ def _build(entry: dict[str, Any], kwargs: dict[str, Any]) -> _Obj:
     for rule in entry["validators"]:
         _VALIDATORS[rule](obj)
     replaced = entry.get("replaced_validators", ())  # the class's own validate_* (in its validators) instead
+    if "validate_architecture" not in replaced:
+        _validate_architecture(obj)
     if "validate_layer_type" not in replaced:
         _validate_layer_type(obj)
     if "validate_rope" not in replaced:
@@ -333,7 +388,7 @@ def _base_post_init(entry: dict[str, Any], obj: dict[str, Any], kwargs: dict[str
     for key, value in kwargs.items():
         if key in ignored:
             continue
-        if key in entry["properties"]:
+        if key in entry["properties"] or amap.get(key, key) in entry["properties"]:
             raise _Fallback(key)  # a property setter (or a read-only one that raises) runs in transformers
         if key in fields or amap.get(key, key) in fields:
             _set_field(obj, entry, key if key in fields else amap[key], value)
@@ -579,7 +634,7 @@ def _rope_defaults(params: dict[str, Any], theta: Any, partial: Any) -> None:
 def _nested_rope_keys(obj: dict[str, Any], rope: Any) -> list[str]:
     """RotaryEmbeddingConfigMixin.nested_rope_parameter_keys: the keys of the dict that are the class's
     _rope_type_labels (DeepSeek-V4's "main" / "compress"), else this config's layer types."""
-    labels = getattr(obj, "entry", {}).get("rope_type_labels") or obj.get("layer_types") or ()
+    labels = getattr(obj, "entry", {}).get("rope_type_labels") or _read(obj, "layer_types") or ()
     return [key for key in rope if key in labels] if isinstance(rope, dict) else []
 
 
@@ -615,16 +670,42 @@ def _attr(entry: dict[str, Any], obj: dict[str, Any], name: str) -> Any:
     return obj[name]
 
 
+def _read(obj: Any, name: str) -> Any:
+    """``getattr(config, name, None)`` inside transformers' own code: through attribute_map, a read-only property the
+    class defines (Mamba's layer_types, Falcon's head_dim, Falcon-H1's layers_block_type that its layer_types names)
+    is computed by its catalogued getter, anything else is the stored attribute."""
+    entry = getattr(obj, "entry", {})
+    name = entry.get("attribute_map", {}).get(name, name)
+    rule = entry.get("property_rules", {}).get(name)
+    return _PROPERTIES[rule](obj) if rule else obj.get(name)
+
+
 def _validate_layer_type(obj: dict[str, Any]) -> None:
     """PreTrainedConfig.validate_layer_type: known names, one per layer (it returns at the first absent list)."""
     for allowed, key in ((TABLE["allowed_attn_layer_types"], "layer_types"), (("sparse", "dense"), "mlp_layer_types")):
-        layers = obj.get(key)
+        layers = _read(obj, key)
         if layers is None or "num_hidden_layers" not in obj:
             return
         if not all(t in allowed for t in layers):
             raise _Fallback(key)
         if obj["num_hidden_layers"] is not None and obj["num_hidden_layers"] != len(layers):
             raise _Fallback(key)
+
+
+def _validate_architecture(obj: Any) -> None:
+    """PreTrainedConfig.validate_architecture: head_dim * num_heads must be embed_dim where a config has all three
+    (a heterogeneous config checks each layer's instead, which the per-layer overrides never name)."""
+    if obj.per_layer is not None or not all(name in obj for name in ("num_heads", "embed_dim")):
+        return
+    head_dim = _read(obj, "head_dim")
+    if head_dim is None and "head_dim" not in obj and "head_dim" not in obj.entry.get("property_rules", {}):
+        return
+    try:
+        bad = head_dim * obj["num_heads"] != obj["embed_dim"]
+    except TypeError as exc:
+        raise _Fallback("head_dim * num_heads") from exc
+    if bad:
+        raise _Fallback("embed_dim")
 
 
 def _validate_rope(obj: dict[str, Any]) -> None:
@@ -648,7 +729,7 @@ def _validate_rope(obj: dict[str, Any]) -> None:
             raise _Fallback("rope keys")  # KeyError in transformers
         _rope_values_compare(obj, params)
         # a heterogeneous config's head_dim cannot be read globally: the base skips the check for it
-        head_dim = None if getattr(obj, "per_layer", None) is not None else obj.get("head_dim")
+        head_dim = None if getattr(obj, "per_layer", None) is not None else _read(obj, "head_dim")
         partial = params.get("partial_rotary_factor", 1.0)
         if isinstance(head_dim, int) and head_dim > 4 and head_dim % 2:
             try:
@@ -959,6 +1040,142 @@ def _kv_sharing_modes(obj: dict[str, Any]) -> list[str | None]:
         raise _Fallback("kv_sharing_modes") from exc
 
 
+def _falcon_sizes(obj: Any, kwargs: dict[str, Any], kv_heads: str = "") -> None:
+    """FalconConfig.__post_init__: the legacy n_embed (popped) is the hidden size, KV heads default to the attention
+    heads, the FFN is four hidden sizes unless given; with ``kv_heads`` (5.25 on) also num_key_value_heads, the heads
+    the attention layers produce: num_kv_heads with the new decoder architecture or without multi-query, else 1.
+    Its head_dim property divides by the attention heads: zero heads raise there, which only transformers can say."""
+    n_embed = kwargs.pop("n_embed", None)
+    if n_embed is not None:
+        _set_field(obj, obj.entry, "hidden_size", n_embed)
+    if obj["num_kv_heads"] is None:
+        obj["num_kv_heads"] = obj["num_attention_heads"]
+    if kv_heads:
+        obj["num_key_value_heads"] = (obj["num_kv_heads"] if (obj["new_decoder_architecture"] or not obj["multi_query"])
+                                      else 1)
+    if obj["ffn_hidden_size"] is None:
+        obj["ffn_hidden_size"] = obj["hidden_size"] * 4
+    if obj["num_attention_heads"] == 0:
+        raise _Fallback("num_attention_heads")
+
+
+def _falcon_head_dim(obj: Any) -> Any:
+    """FalconConfig.head_dim (a read-only property): hidden_size // num_attention_heads."""
+    return _floordiv(obj["hidden_size"], obj["num_attention_heads"])
+
+
+def _not_alibi(obj: Any) -> bool:
+    """FalconConfig.rotary (a read-only property): RoPE unless ALiBi."""
+    return not obj["alibi"]
+
+
+def _linear_attention_layers(obj: Any) -> list[str]:
+    """MambaConfig.layer_types (a read-only property): every layer a linear-attention (SSM) layer."""
+    return ["linear_attention"] * obj["num_hidden_layers"]
+
+
+def _mamba_sizes(obj: Any, kwargs: dict[str, Any]) -> None:
+    """MambaConfig.__post_init__: intermediate_size = int(expand * hidden_size) (a plain attribute, so a config.json's
+    own intermediate_size, set later by the base, wins), time_step_rank "auto" = ceil(hidden_size / 16)."""
+    try:
+        obj["intermediate_size"] = int(obj["expand"] * obj["hidden_size"])
+        if obj["time_step_rank"] == "auto":
+            obj["time_step_rank"] = math.ceil(obj["hidden_size"] / 16)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise _Fallback("mamba sizes") from exc
+
+
+def _mamba_intermediate(obj: Any, d_ssm: bool) -> Any:
+    """The Mamba mixer's width: mamba_expand * hidden_size, or Falcon-H1's mamba_d_ssm (``d_ssm``) when it is set."""
+    if d_ssm and obj["mamba_d_ssm"] is not None:
+        return obj["mamba_d_ssm"]
+    return obj["mamba_expand"] * obj["hidden_size"]
+
+
+def _granite_hybrid_mamba(obj: Any, kwargs: dict[str, Any], falcon_h1: str = "") -> None:
+    """GraniteMoeHybridConfig.__post_init__ after its KV-heads default: mamba_d_head "auto" = mamba_expand *
+    hidden_size // mamba_n_heads, time_step_limit as a tuple (its default holds an infinite bound), every layer
+    linear attention (Mamba) unless layer_types is given. FalconH1Config.__post_init__ (``falcon_h1``) is the same but
+    for the width (mamba_d_ssm when set) and, instead of the layer kinds, MLP and SSM multipliers of 1.0 unless given."""
+    try:
+        intermediate = _mamba_intermediate(obj, bool(falcon_h1))
+        if obj["mamba_d_head"] == "auto":
+            _set_field(obj, obj.entry, "mamba_d_head", intermediate // obj["mamba_n_heads"])
+        limit = obj["time_step_limit"]
+        obj["time_step_limit"] = tuple(limit) if limit is not None else None
+        if falcon_h1:
+            if obj["mlp_multipliers"] is None:
+                obj["mlp_multipliers"] = [1.0, 1.0]
+            if obj["ssm_multipliers"] is None:
+                obj["ssm_multipliers"] = [1.0, 1.0, 1.0, 1.0, 1.0]
+        elif obj["layer_types"] is None:
+            obj["layer_types"] = ["linear_attention"] * obj["num_hidden_layers"]
+    except (TypeError, ValueError, ZeroDivisionError) as exc:
+        raise _Fallback("mamba_d_head") from exc
+
+
+def _t5_activation(obj: Any, kwargs: dict[str, Any]) -> None:
+    """T5Config.__post_init__: decoder layers as many as the encoder's unless given, the dense activation and gating
+    from feed_forward_proj ("gated-gelu" is gelu_new), scale_decoder_outputs unless tie_word_embeddings (popped) is
+    False, and tie_word_embeddings always True."""
+    if obj["num_decoder_layers"] is None:
+        obj["num_decoder_layers"] = obj["num_layers"]
+    act_info = obj["feed_forward_proj"].split("-")
+    obj["dense_act_fn"] = act_info[-1]
+    obj["is_gated_act"] = act_info[0] == "gated"
+    if obj["feed_forward_proj"] == "gated-gelu":
+        obj["dense_act_fn"] = "gelu_new"
+    obj["scale_decoder_outputs"] = kwargs.pop("tie_word_embeddings", None) is not False
+    obj["tie_word_embeddings"] = True
+
+
+def _t5_activation_checks(obj: Any) -> None:
+    """T5Config.validate_architecture (instead of the base one): feed_forward_proj is "ACT" or "gated-ACT"."""
+    act_info = obj["feed_forward_proj"].split("-")
+    if len(act_info) > 1 and act_info[0] != "gated" or len(act_info) > 2:
+        raise _Fallback("feed_forward_proj")
+
+
+def _granite_hybrid_mamba_checks(obj: Any, d_ssm: bool = False) -> None:
+    """GraniteMoeHybridConfig.validate_architecture (instead of the base one): mamba_n_heads divides mamba_expand *
+    hidden_size, and mamba_d_head * mamba_n_heads equals it (Falcon-H1's, ``d_ssm``: its mixer width)."""
+    try:
+        intermediate = _mamba_intermediate(obj, d_ssm)
+        bad = intermediate % obj["mamba_n_heads"] != 0 or obj["mamba_d_head"] * obj["mamba_n_heads"] != intermediate
+    except (TypeError, ValueError, ZeroDivisionError) as exc:
+        raise _Fallback("mamba_n_heads") from exc
+    if bad:
+        raise _Fallback("mamba_d_head")
+
+
+def _falcon_h1_mamba_checks(obj: Any) -> None:
+    _granite_hybrid_mamba_checks(obj, d_ssm=True)
+
+
+def _hybrid_blocks(obj: Any) -> list[str]:
+    """FalconH1Config.layers_block_type (a read-only property): every layer "hybrid" (attention and Mamba-2)."""
+    return ["hybrid" for _ in range(obj["num_hidden_layers"])]
+
+
+def _time_step_rank_auto(obj: Any, kwargs: dict[str, Any]) -> None:
+    """Mamba2Config.__post_init__: time_step_rank "auto" = ceil(hidden_size / 16)."""
+    if obj["time_step_rank"] == "auto":
+        try:
+            obj["time_step_rank"] = math.ceil(obj["hidden_size"] / 16)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise _Fallback("time_step_rank") from exc
+
+
+def _mamba2_heads_checks(obj: Any) -> None:
+    """Mamba2Config.validate_architecture (instead of the base one): hidden_size * expand == num_heads * head_dim."""
+    try:
+        bad = obj["hidden_size"] * obj["expand"] != obj["num_heads"] * obj["head_dim"]
+    except TypeError as exc:
+        raise _Fallback("num_heads * head_dim") from exc
+    if bad:
+        raise _Fallback("hidden_size * expand")
+
+
 _DSV4_LEGACY = ("compress_ratios", "compress_rate_csa", "compress_rate_hca", "num_hash_layers", "qk_rope_head_dim")
 
 
@@ -1255,14 +1472,24 @@ _RULES: dict[str, Callable[..., None]] = {
     "channels_as_list": _channels_as_list,
     "deepseek_v4_legacy": _deepseek_v4_legacy,
     "deepseek_v4_layers": _deepseek_v4_layers,
+    "falcon_sizes": _falcon_sizes,  # "falcon_sizes:kv_heads" from 5.25 on
+    "mamba_sizes": _mamba_sizes,
+    "granite_hybrid_mamba": _granite_hybrid_mamba,
+    "t5_activation": _t5_activation,
+    "time_step_rank_auto": _time_step_rank_auto,  # "granite_hybrid_mamba:falcon_h1" for Falcon-H1
 }
 _ROPE_CONVERSIONS = {"gemma3": _gemma3_rope, "mrope_as_default": _mrope_as_default_rope, "phi3": _phi3_rope,
                      "phi3_524": _phi3_rope_524,
                      "olmo3": _olmo3_rope, "keep": _keep_rope}
 _TO_DICT_RULES = {"bidirectional_window": _bidirectional_window, "bidirectional_all_window": _bidirectional_all_window}
-_PROPERTIES: dict[str, Callable[[Any], Any]] = {"kv_sharing_modes": _kv_sharing_modes}
+_PROPERTIES: dict[str, Callable[[Any], Any]] = {"kv_sharing_modes": _kv_sharing_modes, "falcon_head_dim": _falcon_head_dim,
+                                                "not_alibi": _not_alibi,
+                                                "linear_attention_layers": _linear_attention_layers,
+                                                "hybrid_blocks": _hybrid_blocks}
 _VALIDATORS = {"hidden_divisible_by_heads": _hidden_divisible_by_heads, "phi3_rope_checks": _phi3_rope_checks,
-               "deepseek_v4_layer_checks": _deepseek_v4_layer_checks, "deepseek_v4_rope_checks": _deepseek_v4_rope_checks}
+               "deepseek_v4_layer_checks": _deepseek_v4_layer_checks, "deepseek_v4_rope_checks": _deepseek_v4_rope_checks,
+               "granite_hybrid_mamba_checks": _granite_hybrid_mamba_checks, "t5_activation_checks": _t5_activation_checks,
+               "falcon_h1_mamba_checks": _falcon_h1_mamba_checks, "mamba2_heads_checks": _mamba2_heads_checks}
 RULE_NAMES = frozenset(_RULES)
 VALIDATOR_NAMES = frozenset(_VALIDATORS)
 
