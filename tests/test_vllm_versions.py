@@ -393,10 +393,12 @@ def test_v2_note_says_which_profile_the_plan_follows():
         plan = Planner(_report("Qwen/Qwen2.5-0.5B"), "auto", vllm_version=release, max_num_seqs=256,
                        max_batched_tokens=8192, model_runner=runner).plan(4096, 1, resolve_gpu("rtx4090"),
                                                                          with_catalog=False)
-        return [n for n in plan.notes if "Model Runner V2" in n]
+        return [n for n in plan.notes if "Model Runner V2" in n and "penalty buffers" in n]
     (n27,), (n29,) = note("0.27.1"), note("0.29.0")
     assert "(0.15 GiB" in n27 and "'consumed memory'" in n27 and "follows its profile" in n27
     assert "returns 0" in n27 and "returns 0" not in n29
+    cg29 = Planner(_report("Qwen/Qwen2.5-0.5B"), vllm_version="0.29.0").plan(4096, 1, resolve_gpu("rtx4090")).notes
+    assert sum("captures the PIECEWISE graphs in full" in n for n in cg29) == 1  # V2's estimate, said as V2's
     assert "leaves out of its arithmetic" in note("0.25.0")[0]
     assert "VLLM_USE_V2_MODEL_RUNNER=0" in n27 and "VLLM_USE_V2_MODEL_RUNNER=0" not in note("0.34.0")[0]
     assert note("0.27.1", "v1") == [] and note("0.24.0") == []  # V1 planned: no V2 note

@@ -1040,11 +1040,16 @@ class Planner:
                 # gpu_worker.py determine_available_memory subtracts the pool profile_cudagraph_memory extrapolates
                 # from two captures per mode; its per-graph sample is the allocator's growth for one capture, so
                 # vLLM's own figure varies between starts of one command (hfmem/memory/vllm_cudagraph.py)
+                # Model Runner V2 (gpu/cudagraph_utils.py profile_cudagraph_memory, from 0.29) captures the PIECEWISE
+                # graphs in full and extrapolates only the FULL ones; hfmem's estimate keeps V1's arithmetic
+                how = ("Model Runner V2 captures the PIECEWISE graphs in full and extrapolates the FULL ones from two "
+                       "captures, which hfmem's V1-shaped estimate does not separate" if self._v2
+                       else "vLLM extrapolates it from two captures per mode")
                 plan.notes.append(f"vLLM {self.vllm.name} deducts its estimated CUDA graph memory from the KV cache "
-                                  f"budget: {est.detail()} = {est.bytes / GiB:.2f} GiB here; vLLM extrapolates it from "
-                                  "two captures per mode, so its own figure varies between starts (up to "
-                                  f"{est.high / GiB:.2f} GiB when each graph opens a 20 MiB allocator segment): "
-                                  "--cudagraph-memory takes your log's 'Estimated CUDA graph memory'")
+                                  f"budget: {est.detail()} = {est.bytes / GiB:.2f} GiB here; {how}, so its own figure "
+                                  f"varies between starts (up to {est.high / GiB:.2f} GiB when each graph opens a 20 "
+                                  "MiB allocator segment): --cudagraph-memory takes your log's 'Estimated CUDA graph "
+                                  "memory'")
             if (extensible := extensible_kv_cache_note(self._release())) is not None:
                 plan.notes.append(extensible)
             plan.model_runner = self.vllm_runner()
