@@ -23,6 +23,8 @@ QWEN = "Qwen/Qwen2-7B-Instruct"
 # PyTorch's cuBLAS + cuBLASLt workspaces in every phase of the profile; without a GPU the H100-class size
 # (hfmem/memory/planner.py cublas_workspace_bytes: 32 MiB + 1 MiB on compute capability 9.0)
 WORKSPACES = 33 << 20
+# vLLM's Triton top-k/top-p kernel keeps [SMs, vocab] fp32 (topk_topp_triton.py); no GPU given: an H100's 132 SMs
+TRITON_BUFFER = 132 * 152_064 * 4
 
 
 def _report(repo: str = QWEN):
@@ -81,7 +83,9 @@ def test_sampler_sees_the_full_vocabulary_on_every_tp_rank(runner):
     assert two["mlp"] < one["mlp"]
     if runner == "v1":
         # 1024 rows x 152,064 vocab x (2 model-dtype + 12 Triton-path fp32) + hidden states [8192 + 2 x 1024, 3584] x 2
-        assert one["sampler (dummy run)"] == 1024 * 152_064 * 14 + (8192 + 2048) * 3584 * 2 + WORKSPACES
+        # + the Triton kernel's cached fp32 row buffer, one vocabulary row per SM (no GPU given: an H100's 132)
+        assert one["sampler (dummy run)"] == (1024 * 152_064 * 14 + (8192 + 2048) * 3584 * 2 + WORKSPACES
+                                              + TRITON_BUFFER)
     else:
         # V2's greedy dummy sampler: the bf16 logits, the hidden states and their gathered rows [8192 + 1024, 3584]
         assert one["sampler (dummy run)"] == 1024 * 152_064 * 2 + (8192 + 1024) * 3584 * 2 + WORKSPACES
@@ -97,7 +101,8 @@ def test_sampler_bytes_per_element_by_family(family, seqs, per_element):
     terms = p.activation(4096, 1)[1]
     rows = min(seqs, 8192)
     hidden_rows = 8192 + (0 if family == "0.6" else 2 * rows)
-    assert terms["sampler (dummy run)"] == rows * 152_064 * per_element + hidden_rows * 3584 * 2 + WORKSPACES
+    buffer = TRITON_BUFFER if per_element == 14 else 0  # the Triton path's row buffer (sort and V0 keep none)
+    assert terms["sampler (dummy run)"] == rows * 152_064 * per_element + hidden_rows * 3584 * 2 + WORKSPACES + buffer
 
 
 def test_fp32_model_keeps_an_fp32_kv_cache():
@@ -285,8 +290,9 @@ def test_plan_echoes_the_sampler_path_it_counted(family, seqs, given, path, per_
     plan = p.plan(4096)
     assert plan.vllm_terms()["sampler"] == path
     hidden_rows = 8192 + (0 if family == "0.6" else 2 * seqs)
+    buffer = TRITON_BUFFER if path == "triton" else 0  # flashinfer keeps no row buffer
     assert plan.activation_terms["sampler (dummy run)"] == (seqs * 152_064 * per_element + hidden_rows * 3584 * 2
-                                                            + WORKSPACES)
+                                                            + WORKSPACES + buffer)
 
 
 @pytest.mark.parametrize("gpu, tp, given, link", [("h100", 2, None, "nvlink"), ("4090", 2, None, "pcie"),
@@ -416,3 +422,18 @@ def test_api_server_batch_defaults_by_release_and_gpu_memory(release, gpu, batch
     plan = Planner(_report(), vllm_version=release).plan(32_768, 1, resolve_gpu(gpu))
     assert (plan.max_batched_tokens, plan.max_num_seqs) == batch
     assert plan.activation_tokens == batch[0]
+
+
+def test_triton_row_buffer_follows_the_kernel_and_the_gpu():
+    """apply_top_k_top_p_triton: programs = min(SMs, rows), buffer rows = min(next_power_of_2(programs), SMs); the
+    SM count is the GPU's (an RTX 4090: 128, an A100: 108), a size gets the H100's 132 and a note says so."""
+    from hfmem.memory.planner import triton_topk_buffer_bytes
+
+    assert triton_topk_buffer_bytes(resolve_gpu("4090"), 256, 1000) == 128 * 1000 * 4
+    assert triton_topk_buffer_bytes(resolve_gpu("a100"), 100, 1000) == 108 * 1000 * 4  # next_pow2(100) = 128 > 108
+    assert triton_topk_buffer_bytes(resolve_gpu("h100"), 9, 1000) == 16 * 1000 * 4
+    assert triton_topk_buffer_bytes(None, 1024, 1000) == 132 * 1000 * 4
+    sized = Planner(_report(), vllm_version="0.21").plan(32_768, 1, resolve_gpu("24GB"))
+    named = Planner(_report(), vllm_version="0.21").plan(32_768, 1, resolve_gpu("4090"))
+    assert sum("Triton top-k/top-p kernel" in n for n in sized.notes) == 1
+    assert not any("Triton top-k/top-p kernel" in n for n in named.notes)

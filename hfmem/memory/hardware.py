@@ -69,6 +69,17 @@ HARDWARE: dict[str, Hardware] = {
     "mi300x": _H("gfx942", 5300, 1307.4, 1307.4, 2614.9, "AMD Instinct MI300X datasheet"),
 }
 
+# Streaming multiprocessors (AMD: compute units) per GPU, torch.cuda.get_device_properties().multi_processor_count,
+# which vLLM's num_compute_units returns (the Triton top-k/top-p kernel sizes its row buffer by it). NVIDIA's
+# architecture whitepapers and datasheets: GA102 (RTX 3060 28, A10G 80, RTX 3090 82), GA100 A100 108, AD10x (RTX
+# 4060 Ti 34, L4 58, RTX 4090 128, L40S and RTX 6000 Ada 142), GB202 RTX 5090 170, TU104 T4 40, GH100 (H100 SXM, H100
+# NVL, H200: 132; the H100 PCIe's 114 is another SKU), B200 148; AMD MI300X 304 CUs.
+SM_COUNT: dict[str, int] = {
+    "rtx3060": 28, "t4": 40, "rtx4060ti": 34, "a10g": 80, "l4": 58, "rtx3090": 82, "rtx4090": 128, "rtx5090": 170,
+    "a100-40gb": 108, "l40s": 142, "rtx6000ada": 142, "a100-80gb": 108, "h100-80gb": 132, "h100-nvl": 132,
+    "h200": 132, "b200": 148, "mi300x": 304,
+}
+
 # The least compute capability (x10) vLLM runs each weight precision at; 0 = any CUDA GPU it supports (7.0+).
 _MIN_SM = {"fp32": 0, "bf16": 0, "fp8": 80, "fp8-block": 80, "int8": 70, "nf4": 70, "nf4-nodq": 70, "int4": 75,
            "gptq": 60, "mxfp4": 80, "q8_0": 60, "q6_k": 60, "q5_k_m": 60, "q4_k_m": 60}

@@ -258,6 +258,25 @@ def cublas_workspace_bytes(gpu: GPU | None) -> int:
     return (32 << 20 if sm90 else (8 << 20) + (128 << 10)) + (1 << 20)
 
 
+def triton_topk_buffer_bytes(gpu: GPU | None, rows: int, vocab: int) -> int:
+    """The row buffer vLLM's Triton top-k/top-p kernel keeps (v1/sample/ops/topk_topp_triton.py
+    apply_top_k_top_p_triton, 0.17-0.33): fp32 [min(next_power_of_2(programs), SMs), vocab], programs = min(SMs,
+    rows), cached in _TRITON_BUFFER_CACHE from the dummy sampler run on. SMs: hardware.SM_COUNT (vLLM's
+    num_compute_units); without a GPU or for a size, the H100's 132 (the plan says so, triton_buffer_known)."""
+    from hfmem.memory.hardware import SM_COUNT
+
+    sms = SM_COUNT.get(gpu.key if gpu is not None else "h100-80gb", SM_COUNT["h100-80gb"])
+    programs = min(sms, rows)
+    return min(1 << max(0, programs - 1).bit_length(), sms) * vocab * 4
+
+
+def triton_buffer_known(gpu: GPU | None) -> bool:
+    """Whether the Triton top-k/top-p buffer's row count is the GPU's own (a catalog card, or none: the H100 class)."""
+    from hfmem.memory.hardware import SM_COUNT
+
+    return gpu is None or gpu.key in SM_COUNT
+
+
 def cublas_workspace_known(gpu: GPU | None) -> bool:
     """Whether hfmem knows the GPU's compute capability (or architecture), which sets the workspaces' size."""
     from hfmem.memory.hardware import hardware_of
@@ -823,6 +842,8 @@ class Planner:
                                                 * self.vllm.sampler_bytes(self.act_bytes, rows, self.sampler)
                                                 + (tokens + (0 if self.vllm.engine == "V0" else 2 * rows)) * h
                                                 * self.act_bytes)
+                if self.vllm.sampler_path(rows, self.sampler) == "triton":
+                    terms["sampler (dummy run)"] += triton_topk_buffer_bytes(self.gpu, rows, self.arch.vocab_size)
             enc = self.encoder_at(context)
             if enc is not None:
                 # profile_run runs the vision tower first and keeps its outputs in encoder_cache, and the dummy
@@ -1083,6 +1104,11 @@ class Planner:
                                   "alive through the forward and sampler phases")
             elif self.encoder_note:
                 plan.notes.append(self.encoder_note)
+            if (self.vllm.engine == "V1" and not self._v2 and not triton_buffer_known(self.gpu)
+                    and self.vllm.sampler_path(min(self.max_num_seqs, tokens), self.sampler) == "triton"):
+                plan.notes.append("torch peak: vLLM's Triton top-k/top-p kernel keeps an fp32 buffer of one vocabulary "
+                                  "row per streaming multiprocessor (up to the batch), which a size does not give: "
+                                  "the H100's 132 assumed")
             if not cublas_workspace_known(self.gpu):
                 small, large = cublas_workspace_bytes(self.gpu), cublas_workspace_bytes(None)  # (None: the sm90 sizes)
                 plan.notes.append(f"torch peak: PyTorch's cuBLAS/cuBLASLt workspaces depend on the GPU's compute "
