@@ -549,7 +549,7 @@ class Planner:
                 raise UsageError("--vllm-runner applies to vLLM's V1 engine (0.8 and later); V0 has one runner")
             why = runner_available(release_of(vllm_version) if vllm_version else None, model_runner)
             if why is not None:
-                raise UsageError(f"--vllm-runner {model_runner} with vLLM {vllm_version or 'newest'}: {why}")
+                raise UsageError(f"--vllm-runner {model_runner} with vLLM {vllm_version or '(the newest release)'}: {why}")
         self.model_runner_asked = model_runner  # None: vLLM's default for the release and model (vllm_runner)
         if sampler is not None and sampler not in SAMPLERS:
             raise UsageError(f"unknown --vllm-sampler {sampler!r}; use one of: {', '.join(SAMPLERS)}")

@@ -322,7 +322,8 @@ def runner_available(release: tuple[int, int] | None, runner: str) -> str | None
     VLLM_USE_V2_MODEL_RUNNER; earlier wheels have no gpu/model_runner.py profile hfmem reads), V1 until
     V1_RUNNER_REMOVED_FROM; ``release`` None is the newest code, V2 only."""
     if runner == "v1" and (release is None or release >= V1_RUNNER_REMOVED_FROM):
-        return "vLLM 0.34 removed Model Runner V1 (platforms/interface.py validate_environ)"
+        return ("vLLM 0.34 removed Model Runner V1 (platforms/interface.py validate_environ); give --vllm-version 0.33 "
+                "or earlier to plan it")
     if runner == "v2" and release is not None and release < V2_RUNNER_FROM:
         return "Model Runner V2 is the default from vLLM 0.22 (hfmem models its profile from there)"
     return None
