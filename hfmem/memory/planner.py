@@ -547,7 +547,7 @@ class Planner:
                 raise UsageError(f"unknown --vllm-runner {model_runner!r}; use one of: {', '.join(RUNNERS)}")
             if self.vllm.engine == "V0":
                 raise UsageError("--vllm-runner applies to vLLM's V1 engine (0.8 and later); V0 has one runner")
-            why = runner_available(release_of(vllm_version) if vllm_version else None, model_runner)
+            why = runner_available(self._release(), model_runner)
             if why is not None:
                 raise UsageError(f"--vllm-runner {model_runner} with vLLM {vllm_version or '(the newest release)'}: {why}")
         self.model_runner_asked = model_runner  # None: vLLM's default for the release and model (vllm_runner)
@@ -586,7 +586,7 @@ class Planner:
         # vLLM's API-server defaults by version and GPU size (hfmem/memory/vllm_versions.py batch_defaults); V0
         # profiles max_model_len tokens, so its token count is resolved per context (None here)
         tokens_default, seqs_default = self.vllm.batch_defaults(gpu.memory_bytes if gpu else None, gpu.key if gpu else None,
-                                                                release_of(vllm_version) if vllm_version else None)
+                                                                self._release())
         if engine != "vllm":
             tokens_default = DEFAULT_MAX_BATCHED_TOKENS
         self.max_batched_tokens_given = max_batched_tokens
@@ -741,8 +741,7 @@ class Planner:
         self.cudagraph_deducted = (self.engine == "vllm" and self.device == "cuda" and self.cudagraph
                                    and cudagraph_deducted_on(self.vllm, release,
                                                              self.gpu.kind if self.gpu is not None else None)
-                                   and not (release is not None and release < V2_CUDAGRAPH_ESTIMATE_FROM
-                                            and self.vllm_runner() == "V2"))
+                                   and not (release is not None and release < V2_CUDAGRAPH_ESTIMATE_FROM and self._v2))
         self.cudagraph_memory = self.cudagraph_memory_asked if self.cudagraph_deducted else 0
         if not self.cudagraph_deducted:
             return

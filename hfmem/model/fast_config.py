@@ -153,7 +153,7 @@ def _replayed(entry: dict[str, Any], model_type: str, obj: _Obj) -> Any:
     for rule in entry.get("to_dict_rules", ()):  # the class's own to_dict, after the base one
         _TO_DICT_RULES[rule](obj, as_dict)
     for name, rule in entry.get("property_rules", {}).items():  # the class's own properties, read as attributes
-        aliases = [name, *(alias for alias, target in entry["attribute_map"].items() if target == name)]
+        aliases = _names_of(entry["attribute_map"], name)
         try:
             value = _PROPERTIES[rule](obj)
         except _Fallback:
@@ -192,6 +192,11 @@ def _text_config(full: Any, obj: _Obj, model_type: str) -> Any:
     return full
 
 
+def _names_of(attribute_map: dict[str, str], name: str) -> list[str]:
+    """An attribute's name and every attribute_map alias that reads it (its own name first)."""
+    return [name, *(alias for alias, target in attribute_map.items() if target == name)]
+
+
 def _decoder_split(full: Any, obj: _Obj, model_type: str) -> Any:
     """PreTrainedConfig.get_text_config(decoder=True) on a legacy encoder-decoder config (T5, Whisper: no decoder
     sub-config): a deep copy whose to_dict() keys starting with "decoder" are renamed (decoder_layers ->
@@ -226,7 +231,7 @@ def _decoder_split(full: Any, obj: _Obj, model_type: str) -> Any:
     attrs = replayed.__dict__["_attrs"]
     class_attrs = entry["decoder_split"]
     for key, _ in pairs:  # read after delattr: the class attribute, else AttributeError (absent here)
-        for name in [key, *(alias for alias, target in amap.items() if target == key)]:
+        for name in _names_of(amap, key):
             if key in class_attrs:
                 attrs[name] = copy.deepcopy(class_attrs[key])
             else:
@@ -1079,10 +1084,9 @@ def _mamba_sizes(obj: Any, kwargs: dict[str, Any]) -> None:
     own intermediate_size, set later by the base, wins), time_step_rank "auto" = ceil(hidden_size / 16)."""
     try:
         obj["intermediate_size"] = int(obj["expand"] * obj["hidden_size"])
-        if obj["time_step_rank"] == "auto":
-            obj["time_step_rank"] = math.ceil(obj["hidden_size"] / 16)
     except (TypeError, ValueError, OverflowError) as exc:
-        raise _Fallback("mamba sizes") from exc
+        raise _Fallback("intermediate_size") from exc
+    _time_step_rank_auto(obj, kwargs)
 
 
 def _mamba_intermediate(obj: Any, d_ssm: bool) -> Any:
