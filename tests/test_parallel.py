@@ -103,3 +103,24 @@ def test_verbose_has_the_plan_at_every_valid_tp_size(hub, cli):  # noqa: F811
     text = cli([path, "--ctx", "32k", "--gpu", "3060", "-v"]).stdout
     assert "Every tensor-parallel size vLLM accepts (one node)" in text and "4 x RTX 3060 12GB (TP 4)" in text
     assert "tp_sizes" not in json.loads(cli([path, "--ctx", "32k", "--gpu", "3060", "--format", "json"]).stdout)
+
+
+def test_one_pipeline_stage_is_the_plan_itself(stub_repo):
+    """A pipeline of one stage holds every layer: its per-GPU need, pool and concurrency must be the plan's at the
+    same TP and GPU, term for term (vLLM's GPU defaults, the Model Runner V2 state and the CUDA-graph memory
+    included), so that the stages --gpus auto adds over nodes are the plan's arithmetic, not a lighter one."""
+    import hfmem
+    from hfmem.memory.gpus import resolve_gpu
+    from hfmem.memory.parallel import pipeline_setup
+    from hfmem.memory.planner import Planner
+
+    report = hfmem.analyze(str(stub_repo(QWEN)))
+    for gpu_key, tp in (("h100", 1), ("a100-40", 2), ("3060", 2)):
+        gpu = resolve_gpu(gpu_key)
+        planner = Planner(report, "bf16", tp=tp)
+        plan = planner.plan(32_768, 1, gpu, with_catalog=False)
+        assert plan.budget_bytes is not None and plan.cudagraph_bytes  # the term the stages once left out
+        stage = pipeline_setup(planner, gpu, plan.budget_bytes, 1, 32_768, 1)
+        assert stage.need_bytes == plan.total_bytes, gpu_key
+        assert stage.max_context == plan.max_context and stage.fits == plan.fits, gpu_key
+        assert stage.concurrency == pytest.approx(plan.concurrency, rel=1e-3), gpu_key

@@ -123,19 +123,22 @@ def _layer_split(planner: Planner) -> tuple[int, int]:
 def pipeline_setup(planner: Planner, gpu: GPU, budget: int, pp: int, context: int, batch: int) -> Setup:
     """The heaviest stage of ``pp`` pipeline stages at the planner's TP, as an upper bound: every non-layer tensor
     (embeddings, lm_head, final norm) counted on it, ceil(layers / pp) decoder layers and that share of the KV cache,
-    and the activation workspace and overhead of a whole GPU."""
+    and the activation workspace, overhead, model-runner state and CUDA-graph memory of a whole GPU, with vLLM's
+    defaults for ``gpu`` resolved as ``plan`` resolves them (``Planner.for_gpu``), so that one stage reads as the plan."""
+    planner = planner.for_gpu(gpu)
     layers_bytes, other = _layer_split(planner)
     n_layers = max(1, planner.arch.num_layers)
     per_stage = cdiv(n_layers, pp)
 
+    per_gpu = planner.overhead + planner.runner_state + planner.cudagraph_memory  # each stage captures its own graphs
+
     def need(ctx: int, b: int) -> int:
         kv = planner.kv(ctx, b).total_bytes
         return (other + cdiv(layers_bytes * per_stage, n_layers) + cdiv(kv * per_stage, n_layers)
-                + planner.activation(ctx, b)[0] + planner.overhead + planner.runner_state)
+                + planner.activation(ctx, b)[0] + per_gpu)
 
     total = need(context, batch)
-    fixed = (other + cdiv(layers_bytes * per_stage, n_layers) + planner.activation(context, 1)[0] + planner.overhead
-             + planner.runner_state)
+    fixed = other + cdiv(layers_bytes * per_stage, n_layers) + planner.activation(context, 1)[0] + per_gpu
     one_seq = cdiv(planner.kv(context, 1).total_bytes * per_stage, n_layers)
     conc = (budget - fixed) / one_seq if one_seq and budget > fixed else 0.0
     longest: int | None = None
