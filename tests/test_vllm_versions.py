@@ -165,13 +165,42 @@ def test_rocm_deducts_cuda_graphs_from_026(release, deducted):
     assert h100.cudagraph_bytes
 
 
-def test_extensible_kv_cache_of_034_is_a_note():
-    """0.34.0's CacheConfig turns enable_extensible_kv_cache on by default (KV sized after CUDA-graph capture, util
-    1.0): hfmem does not model it, and says so once; 0.33 gets no such note."""
+def test_extensible_kv_cache_of_034_is_bounded_from_above():
+    """0.34.0's CacheConfig turns enable_extensible_kv_cache on for CUDA and ROCm (the pool sized after warmup and
+    capture, gpu_memory_utilization 1.0 unless set). Its size depends on the CUDA context, which only vLLM measures,
+    so hfmem gives a bound from above, by v1/worker/extensible_kv_cache.py measure_kv_cache_bytes: everything hfmem
+    sees resident, then max(1 GiB (3 GiB on ROCm), 0.75 x peak) and the peak (torch peak + CUDA-graph estimate,
+    gpu_worker.py's peak_activation_memory) kept free. The default (the newest code) and 0.34 say so once; 0.33
+    sizes from the profile only. No 0.34 start-up log was found to hold it against."""
     gpu = resolve_gpu("h100")
-    new = Planner(_report(), vllm_version="0.34.0").plan(32_768, 1, gpu)
-    assert sum("extensible KV cache" in n for n in new.notes) == 1
-    assert not any("extensible KV cache" in n for n in Planner(_report(), vllm_version="0.33").plan(32_768, 1, gpu).notes)
+    report = _report()
+    for version in ("0.34.0", None):
+        plan = Planner(report, vllm_version=version).plan(32_768, 1, gpu)
+        assert sum("enable_extensible_kv_cache" in n for n in plan.notes) == 1
+        peak = plan.activation_bytes + plan.cudagraph_bytes
+        resident = plan.weights_bytes + plan.overhead_bytes + plan.cudagraph_bytes  # runner state is in overhead
+        bound = plan.extensible_kv_max_bytes
+        assert bound == gpu.memory_bytes - resident - max(GiB, int(0.75 * peak)) - peak
+        # above the profile-sized pool at 0.92 by the 8 % it leaves unrequested, less the margin and the peak
+        # counted a second time; as tokens, the same whole-block arithmetic as the pool's
+        assert bound > plan.kv_available_bytes
+        assert plan.extensible_kv_max_tokens == bound // (57_344 * 16) * 16
+    old = Planner(report, vllm_version="0.33").plan(32_768, 1, gpu)
+    assert old.extensible_kv_max_bytes is None and not any("enable_extensible_kv_cache" in n for n in old.notes)
+    # an explicit utilisation caps the request: ceil(total x util) - resident - peak, when that is the smaller
+    capped = Planner(report, vllm_version="0.34", gpu_util=0.5).plan(32_768, 1, gpu)
+    peak = capped.activation_bytes + capped.cudagraph_bytes
+    resident = capped.weights_bytes + capped.overhead_bytes + capped.cudagraph_bytes
+    assert capped.extensible_kv_max_bytes == -(-gpu.memory_bytes // 2) - resident - peak
+    # ROCm keeps a 3 GiB floor (ROCr maps kernel scratch outside the allocator), which here beats 0.75 x the peak
+    mi300 = resolve_gpu("mi300x")
+    rocm = Planner(report, vllm_version="0.34").plan(32_768, 1, mi300)
+    rpeak = rocm.activation_bytes + (rocm.cudagraph_bytes or 0)
+    assert GiB < 0.75 * rpeak < 3 * GiB
+    assert rocm.extensible_kv_max_bytes == (mi300.memory_bytes - rocm.weights_bytes - rocm.overhead_bytes
+                                            - (rocm.cudagraph_bytes or 0) - 3 * GiB - rpeak)
+    # no GPU: the note without a figure
+    assert any("enable_extensible_kv_cache" in n for n in Planner(report).plan(32_768, 1).notes)
 
 
 def test_hybrid_pool_tokens_by_the_versions_log_rule():
@@ -199,7 +228,7 @@ def test_json_names_the_terms_as_vllm_logs_them(stub_repo):
     assert set(v) == {"version", "max_num_batched_tokens", "max_num_seqs", "cudagraph", "sampler", "interconnect", "model_runner",
                       "requested_memory", "weights", "torch_peak_memory_increase", "non_torch_forward_increase_memory",
                       "model_runner_state", "cuda_graph_memory", "available_kv_cache_memory", "gpu_kv_cache_size_tokens",
-                      "maximum_concurrency"}
+                      "maximum_concurrency", "extensible_kv_cache_max_bytes", "extensible_kv_cache_max_tokens"}
     inf = json.loads(out)["inference"]
     assert v["model_runner"] == "V2" and v["model_runner_state"] == 1024 * (152_064 + 152_064 // 32) * 4
     assert v["available_kv_cache_memory"] == inf["kv_available_bytes"] == (

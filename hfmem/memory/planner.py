@@ -45,7 +45,9 @@ from hfmem.memory.vllm_versions import (
     VllmVersion,
     cudagraph_deducted_on,
     default_runner,
+    extensible_kv_cache_max_bytes,
     extensible_kv_cache_note,
+    extensible_kv_cache_on,
     pool_tokens_rule,
     release_of,
     resolve_interconnect,
@@ -363,6 +365,9 @@ class InferencePlan:
     runner_state_bytes: int | None = None  # V2's persistent sampler state, inside overhead_bytes (vLLM >= 0.27)
     cudagraph_bytes: int | None = None
     cudagraph_detail: str | None = None  # how hfmem's estimate of it is made (text output)
+    # vLLM >= 0.34's default extensible KV cache, bounded from above (vllm_versions.extensible_kv_cache_max_bytes)
+    extensible_kv_max_bytes: int | None = None
+    extensible_kv_max_tokens: int | None = None
     replicated: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # The catalog (every GPU: fit, longest context, concurrency) is ~16 rows of searches, so it is computed on first
@@ -408,6 +413,9 @@ class InferencePlan:
             "available_kv_cache_memory": self.kv_available_bytes,  # "Available KV cache memory: X GiB"
             "gpu_kv_cache_size_tokens": self.kv_pool_tokens,  # "GPU KV cache size: N tokens"
             "maximum_concurrency": self.concurrency,  # "Maximum concurrency for ctx tokens per request: Nx"
+            # >= 0.34 by default: "Extended KV cache to N blocks (X GiB)", at most these (null where it is off)
+            "extensible_kv_cache_max_bytes": self.extensible_kv_max_bytes,
+            "extensible_kv_cache_max_tokens": self.extensible_kv_max_tokens,
         }
 
     def to_dict(self, catalog: bool = True) -> dict[str, Any]:
@@ -576,6 +584,7 @@ class Planner:
         self.prefix_caching = prefix_caching  # vLLM: state layers reserve 2 pages per request with it, 1 without
         self.block_size = block_size
         self.encoder_len = encoder_len
+        self.gpu_util_given = gpu_util  # vLLM >= 0.34 defaults to 1.0 with its extensible KV cache (_extensible_bound)
         if gpu_util is None:
             gpu_util = self.vllm.gpu_util if engine == "vllm" else DEFAULT_GPU_UTIL
         self.gpu_util = gpu_util
@@ -1070,8 +1079,8 @@ class Planner:
                                   f"varies between starts (up to {est.high / GiB:.2f} GiB when each graph opens a 20 "
                                   "MiB allocator segment): --cudagraph-memory takes your log's 'Estimated CUDA graph "
                                   "memory'")
-            if (extensible := extensible_kv_cache_note(self._release())) is not None:
-                plan.notes.append(extensible)
+            if gpu is None and self.vllm.engine == "V1" and extensible_kv_cache_on(self._release(), None):
+                plan.notes.append(extensible_kv_cache_note(self._release()))  # with a GPU, _fill_fit bounds it
             plan.model_runner = self.vllm_runner()
             if plan.model_runner == "V2":
                 plan.notes.append(self._v2_runner_note())
@@ -1170,8 +1179,24 @@ class Planner:
         plan.max_concurrency = int(conc) if conc is not None else None
         plan.kv_available_bytes = available
         plan.kv_blocks, plan.kv_pool_tokens = blocks, pool
+        if (self.engine == "vllm" and self.device == "cuda" and self.vllm.engine == "V1"
+                and extensible_kv_cache_on(self._release(), gpu.kind)):
+            self._extensible_bound(plan, gpu)
         if gpu.kind == "apple":
             plan.notes.append(f"Apple unified memory: budget is {int(APPLE_WORKING_SET * 100)}% of {gpu.name} (Metal working-set limit)")
+
+    def _extensible_bound(self, plan: InferencePlan, gpu: GPU) -> None:
+        """The extensible KV cache's pool (vLLM >= 0.34's default) bounded from above on ``gpu``, as bytes, blocks
+        and tokens by the same arithmetic as the profile-sized pool (``concurrency``), and the note that says so."""
+        act = self._one_seq_memo[plan.context][0] if plan.context in self._one_seq_memo else self.activation(plan.context, 1)[0]
+        resident = self.weights_bytes + self.overhead + self.runner_state + self.cudagraph_memory
+        bound = extensible_kv_cache_max_bytes(total=gpu.memory_bytes, gpu_util=self.gpu_util_given, resident=resident,
+                                              peak=act + self.cudagraph_memory, gpu_kind=gpu.kind)
+        # the budget whose profile-sized pool is ``bound``: the same blocks, tokens and concurrency rules
+        _, blocks, pool, _ = self.concurrency(bound + resident + act, plan.context)
+        plan.extensible_kv_max_bytes, plan.extensible_kv_max_tokens = bound, pool
+        words = f"{bound / GiB:.2f} GiB" + (f" ({pool:,} tokens)" if pool is not None else "")
+        plan.notes.append(extensible_kv_cache_note(self._release(), words))
 
     def catalog(self, context: int, batch: int) -> list[FitRow]:
         """Every catalog GPU (Apple's unified memory only off vLLM) at ``context`` x ``batch``."""

@@ -7,6 +7,7 @@ is a held-in row of tests/test_vllm_logs.py. Nothing here is fitted to the held-
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from hfmem.errors import UsageError
@@ -219,7 +220,8 @@ DEFAULT_VERSION = "0.20"
 # 0.34.0's config/cache.py: enable_extensible_kv_cache defaults on for CUDA and ROCm ("the cache is sized from the
 # memory actually free after CUDA graph capture rather than from a profiling estimate") and gpu_memory_utilization
 # defaults to 1.0 with it (CacheConfig.resolved_gpu_memory_utilization). hfmem keeps the 0.20 family's profile
-# arithmetic there and says so in a note (extensible_kv_cache_note).
+# arithmetic there (the pool vLLM sizes with it off) and gives the extensible pool as a bound from above, in a note
+# and in JSON (extensible_kv_cache_max_bytes): its size depends on the CUDA context, which only vLLM measures.
 EXTENSIBLE_KV_CACHE_FROM = (0, 34)
 # Platforms whose worker profiles the CUDA-graph estimate (gpu_worker.py determine_available_memory's guard):
 # 0.20.0 ``not current_platform.is_rocm()``, 0.21.0-0.25.0 ``current_platform.is_cuda()``, from 0.26.0
@@ -255,14 +257,45 @@ def cudagraph_deducted_on(version: VllmVersion, release: tuple[int, int] | None,
     return gpu_kind != "rocm" or release is None or release >= ROCM_CUDAGRAPH_FROM
 
 
-def extensible_kv_cache_note(release: tuple[int, int] | None) -> str | None:
-    """A note for releases from EXTENSIBLE_KV_CACHE_FROM, whose default KV sizing hfmem does not model."""
-    if release is None or release < EXTENSIBLE_KV_CACHE_FROM:
-        return None
-    return (f"vLLM {release[0]}.{release[1]} sizes the KV cache by default from the memory free after CUDA-graph "
-            "capture (the extensible KV cache, gpu_memory_utilization 1.0 unless set; config/cache.py at 0.34.0), "
-            "not from the profile: hfmem plans it with the 0.20 family's profile arithmetic and utilisation 0.92, so "
-            "the pool shown is the one vLLM sizes with enable_extensible_kv_cache off")
+# v1/worker/extensible_kv_cache.py at 0.34.0: the margin kept free beside the transient peak when the extensible KV
+# cache is sized (KV_CACHE_MARGIN_FLOOR_BYTES: 1 GiB, 3 GiB on ROCm; KV_CACHE_MARGIN_FRACTION 0.75 of the peak).
+EXTENSIBLE_MARGIN_FLOOR = {"cuda": 1 << 30, "rocm": 3 << 30}
+EXTENSIBLE_MARGIN_FRACTION = 0.75
+
+
+def extensible_kv_cache_on(release: tuple[int, int] | None, gpu_kind: str | None) -> bool:
+    """Whether the release sizes the KV cache after warmup by default on this GPU kind (config/cache.py at 0.34.0:
+    on for CUDA and ROCm); ``release`` None is the newest code, which does."""
+    return (release is None or release >= EXTENSIBLE_KV_CACHE_FROM) and gpu_kind in (None, *EXTENSIBLE_MARGIN_FLOOR)
+
+
+def extensible_kv_cache_max_bytes(*, total: int, gpu_util: float | None, resident: int, peak: int, gpu_kind: str) -> int:
+    """An upper bound on the KV cache 0.34's extensible sizing commits on one GPU (v1/worker/extensible_kv_cache.py
+    measure_kv_cache_bytes): min(requested - non-KV use, free memory after warmup - margin) - peak, with requested =
+    ceil(total x gpu_memory_utilization) (1.0 unless given: CacheConfig.resolved_gpu_memory_utilization,
+    worker/utils.py request_memory), margin = max(floor, 0.75 x peak) and peak the profiled activation peak plus the
+    CUDA-graph estimate (gpu_worker.py initialize_from_config sets reserved_headroom_bytes to peak_activation_memory).
+    ``resident`` is what hfmem sees of the non-KV use (weights, non-torch, runner state, the captured graphs); the
+    free memory is taken as ``total - resident``, which leaves out the CUDA context and anything else on the GPU at
+    start: vLLM measures those and hfmem cannot, so the result is a bound from above."""
+    requested = math.ceil(total * (1.0 if gpu_util is None else gpu_util))
+    margin = max(EXTENSIBLE_MARGIN_FLOOR[gpu_kind], int(peak * EXTENSIBLE_MARGIN_FRACTION))
+    return max(min(requested - resident, total - resident - margin) - peak, 0)
+
+
+def extensible_kv_cache_note(release: tuple[int, int] | None, bound: str | None = None) -> str:
+    """The note for plans of releases from EXTENSIBLE_KV_CACHE_FROM (and the newest code), whose default KV sizing
+    after warmup hfmem bounds from above (``bound``: that figure in words, None without a GPU)."""
+    which = "vLLM 0.34 and later (the default here)" if release is None else f"vLLM {release[0]}.{release[1]}"
+    text = (f"{which} size the KV cache by default from the memory free after warmup and CUDA-graph capture "
+            "(enable_extensible_kv_cache, gpu_memory_utilization 1.0 unless set: v1/worker/extensible_kv_cache.py "
+            "measure_kv_cache_bytes keeps max(1 GiB, 0.75 x peak) and the peak free; its log: 'Extended KV cache to N "
+            "blocks')")
+    if bound is None:
+        return text + "; the pool shown is the profile-sized one vLLM keeps with --no-enable-extensible-kv-cache"
+    return (text + f"; here at most {bound}, less the CUDA context and anything else on the GPU at start (vLLM "
+            "measures them, hfmem cannot); the pool shown is the profile-sized one vLLM keeps with "
+            "--no-enable-extensible-kv-cache")
 
 
 def release_of(name: str) -> tuple[int, int]:
