@@ -286,11 +286,12 @@ def extensible_kv_cache_max_bytes(*, total: int, gpu_util: float | None, residen
 def extensible_kv_cache_note(release: tuple[int, int] | None, bound: str | None = None) -> str:
     """The note for plans of releases from EXTENSIBLE_KV_CACHE_FROM (and the newest code), whose default KV sizing
     after warmup hfmem bounds from above (``bound``: that figure in words, None without a GPU)."""
-    which = "vLLM 0.34 and later (the default here)" if release is None else f"vLLM {release[0]}.{release[1]}"
-    text = (f"{which} size the KV cache by default from the memory free after warmup and CUDA-graph capture "
+    which = ("vLLM 0.34 and later (the default here) size" if release is None
+             else f"vLLM {release[0]}.{release[1]} sizes")
+    text = (f"{which} the KV cache by default from the memory free after warmup and CUDA-graph capture "
             "(enable_extensible_kv_cache, gpu_memory_utilization 1.0 unless set: v1/worker/extensible_kv_cache.py "
-            "measure_kv_cache_bytes keeps max(1 GiB, 0.75 x peak) and the peak free; its log: 'Extended KV cache to N "
-            "blocks')")
+            "measure_kv_cache_bytes keeps max(1 GiB (3 GiB on ROCm), 0.75 x peak) and the peak, its torch peak plus "
+            "CUDA-graph estimate, free; its log: 'Extended KV cache to N blocks')")
     if bound is None:
         return text + "; the pool shown is the profile-sized one vLLM keeps with --no-enable-extensible-kv-cache"
     return (text + f"; here at most {bound}, less the CUDA context and anything else on the GPU at start (vLLM "
