@@ -1682,3 +1682,19 @@ def test_cold_compile_note_carries_what_the_first_starts_show():
     eager = plan_of(next(r for r in ROWS if r.name == "llama31-8b-a100-40-v0.15-eager"))
     v0 = plan_of(next(r for r in ROWS if r.name == "qwen25-math-1.5b-a10-v0.7.2"))
     assert not any("torch.compile" in n for n in eager.notes + v0.notes)
+
+
+def test_start_in_use_range_of_the_extensible_note_is_the_logs():
+    """The 0.34 note's range for what holds the GPU at vLLM's start snapshot (the CUDA context) is what the table's
+    TP 1 Linux logs print in 'Free memory on device (free/total GiB)': their smallest and largest total - free."""
+    import re
+
+    from hfmem.memory.vllm_versions import START_IN_USE_TP1_GIB
+
+    seen = []
+    for row in ROWS:
+        m = re.search(r"Free memory on device \(?([\d.]+)/([\d.]+) GiB", row.gpu.name)
+        if m and row.tp == 1 and "WSL2" not in row.gpu.name:
+            seen.append(round(float(m.group(2)) - float(m.group(1)), 2))
+    assert len(seen) >= 4
+    assert (min(seen), max(seen)) == START_IN_USE_TP1_GIB

@@ -261,6 +261,12 @@ def cudagraph_deducted_on(version: VllmVersion, release: tuple[int, int] | None,
 # cache is sized (KV_CACHE_MARGIN_FLOOR_BYTES: 1 GiB, 3 GiB on ROCm; KV_CACHE_MARGIN_FRACTION 0.75 of the peak).
 EXTENSIBLE_MARGIN_FLOOR = {"cuda": 1 << 30, "rocm": 3 << 30}
 EXTENSIBLE_MARGIN_FRACTION = 0.75
+# What the bound leaves out, as real logs show it: the memory in use when vLLM's worker takes its start snapshot
+# ("Free memory on device (free/total GiB) on startup", gpu_worker.py), total less free, in the TP 1 logs of Linux
+# machines in tests/test_vllm_logs.py (A100 80GB, H100, L4, a 24 GB card; vLLM 0.10-0.31): the CUDA context and
+# whatever else held the GPU. Logs, not source: the driver sizes the context. At TP >= 2 from 0.11 the snapshot also
+# follows the NCCL and custom all-reduce set-up (gpu_worker.py Worker.init_device), so more is in use by then.
+START_IN_USE_TP1_GIB = (0.19, 0.61)
 
 
 def extensible_kv_cache_on(release: tuple[int, int] | None, gpu_kind: str | None) -> bool:
@@ -294,8 +300,10 @@ def extensible_kv_cache_note(release: tuple[int, int] | None, bound: str | None 
             "CUDA-graph estimate, free; its log: 'Extended KV cache to N blocks')")
     if bound is None:
         return text + "; the pool shown is the profile-sized one vLLM keeps with --no-enable-extensible-kv-cache"
-    return (text + f"; here at most {bound}, less the CUDA context and anything else on the GPU at start (vLLM "
-            "measures them, hfmem cannot); the pool shown is the profile-sized one vLLM keeps with "
+    low, high = START_IN_USE_TP1_GIB
+    return (text + f"; here at most {bound}, less what holds the GPU when vLLM starts (the CUDA context: "
+            f"{low:.2f}-{high:.2f} GiB at TP 1 in the logs' 'Free memory on device' lines, more at TP >= 2; vLLM "
+            "measures it, hfmem cannot); the pool shown is the profile-sized one vLLM keeps with "
             "--no-enable-extensible-kv-cache")
 
 
