@@ -20,6 +20,7 @@ from hfmem.memory.training import METHODS as TRAINING_METHODS
 from hfmem.memory.training import PRECISIONS as TRAINING_PRECISIONS
 from hfmem.memory.vllm_versions import DEFAULT_VERSION as DEFAULT_VLLM_VERSION
 from hfmem.memory.vllm_versions import INTERCONNECTS as VLLM_INTERCONNECTS
+from hfmem.memory.vllm_versions import NEWEST_RELEASE_READ as NEWEST_VLLM_RELEASE
 from hfmem.memory.vllm_versions import RUNNERS as VLLM_RUNNERS
 from hfmem.memory.vllm_versions import SAMPLERS as VLLM_SAMPLERS
 from hfmem.memory.vllm_versions import VERSIONS as VLLM_VERSIONS
@@ -187,7 +188,8 @@ def planner_options(f: Callable) -> Callable:
     f = click.option("--max-num-seqs", type=click.IntRange(min=1), default=None,
                      help="vLLM max_num_seqs: rows of the profiling sampler run (default 1024 on >= 70 GiB GPUs but A100, else 256).")(f)
     f = click.option("--vllm-version", default=None,
-                     help=f"vLLM release whose defaults and memory terms to follow: {', '.join(VLLM_VERSIONS)} (default {DEFAULT_VLLM_VERSION}; "
+                     help=f"vLLM release whose defaults and memory terms to follow: {', '.join(VLLM_VERSIONS)} (default: the newest "
+                          f"release read, {NEWEST_VLLM_RELEASE}, family {DEFAULT_VLLM_VERSION}; "
                           "a later X.Y uses the newest family at or below it).")(f)
     f = click.option("--cudagraph-memory", default=None,
                      help="vLLM >= 0.20: the CUDA-graph estimate it deducts from the KV budget, e.g. 0.58GiB (its log: "

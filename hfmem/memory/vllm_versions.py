@@ -217,6 +217,10 @@ VERSIONS: dict[str, VllmVersion] = {
     "0.20": VllmVersion("0.20", "V1", 0.92, "triton", "concurrency", int(0.02 * GiB), int(2.1 * GiB), int(0.09 * GiB), True),
 }
 DEFAULT_VERSION = "0.20"
+# The newest release whose wheel was read for these families (PyPI, `pip download --no-deps vllm==X`): the default
+# plan (no --vllm-version) follows its code, the 0.20 family's arithmetic with its runner choice and its extensible
+# KV cache given as a bound (EXTENSIBLE_KV_CACHE_FROM).
+NEWEST_RELEASE_READ = "0.34.0"
 # 0.34.0's config/cache.py: enable_extensible_kv_cache defaults on for CUDA and ROCm ("the cache is sized from the
 # memory actually free after CUDA graph capture rather than from a profiling estimate") and gpu_memory_utilization
 # defaults to 1.0 with it (CacheConfig.resolved_gpu_memory_utilization). hfmem keeps the 0.20 family's profile
