@@ -185,6 +185,9 @@ def test_extensible_kv_cache_of_034_is_bounded_from_above():
         # counted a second time; as tokens, the same whole-block arithmetic as the pool's
         assert bound > plan.kv_available_bytes
         assert plan.extensible_kv_max_tokens == bound // (57_344 * 16) * 16
+        # and what is left once the TP 1 logs' start-up use (0.19-0.61 GiB, test_vllm_logs) is taken off
+        low, high = ((bound - int(g * GiB)) // (57_344 * 16) * 16 for g in (0.61, 0.19))
+        assert sum(f"which would leave {low:,}-{high:,} tokens" in n for n in plan.notes) == 1
     old = Planner(report, vllm_version="0.33").plan(32_768, 1, gpu)
     assert old.extensible_kv_max_bytes is None and not any("enable_extensible_kv_cache" in n for n in old.notes)
     # an explicit utilisation caps the request: ceil(total x util) - resident - peak, when that is the smaller

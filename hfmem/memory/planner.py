@@ -39,6 +39,7 @@ from hfmem.memory.vllm_versions import (
     RUNNERS,
     SAMPLERS,
     SNAPSHOT_AFTER_DIST_INIT,
+    START_IN_USE_TP1_GIB,
     V1_RUNNER_REMOVED_FROM,
     V2_CUDAGRAPH_ESTIMATE_FROM,
     RunnerModel,
@@ -1193,10 +1194,19 @@ class Planner:
         bound = extensible_kv_cache_max_bytes(total=gpu.memory_bytes, gpu_util=self.gpu_util_given, resident=resident,
                                               peak=act + self.cudagraph_memory, gpu_kind=gpu.kind)
         # the budget whose profile-sized pool is ``bound``: the same blocks, tokens and concurrency rules
-        _, blocks, pool, _ = self.concurrency(bound + resident + act, plan.context)
+        def tokens(kv_bytes: int) -> int | None:
+            return self.concurrency(kv_bytes + resident + act, plan.context)[2]
+
+        pool = tokens(bound)
         plan.extensible_kv_max_bytes, plan.extensible_kv_max_tokens = bound, pool
         words = f"{bound / GiB:.2f} GiB" + (f" ({pool:,} tokens)" if pool is not None else "")
-        plan.notes.append(extensible_kv_cache_note(self._release(), words))
+        left = None
+        if pool is not None and self.tp == 1 and gpu.kind == "cuda":
+            # less what the TP 1 logs show in use at vLLM's start snapshot (START_IN_USE_TP1_GIB)
+            low, high = (tokens(bound - int(g * GiB)) for g in reversed(START_IN_USE_TP1_GIB))
+            if low is not None and high is not None:
+                left = f"{low:,}-{high:,} tokens"
+        plan.notes.append(extensible_kv_cache_note(self._release(), words, left))
 
     def catalog(self, context: int, batch: int) -> list[FitRow]:
         """Every catalog GPU (Apple's unified memory only off vLLM) at ``context`` x ``batch``."""

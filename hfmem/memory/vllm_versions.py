@@ -293,9 +293,10 @@ def extensible_kv_cache_max_bytes(*, total: int, gpu_util: float | None, residen
     return max(min(requested - resident, total - resident - margin) - peak, 0)
 
 
-def extensible_kv_cache_note(release: tuple[int, int] | None, bound: str | None = None) -> str:
+def extensible_kv_cache_note(release: tuple[int, int] | None, bound: str | None = None, left: str | None = None) -> str:
     """The note for plans of releases from EXTENSIBLE_KV_CACHE_FROM (and the newest code), whose default KV sizing
-    after warmup hfmem bounds from above (``bound``: that figure in words, None without a GPU)."""
+    after warmup hfmem bounds from above (``bound``: that figure in words, None without a GPU; ``left``: the pool in
+    words once START_IN_USE_TP1_GIB is taken off, at TP 1)."""
     which = ("vLLM 0.34 and later (the default here) size" if release is None
              else f"vLLM {release[0]}.{release[1]} sizes")
     text = (f"{which} the KV cache by default from the memory free after warmup and CUDA-graph capture "
@@ -305,9 +306,10 @@ def extensible_kv_cache_note(release: tuple[int, int] | None, bound: str | None 
     if bound is None:
         return text + "; the pool shown is the profile-sized one vLLM keeps with --no-enable-extensible-kv-cache"
     low, high = START_IN_USE_TP1_GIB
+    leaves = f", which would leave {left}" if left else ""
     return (text + f"; here at most {bound}, less what holds the GPU when vLLM starts (the CUDA context: "
-            f"{low:.2f}-{high:.2f} GiB at TP 1 in the logs' 'Free memory on device' lines, more at TP >= 2; vLLM "
-            "measures it, hfmem cannot); the pool shown is the profile-sized one vLLM keeps with "
+            f"{low:.2f}-{high:.2f} GiB at TP 1 in the logs' 'Free memory on device' lines{leaves}; more at TP >= 2; "
+            "vLLM measures it, hfmem cannot); the pool shown is the profile-sized one vLLM keeps with "
             "--no-enable-extensible-kv-cache")
 
 
