@@ -165,7 +165,7 @@ def test_rocm_deducts_cuda_graphs_from_026(release, deducted):
     assert h100.cudagraph_bytes
 
 
-def test_extensible_kv_cache_of_034_is_bounded_from_above():
+def test_extensible_kv_cache_of_034_is_bounded_from_above(stub_repo):
     """0.34.0's CacheConfig turns enable_extensible_kv_cache on for CUDA and ROCm (the pool sized after warmup and
     capture, gpu_memory_utilization 1.0 unless set). Its size depends on the CUDA context, which only vLLM measures,
     so hfmem gives a bound from above, by v1/worker/extensible_kv_cache.py measure_kv_cache_bytes: everything hfmem
@@ -204,6 +204,13 @@ def test_extensible_kv_cache_of_034_is_bounded_from_above():
                                             - (rocm.cudagraph_bytes or 0) - 3 * GiB - rpeak)
     # no GPU: the note without a figure
     assert any("enable_extensible_kv_cache" in n for n in Planner(report).plan(32_768, 1).notes)
+    # the text output's Fit table gives the bound beside the log's lines, for the versions that size that way
+    row = "Extended KV cache, vLLM >= 0.34 default"
+    args = [str(stub_repo(QWEN)), "--ctx", "32k", "--gpu", "h100", "-v"]
+    text = CliRunner().invoke(main, args).output
+    bound = Planner(report).plan(32_768, 1, gpu)
+    assert f"at most {bound.extensible_kv_max_bytes / GiB:.2f} GiB ({bound.extensible_kv_max_tokens:,} tokens)" in text
+    assert row in text and row not in CliRunner().invoke(main, [*args, "--vllm-version", "0.33"]).output
 
 
 def test_hybrid_pool_tokens_by_the_versions_log_rule():

@@ -109,6 +109,10 @@ def inference_tables(plan: InferencePlan) -> list[Table]:
                 blocks = f" ({plan.kv_blocks:,} blocks)" if plan.kv_blocks is not None else ""
                 fit.append(["GPU KV cache size", f"{plan.kv_pool_tokens:,} tokens{blocks}"])
             fit.append([f"Maximum concurrency for {plan.context:,} tokens per request", conc])
+            if plan.extensible_kv_max_bytes is not None:
+                # vLLM >= 0.34's default sizing after warmup, bounded from above (the plan's notes say how)
+                tokens = f" ({plan.extensible_kv_max_tokens:,} tokens)" if plan.extensible_kv_max_tokens is not None else ""
+                fit.append(["Extended KV cache, vLLM >= 0.34 default", f"at most {fmt_bytes(plan.extensible_kv_max_bytes)}{tokens}"])
         else:
             fit.append([f"max concurrency at {plan.context:,} tokens", conc])
         if plan.replicated:
