@@ -1187,8 +1187,8 @@ class Planner:
             plan.notes.append(f"Apple unified memory: budget is {int(APPLE_WORKING_SET * 100)}% of {gpu.name} (Metal working-set limit)")
 
     def _extensible_bound(self, plan: InferencePlan, gpu: GPU) -> None:
-        """The extensible KV cache's pool (vLLM >= 0.34's default) bounded from above on ``gpu``, as bytes, blocks
-        and tokens by the same arithmetic as the profile-sized pool (``concurrency``), and the note that says so."""
+        """The extensible KV cache's pool (vLLM >= 0.34's default) bounded from above on ``gpu``, in bytes and in
+        tokens by the same block arithmetic as the profile-sized pool (``concurrency``), and the note that says so."""
         act = self._one_seq_memo[plan.context][0] if plan.context in self._one_seq_memo else self.activation(plan.context, 1)[0]
         resident = self.weights_bytes + self.overhead + self.runner_state + self.cudagraph_memory
         bound = extensible_kv_cache_max_bytes(total=gpu.memory_bytes, gpu_util=self.gpu_util_given, resident=resident,
