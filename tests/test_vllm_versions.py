@@ -476,3 +476,17 @@ def test_triton_row_buffer_follows_the_kernel_and_the_gpu():
     named = Planner(_report(), vllm_version="0.21").plan(32_768, 1, resolve_gpu("4090"))
     assert sum("Triton top-k/top-p kernel" in n for n in sized.notes) == 1
     assert not any("Triton top-k/top-p kernel" in n for n in named.notes)
+
+
+def test_a_release_newer_than_the_newest_read_is_said_once():
+    """--vllm-version 0.40 is planned as the newest release read (0.34.0), and the plan says so once: not a silent
+    fallback. 0.34.x itself and the default carry no such note."""
+    from hfmem.memory.vllm_versions import NEWEST_RELEASE_READ
+
+    gpu = resolve_gpu("h100")
+    report = _report()
+    newer = Planner(report, vllm_version="0.40").plan(32_768, 1, gpu)
+    assert sum("newer than the newest release hfmem has read (0.34.0)" in n for n in newer.notes) == 1
+    assert newer.kv_available_bytes == Planner(report, vllm_version="0.34").plan(32_768, 1, gpu).kv_available_bytes
+    for version in (None, "0.34.1", NEWEST_RELEASE_READ, "0.19"):
+        assert not any("newer than the newest release" in n for n in Planner(report, vllm_version=version).plan(32_768, 1, gpu).notes)

@@ -49,6 +49,7 @@ from hfmem.memory.vllm_versions import (
     extensible_kv_cache_max_bytes,
     extensible_kv_cache_note,
     extensible_kv_cache_on,
+    newer_than_read_note,
     pool_tokens_rule,
     release_of,
     resolve_interconnect,
@@ -1080,6 +1081,8 @@ class Planner:
                                   f"varies between starts (up to {est.high / GiB:.2f} GiB when each graph opens a 20 "
                                   "MiB allocator segment): --cudagraph-memory takes your log's 'Estimated CUDA graph "
                                   "memory'")
+            if (newer := newer_than_read_note(self._release())) is not None:
+                plan.notes.append(newer)
             if gpu is None and self.vllm.engine == "V1" and extensible_kv_cache_on(self._release(), None):
                 plan.notes.append(extensible_kv_cache_note(self._release()))  # with a GPU, _fill_fit bounds it
             plan.model_runner = self.vllm_runner()

@@ -313,6 +313,17 @@ def extensible_kv_cache_note(release: tuple[int, int] | None, bound: str | None 
             "--no-enable-extensible-kv-cache")
 
 
+def newer_than_read_note(release: tuple[int, int] | None) -> str | None:
+    """A note for an asked release newer than NEWEST_RELEASE_READ: planned as that release's code, which it may
+    have changed (said, not assumed silently); None otherwise."""
+    newest = release_of(NEWEST_RELEASE_READ)
+    if release is None or release <= newest:
+        return None
+    return (f"vLLM {release[0]}.{release[1]} is newer than the newest release hfmem has read ({NEWEST_RELEASE_READ}): "
+            f"it is planned as {NEWEST_RELEASE_READ}'s code (family {DEFAULT_VERSION}); defaults or memory terms it "
+            "changed are not in this plan")
+
+
 def release_of(name: str) -> tuple[int, int]:
     """(major, minor) of a release name such as 0.19, 0.10.1.1 or v0.11.0; a usage error otherwise."""
     major, minor, _ = release_triple(name)
