@@ -647,8 +647,9 @@ ROWS += [
          "Available KV cache memory: 23.74 GiB", "GPU KV cache size: 1,037,152 tokens",
          "Maximum concurrency for 32,768 tokens per request: 31.65x"),
         23.74, 1_037_152,
-        xfail="pool 1.0433, tokens 1.0433 (1.0467 before the Triton sampler row buffer, 1.0683 while the catalog's L40S was nvidia-smi's 44.99 GiB; it is the "
-              "44.42 GiB other L40S logs print now, the Qwen3-235B TP 4 token row below among them): not "
+        xfail="pool 1.0433, tokens 1.0433 (1.0467 before the Triton sampler row buffer, 1.0683 while the "
+              "catalog's L40S was nvidia-smi's 44.99 GiB; it is the 44.42 GiB other L40S logs print now, the "
+              "Qwen3-235B TP 4 token row below among them): not "
               "established which term, the README prints no other figure. It says the CUDA graphs were 'captured "
               "at boot (~1 GiB)' against hfmem's 0.22 GiB estimate, which 0.24 deducts from the pool (V1 runner: "
               "Qwen3MoeForCausalLM is not among 0.24's V2 architectures): with a 1.0 GiB estimate 1.0137. That "
