@@ -922,11 +922,16 @@ class Planner:
             return None
         return guess
 
+    def _one_seq(self, context: int) -> tuple[int, Any]:
+        """(activation bytes, KV of one sequence) at ``context``: the same for every budget this planner is asked
+        about, so worked out once per context."""
+        if context not in self._one_seq_memo:
+            self._one_seq_memo[context] = (self.activation(context, 1)[0], self.kv(context, 1))
+        return self._one_seq_memo[context]
+
     def concurrency(self, budget: int, context: int) -> tuple[float | None, int | None, int | None, int]:
         """(vLLM "Maximum concurrency" at ``context``, KV blocks, pool tokens, bytes available to KV)."""
-        if context not in self._one_seq_memo:  # the same for every budget this planner is asked about
-            self._one_seq_memo[context] = (self.activation(context, 1)[0], self.kv(context, 1))
-        act, one = self._one_seq_memo[context]
+        act, one = self._one_seq(context)
         available = budget - self.weights_bytes - act - self.overhead - self.runner_state - self.cudagraph_memory
         if available <= 0 or one.total_bytes <= 0:
             return (0.0 if available <= 0 else None), None, None, available
@@ -1083,7 +1088,7 @@ class Planner:
                                   "memory'")
             if (newer := newer_than_read_note(self._release())) is not None:
                 plan.notes.append(newer)
-            if gpu is None and self.vllm.engine == "V1" and extensible_kv_cache_on(self._release(), None):
+            if gpu is None and self._extensible_on(None):
                 plan.notes.append(extensible_kv_cache_note(self._release()))  # with a GPU, _fill_fit bounds it
             plan.model_runner = self.vllm_runner()
             if plan.model_runner == "V2":
@@ -1183,16 +1188,20 @@ class Planner:
         plan.max_concurrency = int(conc) if conc is not None else None
         plan.kv_available_bytes = available
         plan.kv_blocks, plan.kv_pool_tokens = blocks, pool
-        if (self.engine == "vllm" and self.device == "cuda" and self.vllm.engine == "V1"
-                and extensible_kv_cache_on(self._release(), gpu.kind)):
+        if self._extensible_on(gpu.kind):
             self._extensible_bound(plan, gpu)
         if gpu.kind == "apple":
             plan.notes.append(f"Apple unified memory: budget is {int(APPLE_WORKING_SET * 100)}% of {gpu.name} (Metal working-set limit)")
 
+    def _extensible_on(self, gpu_kind: str | None) -> bool:
+        """Whether vLLM sizes this plan's KV cache after warmup by default (extensible_kv_cache_on: from 0.34 and in
+        the newest code, whose family is V1; CUDA and ROCm)."""
+        return self.engine == "vllm" and self.device == "cuda" and extensible_kv_cache_on(self._release(), gpu_kind)
+
     def _extensible_bound(self, plan: InferencePlan, gpu: GPU) -> None:
         """The extensible KV cache's pool (vLLM >= 0.34's default) bounded from above on ``gpu``, in bytes and in
         tokens by the same block arithmetic as the profile-sized pool (``concurrency``), and the note that says so."""
-        act = self._one_seq_memo[plan.context][0] if plan.context in self._one_seq_memo else self.activation(plan.context, 1)[0]
+        act = self._one_seq(plan.context)[0]
         resident = self.weights_bytes + self.overhead + self.runner_state + self.cudagraph_memory
         bound = extensible_kv_cache_max_bytes(total=gpu.memory_bytes, gpu_util=self.gpu_util_given, resident=resident,
                                               peak=act + self.cudagraph_memory, gpu_kind=gpu.kind)
