@@ -144,6 +144,7 @@ def attach_sections(
     vllm_sampler: str | None = None,
     interconnect: str | None = None,
     vllm_runner: str | None = None,
+    mm_encoder_tp_mode: str | None = None,
     device: str = "cuda",
     prefix_caching: bool = True,
     speculative: str | None = None,
@@ -199,6 +200,8 @@ def attach_sections(
         planner_kwargs["interconnect"] = interconnect
     if vllm_runner is not None:
         planner_kwargs["model_runner"] = vllm_runner
+    if mm_encoder_tp_mode is not None:
+        planner_kwargs["encoder_tp_mode"] = mm_encoder_tp_mode
     if gpu_util is not None:
         planner_kwargs["gpu_util"] = gpu_util
     if overhead is not None:
@@ -449,7 +452,7 @@ def analyze(
     ``ref`` is a Hub repo id, a local folder, a cached snapshot or a .gguf file; ``ctx`` (e.g. 32768, "32k",
     "4k,32k", "max") adds the KV cache; other keyword options are those of :func:`attach_sections` (kv_dtype,
     engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, max_num_seqs, vllm_version, cudagraph, cudagraph_memory,
-    vllm_sampler, interconnect, vllm_runner, device,
+    vllm_sampler, interconnect, vllm_runner, mm_encoder_tp_mode, device,
     prefix_caching, speculative, train
     and the training options; GGUF models also take ``llamacpp_defaults``: "llama-server" or "llama-cpp-python", and
     with ``gpu`` get llama.cpp's partial-offload plan as ``report.offload`` and its llama-server command as ``report.serve``).

@@ -19,6 +19,7 @@ from hfmem.memory.training import ATTENTION, FSDP, OFFLOAD, OPTIMIZERS, QLORA_EX
 from hfmem.memory.training import METHODS as TRAINING_METHODS
 from hfmem.memory.training import PRECISIONS as TRAINING_PRECISIONS
 from hfmem.memory.vllm_versions import DEFAULT_VERSION as DEFAULT_VLLM_VERSION
+from hfmem.memory.vllm_versions import ENCODER_TP_MODES
 from hfmem.memory.vllm_versions import INTERCONNECTS as VLLM_INTERCONNECTS
 from hfmem.memory.vllm_versions import NEWEST_RELEASE_READ as NEWEST_VLLM_RELEASE
 from hfmem.memory.vllm_versions import RUNNERS as VLLM_RUNNERS
@@ -200,6 +201,9 @@ def planner_options(f: Callable) -> Callable:
     f = click.option("--vllm-runner", type=click.Choice(VLLM_RUNNERS), default=None,
                      help="vLLM's GPU model runner whose profile to plan (default: the one --vllm-version picks for the model, "
                           "V2 for every model from 0.29); v1 = VLLM_USE_V2_MODEL_RUNNER=0 (up to 0.33), v2 = =1 (from 0.22).")(f)
+    f = click.option("--mm-encoder-tp-mode", type=click.Choice(ENCODER_TP_MODES), default=None,
+                     help="vLLM's multimodal encoder at TP >= 2: weights (its default: sharded like the model) or data "
+                          "(data-parallel: the encoder's weights whole on every GPU).")(f)
     f = click.option("--interconnect", type=click.Choice(VLLM_INTERCONNECTS), default=None,
                      help="Link between tensor-parallel GPUs, for vLLM's non-torch memory at TP >= 2 (default: nvlink on "
                           "A100/H100/H200/B200, pcie else); pcie also where the log says custom all-reduce is disabled "

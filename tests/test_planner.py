@@ -289,10 +289,15 @@ def test_mtp_layers_left_out_of_inference_unless_speculative():
     spec, spec_kv = report.inference, report.kv_cache
     assert plain is not None and spec is not None and plain_kv and spec_kv and plain_weights is not None
     assert spec.weight_terms["parameters"] - plain.weight_terms["parameters"] == mtp_bytes
-    # the rest of the difference is the caching allocator's block rounding of the MTP layer's own parameters
+    # the rest of the difference: the MTP layer's MLA attention keeps its own dequantized kv_b_proj (bf16, 128 heads x
+    # (128 + 128) x 512), and the caching allocator's block rounding of the layer's own parameters
+    from hfmem.memory.planner import MLA_DEQUANT_TERM
     from hfmem.memory.vllm_weights import ALLOC_TERM
     extra = spec.weights_bytes - plain.weights_bytes - mtp_bytes
-    assert extra == spec.weight_terms[ALLOC_TERM] - plain.weight_terms[ALLOC_TERM] and 0 <= extra < 64 << 20
+    dequant = spec.weight_terms[MLA_DEQUANT_TERM] - plain.weight_terms[MLA_DEQUANT_TERM]
+    assert dequant == 128 * (128 + 128) * 512 * 2 == plain.weight_terms[MLA_DEQUANT_TERM] // 61
+    blocks = spec.weight_terms[ALLOC_TERM] - plain.weight_terms[ALLOC_TERM]
+    assert extra == dequant + blocks and 0 <= blocks < 64 << 20
     assert plain_weights.bytes["checkpoint"] == report.parameters.stored_bytes - mtp_bytes
     assert spec_kv[0].bytes_per_token - plain_kv[0].bytes_per_token == (512 + 64) * 2
     assert any("--speculative mtp" in n for n in plain.notes)

@@ -41,6 +41,7 @@ class LogRow:
     held_in: str = ""  # what was derived from this row, if anything
     xfail: str = ""  # why hfmem misses it (measured, not tuned)
     tensors_from: str | None = None  # same shapes, other fixture (said why per row)
+    weights_xfail: str = ""  # why "Model loading took" is beyond 0.2 % of hfmem's weights (measured, not tuned)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -876,6 +877,163 @@ ROWS += [
 
 # Token counts from a logged pool (the pool itself needs a GPU the log does not name): KV bytes per token and the
 # block arithmetic only. Both held out.
+# Held out: Red Hat AI Inference Server benchmark starts on H200 and B200, vLLM 0.11.0 to 0.20.2 (`vllm serve` with
+# --no-enable-prefix-caching, CUDA graphs on, bf16, the API server's batch defaults). Each row is one start's own
+# log values ("Initializing a V1 LLM engine (vX)", "Model loading took", "Available KV cache memory", "GPU KV cache
+# size", "Maximum concurrency", "Graph capturing finished ... took"), as ashishkamra/vllm-memory-estimator's validation
+# database holds them: parsed from the logs by that repository's regexes (src/memory_estimator/validation_db.py), the
+# launch arguments from the benchmark's CSV. The raw logs are not public; two are quoted whole in its
+# tests/test_validation_db.py (7ab974c). The database was deleted after 8b0e21d, so it is cited there. The logs print no
+# GPU total: the catalog's H200 (139.80 GiB) and B200 (178.36 GiB). DeepSeek-R1-0528 is planned from the DeepSeek-V3
+# fixture (the same architecture, shapes and FP8 block quantization).
+_RHAIIS = ("https://github.com/ashishkamra/vllm-memory-estimator/blob/8b0e21d1ec49357383758a164129515209b37e7f/"
+           "test_data/validation_db.json")
+_VL, _GEMMA4, _L70 = "Qwen/Qwen3-VL-30B-A3B-Instruct", "google/gemma-4-31B-it", "meta-llama/Llama-3.3-70B-Instruct"
+_R1, _MM25, _KIMI_K25 = "deepseek-ai/DeepSeek-V3", "MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5"
+_H200, _B200 = resolve_gpu("h200"), resolve_gpu("b200")
+
+
+def _rhaiis(name: str, record: str, repo: str, logged_version: str, gpu: GPU, tp: int, max_len: int, util: float,
+            loading: float, kv_gib: float, tokens: int, concurrency: float, graphs: float, extra: tuple[str, ...] = (),
+            xfail: str = "", weights_xfail: str = "", **settings: Any) -> LogRow:
+    import re
+
+    flags = "".join(f" --{flag}" for flag in extra)
+    lines = (f"record {record}: {gpu.name}, vllm serve --tensor-parallel-size {tp} --max-model-len {max_len} "
+             f"--gpu-memory-utilization {util} --no-enable-prefix-caching{flags}",
+             f"Initializing a V1 LLM engine (v{logged_version})", f"Model loading took {loading} GiB",
+             f"Available KV cache memory: {kv_gib} GiB", f"GPU KV cache size: {tokens:,} tokens",
+             f"Maximum concurrency for {max_len:,} tokens per request: {concurrency}x",
+             f"Graph capturing finished, took {graphs} GiB")
+    version = re.match(r"\d+\.\d+\.\d+", logged_version).group(0)  # type: ignore[union-attr]
+    return LogRow(name, _RHAIIS, repo, version, gpu, tp, util, max_len, {"prefix_caching": False, **settings}, lines,
+                  kv_gib, tokens, loading, xfail=xfail, weights_xfail=weights_xfail,
+                  notes=(f"GPU total: catalog {gpu.key}; the log prints none",))
+
+
+# what the DeepSeek-R1 rows' xfails share
+_R1_SCATTER = (
+    "the logged non-KV memory (the budget at util 0.92 less loading and pool) of these DeepSeek-R1-0528 starts at "
+    "TP 8 moves by 1.7 GiB between releases hfmem plans alike: 0.11.2 7.28, 0.13 5.77, 0.14 7.45, 0.16 5.80 GiB, "
+    "against hfmem's 6.95 (V1 sort-sampler torch peak 4.85, non-torch 2.10); the graphs logged do not follow it "
+    "(0.51, 0.19, 0.38, -0.57 GiB, not deducted before 0.21). Not derived")
+_R1_WEIGHTS = (
+    "weights 0.9977: 79.55 GiB against the logged 79.74 from 0.11.2 on (0.11.0's 79.58 is 0.9996; 0.9966 before the"
+    " MLA W_UK/W_UV copy of the FP8 kv_b_proj was counted): what 0.11.1-0.11.2 added, 0.19 GiB, is not found")
+
+
+ROWS += [
+    _rhaiis("qwen3-vl-30b-a3b-h200-v0.13", "10ce087b-140c-49d1-9989-f11fbfedddff", _VL, "0.13.0", _H200,
+            1, 8192, 0.92, 58.2299, 64.23, 701600, 85.64, 0.02),
+    _rhaiis("qwen3-vl-30b-a3b-h200-v0.14", "80344c5d-696e-4b51-83ac-45c2d64086de", _VL, "0.14.1", _H200,
+            1, 8192, 0.92, 58.23, 63.73, 696144, 84.98, 0.48),
+    _rhaiis("qwen3-vl-30b-a3b-h200-v0.16", "5b7217d7-344c-4936-8afd-e6a686096b7b", _VL, "0.16.0", _H200,
+            1, 8192, 0.92, 58.23, 63.73, 696144, 84.98, 0.45),
+    _rhaiis("qwen3-vl-30b-a3b-h200-v0.18", "fa6827ff-2dab-4ace-b2d3-5858327126ca", _VL, "0.18.0", _H200,
+            1, 8192, 0.92, 58.23, 67.03, 732176, 89.38, 0.8),
+    _rhaiis("qwen3-vl-30b-a3b-h200-v0.19", "7cd113d3-f002-482b-83de-95192e5b86bf", _VL, "0.19.0", _H200,
+            1, 8192, 0.92, 58.23, 67.03, 732176, 89.38, 0.8),
+    _rhaiis("qwen3-vl-30b-a3b-h200-v0.20-262k", "cf6125c8-1e59-42a5-b6a8-e24aa4e0bea5", _VL, "0.20.0", _H200,
+            1, 262144, 0.92, 58.23, 66.76, 729136, 2.78, 0.87),
+    _rhaiis("qwen3-vl-30b-a3b-h200-v0.20.2", "503ed05a-c7d4-4904-bd18-59c430b8ab53", _VL, "0.20.2", _H200,
+            1, 8192, 0.92, 58.23, 66.76, 729136, 89.01, 0.85),
+    _rhaiis("qwen3-vl-30b-a3b-b200-v0.18", "4aed1fef-9a0f-440f-860f-d1fc9b27a74f", _VL, "0.18.0+rhaiv.7", _B200,
+            1, 8192, 0.92, 58.23, 102.51, 1119696, 136.68, 0.55),
+    _rhaiis("gemma-4-31b-h200-v0.18.2-dev", "de88cc9f-f526-46a5-a8ae-23829ccbdedc", _GEMMA4, "0.18.2rc1.dev73+gdb7a17ecc", _H200,
+            1, 8192, 0.95, 58.9, 69.75, 76176, 10.13, 0.7,
+            weights_xfail="weights 0.9965: 58.70 GiB against the logged 58.9 (0.9927 before both rotary caches, "
+                          "the sliding layers' 256-wide and the full layers' 512-wide proportional one, were "
+                          "counted); 0.21 GiB not found in the released gemma4.py read (0.34.0); these are "
+                          "development builds"),
+    _rhaiis("gemma-4-31b-h200-v0.19.1-dev", "f61371ca-203a-4be4-b980-7df445a5f087", _GEMMA4, "0.19.1.dev6+g6d4a8e6d2", _H200,
+            1, 8192, 0.92, 58.9, 65.56, 71600, 9.52, 0.7,
+            weights_xfail="weights 0.9965, as the row above (same checkpoint, another development build)"),
+    _rhaiis("llama33-70b-h200-tp4-v0.11.2", "5ac9216d-ec0e-4010-8a30-6217d8472c1f", _L70, "0.11.2", _H200,
+            4, 8192, 0.92, 32.8894, 90.23, 1182608, 144.36, -0.04),
+    _rhaiis("llama33-70b-h200-tp4-v0.13", "0293038b-cc5b-4ff7-bb01-b0e9b6a8a20e", _L70, "0.13.0", _H200,
+            4, 8192, 0.92, 32.8894, 90.23, 1182608, 144.36, -0.04),
+    _rhaiis("llama33-70b-h200-tp4-v0.14", "b5a27be5-c4dd-4bef-9758-c8451c04a0fa", _L70, "0.14.1", _H200,
+            4, 8192, 0.92, 32.89, 90.3, 1183568, 144.48, -0.08),
+    _rhaiis("llama33-70b-h200-tp4-v0.16", "9a1e79dd-58b3-4060-af6d-2af7c6a52ba3", _L70, "0.16.0", _H200,
+            4, 8192, 0.92, 32.89, 90.3, 1183568, 144.48, -0.08),
+    _rhaiis("llama33-70b-h200-tp4-v0.18", "1f669cbc-4a24-4e2b-a49a-9267c1741c83", _L70, "0.18.0", _H200,
+            4, 8192, 0.92, 32.89, 91.57, 1200192, 146.51, 0.96),
+    _rhaiis("llama33-70b-h200-tp4-v0.19", "fdcab9a9-33b2-4895-99c2-f749009e00c9", _L70, "0.19.0", _H200,
+            4, 8192, 0.92, 32.89, 91.57, 1200192, 146.51, 0.96),
+    _rhaiis("llama33-70b-h200-tp4-v0.20-131k", "92c29aef-21d6-463b-99d5-26bce3b50465", _L70, "0.20.0", _H200,
+            4, 131072, 0.92, 32.89, 90.66, 1188336, 9.07, 0.94),
+    _rhaiis("llama33-70b-b200-tp4-v0.18", "b421cf24-4443-41d5-8bdf-395f71079014", _L70, "0.18.0", _B200,
+            4, 8192, 0.92, 32.89, 127.02, 1664848, 203.23, 0.74),
+    _rhaiis("llama33-70b-fp8-h200-tp4-v0.11.0", "66ba6f71-6eb1-41a8-80de-d0c0da8be6e7", _FP8_70B, "0.11.0", _H200,
+            4, 8192, 0.92, 16.9619, 109.09, 1429856, 174.54, 0.2,
+            xfail="pool 0.9600, tokens 0.9600: this upstream 0.11.0 start left 2.57 GiB for everything but weights"
+                  " and KV (128.62 - 16.96 - 109.09), against 5.79 in the same release's +rhai2 build with the "
+                  "same flags and weights (pool 105.87 GiB: hfmem 0.9891) and 5.51 at 0.11.2 (the next row, "
+                  "0.9865); DeepSeek-R1's 0.11.0 start is as low (2.81 against 7.28 GiB at 0.11.2). Nothing in the"
+                  " logged values separates it; not derived"),
+    _rhaiis("llama33-70b-fp8-h200-tp4-v0.11.2", "03efef1a-f812-4d4c-880c-4dbccf7f2ad6", _FP8_70B, "0.11.2", _H200,
+            4, 8192, 0.92, 16.9619, 106.15, 1391344, 169.84, -0.17),
+    _rhaiis("llama33-70b-fp8-h200-tp4-v0.13-fp8kv", "e7484ce2-b385-40ac-ba49-3b4fa43b9d33", _FP8_70B, "0.13.0", _H200,
+            4, 8192, 0.92, 16.9619, 106.15, 2782688, 339.68, -0.19, extra=('kv-cache-dtype fp8',), kv_dtype="fp8"),
+    _rhaiis("llama33-70b-fp8-h200-tp4-v0.14-fp8kv", "cb7ce48d-14e3-4c71-a834-fa12c47dbd94", _FP8_70B, "0.14.1", _H200,
+            4, 8192, 0.92, 16.96, 106.22, 2784528, 339.91, -0.19, extra=('kv-cache-dtype fp8',), kv_dtype="fp8"),
+    _rhaiis("llama33-70b-fp8-h200-tp4-v0.16-fp8kv", "0185c502-531a-4895-b2ab-c3d3c400273a", _FP8_70B, "0.16.0", _H200,
+            4, 8192, 0.92, 16.96, 106.23, 2784688, 339.93, -0.19, extra=('kv-cache-dtype fp8',), kv_dtype="fp8"),
+    _rhaiis("llama33-70b-fp8-h200-tp4-v0.18-fp8kv", "cc552a94-11ef-46a8-9e3b-408407049426", _FP8_70B, "0.18.0", _H200,
+            4, 8192, 0.92, 16.96, 107.52, 2818496, 344.05, 0.85, extra=('kv-cache-dtype fp8',), kv_dtype="fp8"),
+    _rhaiis("llama33-70b-fp8-h200-tp4-v0.19-fp8kv", "d36ce1c6-9b50-4884-bc63-571a0844adc5", _FP8_70B, "0.19.0", _H200,
+            4, 8192, 0.92, 16.96, 107.52, 2818496, 344.05, 0.85, extra=('kv-cache-dtype fp8',), kv_dtype="fp8"),
+    _rhaiis("llama33-70b-fp8-h200-tp4-v0.20-fp8kv-131k", "fdb13548-875d-43f4-b408-2577f3ec5520", _FP8_70B, "0.20.0", _H200,
+            4, 131072, 0.92, 16.96, 106.62, 2794992, 21.32, 0.9, extra=('kv-cache-dtype fp8',), kv_dtype="fp8"),
+    _rhaiis("llama33-70b-fp8-b200-tp4-v0.18-fp8kv", "4f6e745d-ae9d-44dc-bfc8-2adf937382ca", _FP8_70B, "0.18.0", _B200,
+            4, 8192, 0.92, 16.96, 142.94, 3747120, 457.41, 0.77, extra=('kv-cache-dtype fp8',), kv_dtype="fp8"),
+    _rhaiis("deepseek-r1-h200-tp8-v0.11.0", "900da89b-8ced-44a1-9dd6-7758b483eacb", _R1, "0.11.0", _H200,
+            8, 8192, 0.92, 79.5828, 46.23, 706368, 86.23, -0.14,
+            xfail="pool 0.9109, tokens 0.9109: logged non-KV 2.81 GiB, against 7.28 at 0.11.2 with the same flags "
+                  "and hfmem's 6.95; the FP8 70B's 0.11.0 start is as low (the row above). Not derived"),
+    _rhaiis("deepseek-r1-h200-tp8-v0.11.2", "0c94c96b-8d9e-4736-85d0-d6f93ce7092a", _R1, "0.11.2", _H200,
+            8, 8192, 0.92, 79.739, 41.6, 635648, 77.59, 0.51,
+            weights_xfail=_R1_WEIGHTS),
+    _rhaiis("deepseek-r1-h200-tp8-v0.13", "9631c1cd-fa12-4397-a659-7290c0a36947", _R1, "0.13.0", _H200,
+            8, 8192, 0.92, 79.739, 43.11, 658752, 80.41, 0.19,
+            xfail="pool 0.9768, tokens 0.9767: " + _R1_SCATTER,
+            weights_xfail=_R1_WEIGHTS),
+    _rhaiis("deepseek-r1-h200-tp8-v0.14", "0f5aa5b1-c62f-4945-b390-ac2a2302656b", _R1, "0.14.1", _H200,
+            8, 8192, 0.92, 79.74, 41.43, 633088, 77.28, 0.38,
+            weights_xfail=_R1_WEIGHTS),
+    _rhaiis("deepseek-r1-h200-tp8-v0.16", "8260e1e5-134f-4660-86a0-b86c8d0dec43", _R1, "0.16.0", _H200,
+            8, 8192, 0.92, 79.74, 43.08, 658176, 80.34, -0.57,
+            xfail="pool 0.9775, tokens 0.9776: " + _R1_SCATTER,
+            weights_xfail=_R1_WEIGHTS),
+    _rhaiis("deepseek-r1-h200-tp8-v0.18", "68f57fee-79c1-479e-87c1-155c77cfc6cf", _R1, "0.18.0", _H200,
+            8, 8192, 0.92, 79.74, 42.79, 653808, 79.81, 2.27,
+            xfail="pool 1.0517, tokens 1.0518: logged non-KV 6.09 GiB against hfmem's 4.06 (V1 torch peak 1.96, "
+                  "non-torch 2.10), where the same release on a B200 logs 4.40 (its row: 1.0086). Not derived: the"
+                  " FP8 block-quantized experts can run through DeepGEMM on Hopper, an installation choice whose "
+                  "workspaces hfmem does not model",
+            weights_xfail=_R1_WEIGHTS),
+    _rhaiis("deepseek-r1-h200-tp8-v0.19", "94e7cdb0-3b4a-4411-9d2f-d53aa80c8ae1", _R1, "0.19.0", _H200,
+            8, 8192, 0.92, 79.74, 42.79, 653808, 79.81, 2.27,
+            xfail="pool 1.0517, tokens 1.0518: as 0.18 (the row above), the same values logged",
+            weights_xfail=_R1_WEIGHTS),
+    _rhaiis("deepseek-r1-h200-tp8-v0.20-163k", "687e659a-a1ef-40e8-a302-8c5eaeb43e35", _R1, "0.20.0", _H200,
+            8, 163840, 0.92, 79.74, 41.24, 616096, 3.76, 2.28,
+            xfail="pool 1.0826, tokens 1.1073: the record's values disagree with each other: 616,096 tokens at "
+                  "70,272 B (61 layers x 576 x 2 B) fill 40.32 GiB, not the 41.24 GiB it gives as available, and "
+                  "its utilisation parsed from the log is 0.9 where the launch says 0.92; at 0.92 the non-KV "
+                  "memory would be 7.64 GiB against hfmem's 4.42 (with 0.36 GiB of graphs). Not derived",
+            weights_xfail=_R1_WEIGHTS),
+    _rhaiis("deepseek-r1-b200-tp8-v0.18", "dcea7fc0-0e6c-4c07-981f-3a6ceaee47f1", _R1, "0.18.0", _B200,
+            8, 8192, 0.92, 79.88, 79.81, 1219424, 148.86, 2.52,
+            weights_xfail="weights 0.9959: 79.55 GiB against the logged 79.88 on a B200 (79.74 on H200 from "
+                          "0.11.2); 0.33 GiB not found"),
+    _rhaiis("minimax-m25-h200-tp8-ep-v0.18", "a9473c0a-f577-4c1d-89f3-88acf3f5c52c", _MM25, "0.18.0", _H200,
+            8, 8192, 0.92, 27.01, 96.57, 3266480, 398.74, 1.09, extra=('enable-expert-parallel',)),
+    _rhaiis("kimi-k25-h200-tp8-v0.18", "1d43b1c5-8b06-4c90-af82-577316d5f922", _KIMI_K25, "0.18.0", _H200,
+            8, 8192, 0.92, 72.02, 51.63, 788928, 96.3, 1.61, extra=('mm-encoder-tp-mode data',), encoder_tp_mode="data"),
+]
+
+
 TOKEN_ROWS = [
     ("qwen3-14b-v0.11", "https://github.com/LMCache/LMCache/issues/1739", "Qwen/Qwen3-14B", 1, 32_768, 6.51, 42_656),
     ("qwen3-235b-tp4-v0.9", "https://github.com/vllm-project/vllm/issues/21348", "Qwen/Qwen3-235B-A22B", 4, 40_960,
@@ -951,6 +1109,10 @@ def _tensors(row: LogRow) -> list:
     if row.repo == _FP8_70B:
         return _llama33_70b_fp8()[1]
     cfg = load_config(row.repo)
+    if row.repo == _L70:  # the fixture holds Llama-3.3-70B-Instruct's config only
+        return _llama_layout(cfg, fp8=False)
+    if row.repo == _KIMI_K25:
+        return _all_layers(load_inventory(row.repo)["tensors"], cfg["text_config"]["num_hidden_layers"])
     if row.tensors_from:
         other = load_config(row.tensors_from)
         for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
@@ -976,6 +1138,21 @@ def _tensors(row: LogRow) -> list:
     return load_inventory(row.repo)["tensors"]
 
 
+def _all_layers(tensors: list, layers: int) -> list:
+    """A fixture inventory kept to its first layers (Kimi-K2.5's keeps 3 of 61: the dense layer and two MoE layers),
+    completed with copies of its last layer, which every later layer repeats in shape (first_k_dense_replace 1)."""
+    import re
+
+    numbers = [int(m.group(1)) for t in tensors if (m := re.search(r"\.layers\.(\d+)\.", t[0]))]
+    last = max(numbers)
+    tag = f".layers.{last}."
+    template = [t for t in tensors if tag in t[0]]
+    out = list(tensors)
+    for n in range(last + 1, layers):
+        out += [[t[0].replace(tag, f".layers.{n}."), *t[1:]] for t in template]
+    return out
+
+
 _PLANS: dict[str, Any] = {}
 
 
@@ -988,7 +1165,7 @@ def plan_of(row: LogRow):
                           max_batched_tokens=s.get("max_batched_tokens"), max_num_seqs=s.get("max_num_seqs"),
                           cudagraph=s.get("cudagraph", True), prefix_caching=s.get("prefix_caching", True),
                           cudagraph_memory=s.get("cudagraph_memory"), sampler=s.get("sampler"),
-                          interconnect=s.get("interconnect"))
+                          interconnect=s.get("interconnect"), encoder_tp_mode=s.get("encoder_tp_mode"))
         _PLANS[row.name] = planner.plan(row.max_model_len, 1, row.gpu, with_catalog=False)
     return _PLANS[row.name]
 
@@ -1017,7 +1194,8 @@ def test_kv_pool_and_tokens_match_the_log(row: LogRow):
         assert abs(ratio - 1) <= 0.02, f"{row.name}: {what} hfmem/log = {ratio:.4f}"
 
 
-@pytest.mark.parametrize("row", [r for r in ROWS if r.weights_gib and r.kv_gib], ids=lambda r: r.name)
+@pytest.mark.parametrize("row", [pytest.param(r, id=r.name, marks=[pytest.mark.xfail(strict=True, reason=r.weights_xfail)]
+                                              if r.weights_xfail else []) for r in ROWS if r.weights_gib and r.kv_gib])
 def test_weights_within_a_fifth_of_a_percent(row: LogRow):
     """'Model loading took X' against hfmem's weights per GPU (MXFP4 with vLLM's Marlin padding on the A100), the
     CUDA caching allocator's block rounding included: without it Qwen2.5-7B, -32B (TP 2), -72B (TP 4) and gpt-oss-20b
@@ -1358,10 +1536,16 @@ def _llama33_70b_fp8() -> tuple[dict, list]:
     and headers have; Llama's layout (modeling_llama.py: q/k/v/o without bias, gated MLP, untied head)."""
     import copy
 
-    cfg = copy.deepcopy(load_config("meta-llama/Llama-3.3-70B-Instruct"))
+    cfg = copy.deepcopy(load_config(_L70))
     quant = copy.deepcopy(load_config("zai-org/GLM-4.5-FP8")["quantization_config"])
     quant["ignore"] = ["lm_head"]
     cfg["quantization_config"] = quant
+    return cfg, _llama_layout(cfg, fp8=True)
+
+
+def _llama_layout(cfg: dict, fp8: bool) -> list:
+    """Llama's tensors (modeling_llama.py: q/k/v/o without bias, gated MLP, untied head) from its config, in bf16 or
+    with FP8 projections and one F32 scale per output channel (lm_head, embeddings and norms in bf16)."""
     h, i, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     kv = cfg["num_key_value_heads"] * h // cfg["num_attention_heads"]
     f = "model.safetensors"
@@ -1372,9 +1556,12 @@ def _llama33_70b_fp8() -> tuple[dict, list]:
         for name, shape in (("self_attn.q_proj", [h, h]), ("self_attn.k_proj", [kv, h]), ("self_attn.v_proj", [kv, h]),
                             ("self_attn.o_proj", [h, h]), ("mlp.gate_proj", [i, h]), ("mlp.up_proj", [i, h]),
                             ("mlp.down_proj", [h, i])):
-            out += [(p + name + ".weight", "F8_E4M3", shape, f), (p + name + ".weight_scale", "F32", [shape[0], 1], f)]
+            if fp8:
+                out += [(p + name + ".weight", "F8_E4M3", shape, f), (p + name + ".weight_scale", "F32", [shape[0], 1], f)]
+            else:
+                out.append((p + name + ".weight", "BF16", shape, f))
         out += [(p + "input_layernorm.weight", "BF16", [h], f), (p + "post_attention_layernorm.weight", "BF16", [h], f)]
-    return cfg, out
+    return out
 
 
 def _gpt_oss_120b_tensors() -> tuple[dict, list]:
@@ -1699,3 +1886,45 @@ def test_start_in_use_range_of_the_extensible_note_is_the_logs():
             seen.append(round(float(m.group(2)) - float(m.group(1)), 2))
     assert len(seen) >= 4
     assert (min(seen), max(seen)) == START_IN_USE_TP1_GIB
+
+
+def test_mla_keeps_a_dequantized_kv_b_proj_only_when_it_is_quantized():
+    """vLLM's MLA attention (MLAAttention.process_weights_after_loading, 0.34.0; MLACommonImpl before) takes W_UK and
+    W_UV as views of get_and_maybe_dequant_weights(kv_b_proj): the FP8 DeepSeek-R1 keeps one bf16 [512, heads/TP x
+    (128 + 128)] copy per layer beside its FP8 weight, Kimi-K2.5's bf16 kv_b_proj is viewed in place. The R1 0.11.0 row's
+    weights (79.5828 GiB logged) need it: 0.9996 with, 0.9966 without."""
+    from hfmem.memory.planner import MLA_DEQUANT_TERM
+
+    r1 = next(r for r in ROWS if r.name == "deepseek-r1-h200-tp8-v0.11.0")
+    terms = plan_of(r1).weight_terms
+    assert terms[MLA_DEQUANT_TERM] == 61 * 512 * (128 // 8) * (128 + 128) * 2
+    ratio = plan_of(r1).weights_bytes / GiB / r1.weights_gib
+    without = (plan_of(r1).weights_bytes - terms[MLA_DEQUANT_TERM]) / GiB / r1.weights_gib
+    assert abs(ratio - 1) < 0.0005 and without < 0.997
+    kimi = next(r for r in ROWS if r.repo == _KIMI_K25)
+    assert MLA_DEQUANT_TERM not in plan_of(kimi).weight_terms
+
+
+def test_encoder_data_parallel_keeps_the_encoder_whole_on_every_gpu():
+    """--mm-encoder-tp-mode data (the Kimi-K2.5 row's launch): the vision tower and projector are whole on each of the
+    8 GPUs; sharded like the model, that row's weights are 1.2 % low and its pool 2.5 % high."""
+    from hfmem.errors import UsageError
+
+    kimi = next(r for r in ROWS if r.repo == _KIMI_K25)
+    sharded = dataclasses.replace(kimi, name="kimi-sharded", settings={**kimi.settings, "encoder_tp_mode": "weights"})
+    data, weights = plan_of(kimi), plan_of(sharded)
+    report = analyze_files(model_files(kimi.repo, config=_config(kimi), tensors=_tensors(kimi)))
+    encoder = sum(report.parameters.bytes_by_component[c] for c in ("vision", "projector"))
+    assert 0 < data.weights_bytes - weights.weights_bytes <= encoder * 7 // 8 + (8 << 20)
+    assert "multimodal encoder (--mm-encoder-tp-mode data)" in data.replicated
+    assert plan_of(sharded).weights_bytes / GiB / kimi.weights_gib < 0.99 and ratios(sharded)["kv_pool"] > 1.02
+    with pytest.raises(UsageError, match="mm-encoder-tp-mode"):
+        Planner(report, tp=8, encoder_tp_mode="pipeline")
+
+
+def test_gemma4_builds_a_rotary_cache_per_layer_type():
+    """vLLM's gemma4.py builds its RoPE from rope_parameters[layer_type]: the sliding layers' default rope over their
+    256-wide heads, and the full layers' "proportional" one (Gemma4RotaryEmbedding, rotary_dim = head_size) over the
+    512-wide global heads, partial_rotary_factor 0.25 notwithstanding: two bf16 caches of 262,144 positions."""
+    row = next(r for r in ROWS if r.repo == _GEMMA4)
+    assert plan_of(row).weight_terms["rotary cos/sin cache"] == 262_144 * (256 + 512) * 2

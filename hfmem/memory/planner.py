@@ -32,6 +32,7 @@ from hfmem.memory.precision import (
     weight_tensors,
 )
 from hfmem.memory.vllm_versions import (
+    ENCODER_TP_MODES,
     INTERCONNECTS,
     NVLINK_TP_LOGGED,
     NVLINK_TP_SOURCE,
@@ -68,6 +69,8 @@ if TYPE_CHECKING:
 
 DEFAULT_GPU_UTIL = 0.9  # transformers/CPU plans ignore it; vLLM's default comes from the version table
 DEFAULT_MAX_BATCHED_TOKENS = 8192  # vLLM API-server default on >= 70 GiB GPUs (arg_utils.py EngineArgs.get_batch_defaults)
+ENCODER_COMPONENTS = ("vision", "audio", "projector")
+MLA_DEQUANT_TERM = "MLA W_UK/W_UV (kv_b_proj dequantized)"
 MAX_BATCH = 1 << 20  # transformers concurrency is searched below this many sequences
 APPLE_WORKING_SET = 0.75  # Metal's default recommendedMaxWorkingSetSize is ~75% of unified memory
 # Per-GPU memory outside the tensors hfmem counts:
@@ -485,15 +488,41 @@ def _budget(gpu: GPU, device: str, engine: str, util: float) -> int:
     return gpu.memory_bytes
 
 
-def _rope_cache_bytes(arch: Architecture, act_bytes: int) -> int:
-    """vLLM's RotaryEmbedding cos_sin_cache: [max_position_embeddings, rotary_dim] in the model dtype."""
-    if not arch.num_attention_heads or not arch.max_position_embeddings:
-        return 0
+def _rope_caches(arch: Architecture, act_bytes: int) -> list[int]:
+    """vLLM's RotaryEmbedding cos_sin_cache, [max_position_embeddings, rotary_dim] in the model dtype: one per distinct
+    rotary embedding (get_rope caches instances by head size, rotary dim and parameters). Rope parameters given per
+    layer type (Gemma 4) make one per type present: the full-attention layers' head size is ``global_head_dim``
+    there, and its "proportional" rope (Gemma4RotaryEmbedding, rotary_embedding/gemma4_rope.py) builds the cache over
+    the whole head (rotary_dim = head_size, the unrotated part zero-padded) whatever its partial_rotary_factor."""
+    if not arch.num_attention_heads or not arch.max_position_embeddings or not _uses_rope(arch):
+        return []
     cfg = arch.text_config or {}
+    factor = _mrope_cache_factor(arch)
+    per_type = cfg.get("rope_parameters")
+    types = set(cfg.get("layer_types") or ())
+    if isinstance(per_type, dict) and types and all(isinstance(per_type.get(k), dict) for k in types):
+        overrides = _per_layer_overrides(cfg)
+        caches = set()
+        for i, kind in enumerate(cfg["layer_types"]):
+            params = per_type[kind]
+            head = int(overrides.get(i, {}).get("head_dim") or arch.head_dim)
+            rotary = head if params.get("rope_type") == "proportional" else int(
+                head * float(params.get("partial_rotary_factor") or 1.0))
+            caches.add((head, rotary, str(sorted(params.items()))))
+        return [arch.max_position_embeddings * rotary * act_bytes * factor for _, rotary, _ in sorted(caches)]
     rotary = arch.mla.qk_rope_head_dim if arch.mla else int(arch.head_dim * float(cfg.get("partial_rotary_factor") or 1.0))
-    if not _uses_rope(arch):
-        return 0
-    return arch.max_position_embeddings * rotary * act_bytes * _mrope_cache_factor(arch)
+    return [arch.max_position_embeddings * rotary * act_bytes * factor]
+
+
+def _per_layer_overrides(cfg: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """The normalised config's per-layer overrides (Gemma 4's full-attention head_dim), by layer index."""
+    out: dict[int, dict[str, Any]] = {}
+    for key, value in (cfg.get("per_layer_config") or {}).items():
+        try:
+            out[int(key)] = value if isinstance(value, dict) else {}
+        except (TypeError, ValueError):
+            continue
+    return out
 
 
 def _mrope_cache_factor(arch: Architecture) -> int:
@@ -525,8 +554,14 @@ class Planner:
                  block_size: int = 16, max_num_seqs: int | None = None, speculative: str | None = None,
                  prefix_caching: bool = True, vllm_version: str | None = None, cudagraph: bool = True,
                  cudagraph_memory: int | None = None, gpu: GPU | None = None, sampler: str | None = None,
-                 interconnect: str | None = None, model_runner: str | None = None):
+                 interconnect: str | None = None, model_runner: str | None = None,
+                 encoder_tp_mode: str | None = None):
         self.arch: Architecture = report.architecture
+        if encoder_tp_mode not in (None, *ENCODER_TP_MODES):
+            raise UsageError(f"unknown --mm-encoder-tp-mode {encoder_tp_mode!r}; use one of: {', '.join(ENCODER_TP_MODES)}")
+        # vLLM's --mm-encoder-tp-mode (config/multimodal.py MultiModalConfig.mm_encoder_tp_mode, default "weights"):
+        # "data" runs the multimodal encoder data-parallel, its weights whole on every tensor-parallel rank
+        self.encoder_tp_mode = encoder_tp_mode or "weights"
         if speculative not in SPECULATIVE:
             raise UsageError(f"unknown --speculative {speculative!r}; use one of: {', '.join(s for s in SPECULATIVE if s)}")
         # MTP layers are loaded (weights and KV) only for MTP speculative decoding.
@@ -663,15 +698,32 @@ class Planner:
         replicated: dict[str, int] = {}
         memo: dict[tuple, int] = {}
         per_parameter: dict[str, int] = {}  # vLLM parameter -> bytes on one rank (the allocator's unit)
+        # MLA's absorbed up-projections: MLAAttention.process_weights_after_loading (layers/attention/mla_attention.py
+        # in 0.34.0; MLACommonImpl.process_weights_after_loading in v1/attention/backends/mla/common.py from 0.8) takes
+        # W_UK and W_UV as views of get_and_maybe_dequant_weights(kv_b_proj): the weight itself when unquantized, a
+        # new activation-dtype tensor (the quantized layer applied to an identity matrix) otherwise, kept alive by the
+        # views while the quantized weight stays for prefill. Built during load_model, so in "Model loading took".
+        mla_copy = (arch.attention_kind == "mla" and self.engine == "vllm" and self.device == "cuda"
+                    and self.vllm.engine != "V0")
         for (t, mult), key in zip(self.groups, parameter_keys([t for t, _ in self.groups])):
             sig = (t.kind, t.component, t.out, t.inn, t.count, t.stored_bytes, t.layer if gctx else None, t.name.rsplit(".", 1)[-1] if gctx else None)
             b = memo.get(sig)
             if b is None or gctx is not None:
                 b = memo[sig] = tensor_bytes(t, self.precision, moe=moe, gguf=gctx)
-            per, rule = shard(t, b, arch, self.tp) if self.tp > 1 else (b, "whole")  # (shard's answer at tp 1)
+            if self.tp > 1 and self.encoder_tp_mode == "data" and t.component in ENCODER_COMPONENTS:
+                per, rule = b, "encoder data-parallel"
+            else:
+                per, rule = shard(t, b, arch, self.tp) if self.tp > 1 else (b, "whole")  # (shard's answer at tp 1)
             per *= mult
             total += per
             per_parameter[key] = per_parameter.get(key, 0) + per
+            if mla_copy and t.name.endswith("kv_b_proj.weight") and b != t.numel * self.act_bytes:
+                # one allocation per layer: the dequantized kv_b_proj's shard in the activation dtype
+                per_parameter[f"{key} dequantized"] = per_parameter.get(f"{key} dequantized", 0) + mult * (
+                    t.numel * self.act_bytes // self.tp)
+            if rule == "encoder data-parallel" and per:
+                label = "multimodal encoder (--mm-encoder-tp-mode data)"
+                replicated[label] = replicated.get(label, 0) + per
             if self.tp > 1 and rule in ("replicated", "kv-heads") and per:
                 label = {"norms": "norms", "moe_router": "MoE routers"}.get(t.component, t.name.split(".")[-2] if "." in t.name else t.name)
                 if rule == "kv-heads" and arch.num_kv_heads < self.tp:
@@ -684,11 +736,15 @@ class Planner:
                     label = "norms" if t.component == "norms" else "row-parallel biases"
                 replicated[label] = replicated.get(label, 0) + per
         terms = {"parameters": total}
+        dequantized = sum(v for k, v in per_parameter.items() if k.endswith(" dequantized"))
+        if dequantized:
+            terms[MLA_DEQUANT_TERM] = dequantized
         if self.engine == "vllm" and self.device == "cuda":
-            rope = _rope_cache_bytes(arch, self.act_bytes)
-            if rope:
-                terms["rotary cos/sin cache"] = rope
-                per_parameter["rotary cos/sin cache"] = rope
+            ropes = _rope_caches(arch, self.act_bytes)
+            if ropes:
+                terms["rotary cos/sin cache"] = sum(ropes)
+                for n, rope in enumerate(ropes):  # separate allocations: each is rounded by the allocator
+                    per_parameter[f"rotary cos/sin cache {n}"] = rope
             levels, each = _deepstack_buffers(arch, self.max_batched_tokens, self.act_bytes)
             if levels:
                 terms["deepstack input buffers"] = levels * each
@@ -791,7 +847,8 @@ class Planner:
             return
         release = self._release()
         if is_modelled(vision):
-            self._encoder_args = (vision, self.act_bytes, self.tp, release)
+            # data-parallel, each rank runs the whole encoder (on its share of the items: the profile's one dummy item)
+            self._encoder_args = (vision, self.act_bytes, 1 if self.encoder_tp_mode == "data" else self.tp, release)
         if self._encoder_args is None:
             kind = vision.get("model_type") or "this model's"
             self.encoder_note = (f"vLLM's profile also runs the {kind} vision tower on a dummy input of the maximum "

@@ -20,6 +20,8 @@ GiB = 1 << 30
 # when FlashInfer is installed and usable (flashinfer_sampler_supported). The log says which: "Using FlashInfer for
 # top-p & top-k sampling."
 SAMPLERS = ("sort", "triton", "flashinfer")
+# vLLM's --mm-encoder-tp-mode values (config/multimodal.py MultiModalConfig.mm_encoder_tp_mode)
+ENCODER_TP_MODES = ("weights", "data")
 # Links between tensor-parallel ranks (--interconnect): "pcie" covers every link without NVLink P2P (PCIe, no P2P,
 # across nodes), where vLLM's log says custom all-reduce is disabled.
 INTERCONNECTS = ("nvlink", "pcie")
