@@ -911,6 +911,25 @@ def _rhaiis(name: str, record: str, repo: str, logged_version: str, gpu: GPU, tp
                   notes=(f"GPU total: catalog {gpu.key}; the log prints none",))
 
 
+# Held out: the same author's later lab file on the same RTX 4090 under WSL2 (vLLM 0.27.1 by the repository's
+# labs/environment-setup.md, which this file does not restate), Qwen3-8B served with the API server's defaults for a
+# 24 GB card (2048 / 256) at two utilisations.
+_LLMSO_4090 = ("https://github.com/enginrect/llmso/blob/068f7f454e7e9185d05a0c56e76b9b84bbef36c5/labs/"
+               "optimization-in-practice-and-emerging-directions.md")
+_WSL2_4090 = _gpu("rtx4090", 23.99, "RTX 4090 24GB under WSL2 (nvidia-smi 24,564 MiB; the log prints no total)")
+ROWS += [
+    LogRow(
+        f"qwen3-8b-4090-wsl2-v0.27-{util}", _LLMSO_4090, "Qwen/Qwen3-8B", "0.27.1", _WSL2_4090,
+        1, util, 4096, {"max_batched_tokens": 2048, "max_num_seqs": 256},
+        (f"vllm serve Qwen/Qwen3-8B --max-model-len 4096 --gpu-memory-utilization {util} --port 8000",
+         "Model loading took 15.27 GiB", f"Available KV cache memory: {kv} GiB", f"GPU KV cache size: {tokens:,} tokens",
+         f"Maximum concurrency for 4,096 tokens per request: {concurrency}x"),
+        kv, tokens, 15.27,
+        notes=("GPU total: the catalog's 23.99 GiB, which WSL2 prints (the same machine's other rows)",))
+    for util, kv, tokens, concurrency in ((0.9, 5.87, 42_768, 10.44), (0.85, 4.67, 34_032, 8.31))
+]
+
+
 # what the DeepSeek-R1 rows' xfails share
 _R1_SCATTER = (
     "the logged non-KV memory (the budget at util 0.92 less loading and pool) of these DeepSeek-R1-0528 starts at "
