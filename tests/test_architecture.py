@@ -80,3 +80,17 @@ def test_absurd_config_values_are_clear_errors(bad, field):
     config = {"model_type": "not-a-real-type", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100} | bad
     with pytest.raises(MalformedConfig, match=field):
         build_architecture(config)
+
+
+@pytest.mark.parametrize("value", ["abc", [1], 5.0, -1, 0, True])
+def test_partial_rotary_factor_outside_vllms_range_is_refused(value):
+    """vLLM's get_rope refuses a partial_rotary_factor outside (0, 1]; hfmem says so, wherever the factor sits (Gemma 4
+    keeps one per layer type), instead of sizing a rotary cache from it."""
+    from hfmem.model.validate import check_config
+
+    config = {"model_type": "gemma4", "text_config": {"rope_parameters": {
+        "sliding_attention": {"rope_type": "default"}, "full_attention": {"partial_rotary_factor": value}}}}
+    with pytest.raises(MalformedConfig, match="full_attention.partial_rotary_factor must be a number in"):
+        check_config(config)
+    config["text_config"]["rope_parameters"]["full_attention"]["partial_rotary_factor"] = 0.25
+    assert check_config(config) == []

@@ -26,6 +26,7 @@ def test_a_callers_frozen_objects_stay_frozen():
         assert frozen >= len(keep)
         with gc_paused():
             pass
-        assert gc.get_freeze_count() == frozen
+        # not unfrozen (0) nor frozen again (more); objects of the suite's other threads may die meanwhile
+        assert frozen - 1000 <= gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()

@@ -496,11 +496,12 @@ def _rope_caches(arch: Architecture, act_bytes: int) -> list[int]:
     the whole head (rotary_dim = head_size, the unrotated part zero-padded) whatever its partial_rotary_factor."""
     if not arch.num_attention_heads or not arch.max_position_embeddings or not _uses_rope(arch):
         return []
+    from hfmem.model.fast_config import rope_per_layer_type
+
     cfg = arch.text_config or {}
     factor = _mrope_cache_factor(arch)
-    per_type = cfg.get("rope_parameters")
-    types = set(cfg.get("layer_types") or ())
-    if isinstance(per_type, dict) and types and all(isinstance(per_type.get(k), dict) for k in types):
+    per_type = rope_per_layer_type(cfg)
+    if per_type is not None:
         overrides = _per_layer_overrides(cfg)
         caches = set()
         for i, kind in enumerate(cfg["layer_types"]):
@@ -508,7 +509,7 @@ def _rope_caches(arch: Architecture, act_bytes: int) -> list[int]:
             head = int(overrides.get(i, {}).get("head_dim") or arch.head_dim)
             rotary = head if params.get("rope_type") == "proportional" else int(
                 head * float(params.get("partial_rotary_factor") or 1.0))
-            caches.add((head, rotary, str(sorted(params.items()))))
+            caches.add((head, rotary, repr(sorted(params.items(), key=repr))))
         return [arch.max_position_embeddings * rotary * act_bytes * factor for _, rotary, _ in sorted(caches)]
     rotary = arch.mla.qk_rope_head_dim if arch.mla else int(arch.head_dim * float(cfg.get("partial_rotary_factor") or 1.0))
     return [arch.max_position_embeddings * rotary * act_bytes * factor]

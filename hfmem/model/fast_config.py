@@ -1546,8 +1546,21 @@ def used_view(full: Any, text: Any) -> dict[str, Any]:
     out["text_config keys"] = sorted(set(d) - NOT_READ)
     for key in sorted(set(d) - NOT_READ):
         out[f"text_config[{key}]"] = _plain(d[key])
-    out["mrope_section"] = _plain(mrope_section(d))  # the one part of the RoPE dict hfmem reads
+    out["mrope_section"] = _plain(mrope_section(d))  # the parts of the RoPE dict hfmem reads
+    out["rope per layer type"] = _plain(rope_per_layer_type(d))
     return out
+
+
+def rope_per_layer_type(text_config: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """The RoPE parameters of each layer type where the config gives them per type (``rope_parameters`` keyed by the
+    ``layer_types`` values: Gemma 3, Gemma 4), else None. vLLM builds one rotary embedding per distinct set
+    (hfmem.memory.planner, the rotary caches); used_view compares it."""
+    rope, kinds = text_config.get("rope_parameters"), text_config.get("layer_types")
+    if not (isinstance(rope, dict) and isinstance(kinds, list) and kinds and all(isinstance(k, str) for k in kinds)):
+        return None
+    if not all(isinstance(rope.get(k), dict) for k in kinds):
+        return None
+    return {k: dict(rope[k]) for k in sorted(set(kinds))}
 
 
 def mrope_section(text_config: dict[str, Any]) -> Any:

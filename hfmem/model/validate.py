@@ -90,6 +90,11 @@ def check_config(config: dict[str, Any], file: str = "config.json") -> list[str]
         for key, (lo, hi) in _LIMIT_OF.items():
             if key in obj:
                 _check_int(obj, key, lo, hi, where, file)
+        # vLLM's get_rope refuses a factor outside (0, 1] (rotary_embedding/__init__.py), as transformers' rope checks do
+        part = obj.get("partial_rotary_factor")
+        if part is not None and (isinstance(part, bool) or not isinstance(part, (int, float)) or not 0 < part <= 1):
+            raise MalformedConfig(f"{file}: {where}partial_rotary_factor must be a number in (0, 1], got {_show(part)}",
+                                  path=file)
         tie = obj.get("tie_word_embeddings")
         if tie is not None and not isinstance(tie, bool):
             raise MalformedConfig(f"{file}: {where}tie_word_embeddings must be true or false, got {_show(tie)}", path=file)
