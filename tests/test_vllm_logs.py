@@ -1053,6 +1053,97 @@ ROWS += [
 ]
 
 
+# Held out, the same database's ROCm starts on an MI300X (Red Hat's ROCm builds, 0.11.2-0.18.0, the same flags; the
+# catalog's 191.98 GiB). The plan follows the CUDA code's terms there, and most of them miss: a note on every ROCm plan
+# gives the range (vllm_versions.ROCM_NOTE, test_rocm_note_is_the_logs).
+_MI300X = resolve_gpu("mi300x")
+_ROCM_MISS = ("a ROCm build, planned with the CUDA code's terms; what it holds beyond them (loading above the checkpoint, "
+              "a larger profile) is not derived from vLLM's source here. pool / tokens ")
+_ROCM_WEIGHTS = "a ROCm build: 'Model loading took' is not the CUDA plan's weights (not derived); weights "
+ROCM_ROWS = [
+    _rhaiis("qwen3-vl-30b-a3b-mi300x-tp1-v0.13.0", "560df7ea-b752-4c70-85cf-7882da5997d1", _VL, "0.13.0+rhai0", _MI300X,
+            1, 8192, 0.92, 79.2949, 89.97, 982736, 119.96, 3.17,
+            xfail=_ROCM_MISS + "1.2485 / 1.2484",
+            weights_xfail=_ROCM_WEIGHTS + "0.7342"),
+    _rhaiis("qwen3-vl-30b-a3b-mi300x-tp1-v0.13.1-dev", "c11d4030-5194-40b4-b7b9-007bfdd32eb1", _VL, "0.13.1.dev8+g2841a84ac", _MI300X,
+            1, 8192, 0.92, 59.8418, 113.64, 1241216, 151.52, 5.35,
+            weights_xfail=_ROCM_WEIGHTS + "0.9729"),
+    _rhaiis("qwen3-vl-30b-a3b-mi300x-tp1-v0.14.1", "30cced88-1a80-4e21-ab45-e9024e389c83", _VL, "0.14.1+rhai4", _MI300X,
+            1, 8192, 0.92, 79.29, 89.47, 977280, 119.3, 3.08,
+            xfail=_ROCM_MISS + "1.2555 / 1.2554",
+            weights_xfail=_ROCM_WEIGHTS + "0.7342"),
+    _rhaiis("qwen3-vl-30b-a3b-mi300x-tp1-v0.16.0", "214465fb-4aec-46f3-9372-fc34dcc238d7", _VL, "0.16.0+rhaiv.2", _MI300X,
+            1, 8192, 0.92, 79.29, 89.47, 977280, 119.3, 3.08,
+            xfail=_ROCM_MISS + "1.2555 / 1.2554",
+            weights_xfail=_ROCM_WEIGHTS + "0.7342"),
+    _rhaiis("qwen3-vl-30b-a3b-mi300x-tp1-v0.18.0", "b85e5dce-12d2-4fb0-ae3a-dacae4c1da5d", _VL, "0.18.0+rhaiv.0", _MI300X,
+            1, 8192, 0.92, 79.29, 93.01, 1015872, 124.01, 5.14,
+            xfail=_ROCM_MISS + "1.2432 / 1.2433",
+            weights_xfail=_ROCM_WEIGHTS + "0.7342"),
+    _rhaiis("llama33-70b-fp8-mi300x-tp1-v0.11.2", "95cac1c3-4798-49fc-add7-78aef2c09c5d", _FP8_70B, "0.11.2+rhai1", _MI300X,
+            1, 8192, 0.92, 68.3613, 102.19, 334864, 40.88, 4.97,
+            weights_xfail=_ROCM_WEIGHTS + "0.9907"),
+    _rhaiis("llama33-70b-fp8-mi300x-tp1-v0.13.0-fp8kv", "340280c0-65b3-49d3-a797-955601a724a7", _FP8_70B, "0.13.0+rhai5", _MI300X,
+            1, 8192, 0.92, 68.3613, 102.19, 669744, 81.76, 4.98, extra=('kv-cache-dtype fp8',), kv_dtype="fp8",
+            weights_xfail=_ROCM_WEIGHTS + "0.9907"),
+    _rhaiis("llama33-70b-fp8-mi300x-tp1-v0.13.1-dev-fp8kv", "2c445521-d7df-4f8f-9afb-4048bdebc216", _FP8_70B, "0.13.1.dev8+g2841a84ac", _MI300X,
+            1, 8192, 0.92, 68.3652, 105.2, 689408, 84.16, 8.77, extra=('kv-cache-dtype fp8',), kv_dtype="fp8",
+            weights_xfail=_ROCM_WEIGHTS + "0.9906"),
+    _rhaiis("llama33-70b-fp8-mi300x-tp1-v0.14.1-fp8kv", "ad2147e7-c78a-4f3c-ab82-11eee2f1d8fb", _FP8_70B, "0.14.1+rhai4", _MI300X,
+            1, 8192, 0.92, 68.36, 102.19, 669744, 81.76, 4.9, extra=('kv-cache-dtype fp8',), kv_dtype="fp8",
+            weights_xfail=_ROCM_WEIGHTS + "0.9907"),
+    _rhaiis("llama33-70b-fp8-mi300x-tp1-v0.16.0-fp8kv", "b7297bc5-d1f1-4de9-8ee8-63bd79a3503a", _FP8_70B, "0.16.0+rhaiv.2", _MI300X,
+            1, 8192, 0.92, 68.36, 102.19, 669744, 81.76, 4.9, extra=('kv-cache-dtype fp8',), kv_dtype="fp8",
+            weights_xfail=_ROCM_WEIGHTS + "0.9907"),
+    _rhaiis("llama33-70b-fp8-mi300x-tp1-v0.18.0-fp8kv", "b315d677-8727-4408-8d9f-28667db83b2f", _FP8_70B, "0.18.0+rhaiv.0", _MI300X,
+            1, 8192, 0.92, 68.37, 104.99, 688064, 83.99, 8.39, extra=('kv-cache-dtype fp8',), kv_dtype="fp8",
+            weights_xfail=_ROCM_WEIGHTS + "0.9905"),
+    _rhaiis("deepseek-r1-mi300x-tp8-v0.11.2", "d5245609-a9d2-4212-b078-967a8332bf3e", _R1, "0.11.2+rhai1", _MI300X,
+            8, 8192, 0.92, 81.3105, 87.09, 1324304, 161.66, 4.92,
+            xfail=_ROCM_MISS + "1.0342 / 1.0392",
+            weights_xfail=_ROCM_WEIGHTS + "0.9784"),
+    _rhaiis("deepseek-r1-mi300x-tp8-v0.13.0", "0b77a7f6-5a9c-4d40-84c8-76bdbdfd39ad", _R1, "0.13.0+rhai5", _MI300X,
+            8, 8192, 0.92, 81.3105, 87.09, 1324304, 161.66, 4.94,
+            xfail=_ROCM_MISS + "1.0342 / 1.0392",
+            weights_xfail=_ROCM_WEIGHTS + "0.9784"),
+    _rhaiis("deepseek-r1-mi300x-tp8-v0.14.1", "266b6b3b-491c-48d4-8688-62c79cca9029", _R1, "0.14.1+rhai4", _MI300X,
+            8, 8192, 0.92, 81.31, 85.34, 1297552, 158.39, 4.81,
+            xfail=_ROCM_MISS + "1.0555 / 1.0607",
+            weights_xfail=_ROCM_WEIGHTS + "0.9784"),
+    _rhaiis("deepseek-r1-mi300x-tp8-v0.16.0", "7de8e3ae-6a42-475e-a2ba-f4096d53c36f", _R1, "0.16.0+rhaiv.2", _MI300X,
+            8, 8192, 0.92, 81.31, 85.23, 1295920, 158.19, 4.83,
+            xfail=_ROCM_MISS + "1.0568 / 1.0620",
+            weights_xfail=_ROCM_WEIGHTS + "0.9784"),
+    _rhaiis("deepseek-r1-mi300x-tp8-v0.18.0", "e8d9fc5d-7937-4cf3-b46f-f7829b55eb53", _R1, "0.18.0+rhaiv.0", _MI300X,
+            8, 8192, 0.92, 81.31, 88.0, 1338112, 163.34, 6.95,
+            xfail=_ROCM_MISS + "1.0555 / 1.0606",
+            weights_xfail=_ROCM_WEIGHTS + "0.9784"),
+    _rhaiis("llama33-70b-mi300x-tp1-v0.11.2", "7d5bba6b-19f0-452f-a634-a13b59b2fac2", _L70, "0.11.2+rhai1", _MI300X,
+            1, 8192, 0.92, 131.6191, 39.07, 128032, 15.63, 5.14,
+            xfail=_ROCM_MISS + "1.0309 / 1.0307"),
+    _rhaiis("llama33-70b-mi300x-tp4-v0.13.0", "88462985-9f5a-4196-8cf9-912b72a4c94d", _L70, "0.13.0+rhai0", _MI300X,
+            4, 8192, 0.92, 32.959, 137.3, 1799360, 219.65, 5.13,
+            weights_xfail=_ROCM_WEIGHTS + "0.9979"),
+    _rhaiis("llama33-70b-mi300x-tp1-v0.13.0", "97d292c3-22aa-4bb3-b381-ba715f87a38a", _L70, "0.13.0+rhai5", _MI300X,
+            1, 8192, 0.92, 131.6191, 39.07, 128032, 15.63, 5.02,
+            xfail=_ROCM_MISS + "1.0309 / 1.0307"),
+    _rhaiis("llama33-70b-mi300x-tp4-v0.13.1-dev", "9e6c1f39-9fc3-45da-b5b7-0a00906e658c", _L70, "0.13.1.dev8+g2841a84ac", _MI300X,
+            4, 8192, 0.92, 32.9629, 140.86, 1846048, 225.35, 8.86,
+            xfail=_ROCM_MISS + "0.9709 / 0.9710",
+            weights_xfail=_ROCM_WEIGHTS + "0.9978"),
+    _rhaiis("llama33-70b-mi300x-tp1-v0.14.1", "73e62e98-1985-4e62-a395-40c870e639a0", _L70, "0.14.1+rhai4", _MI300X,
+            1, 8192, 0.92, 131.62, 39.07, 128032, 15.63, 4.95,
+            xfail=_ROCM_MISS + "1.0309 / 1.0307"),
+    _rhaiis("llama33-70b-mi300x-tp1-v0.16.0", "6de3a615-0821-48cd-96ff-31484531c5ae", _L70, "0.16.0+rhaiv.2", _MI300X,
+            1, 8192, 0.92, 131.62, 39.07, 128032, 15.63, 4.95,
+            xfail=_ROCM_MISS + "1.0309 / 1.0307"),
+    _rhaiis("llama33-70b-mi300x-tp1-v0.18.0", "9a0b6d4e-9ae1-4414-a235-914ec857adf3", _L70, "0.18.0+rhaiv.0", _MI300X,
+            1, 8192, 0.92, 131.62, 41.88, 137232, 16.75, 8.44,
+            xfail=_ROCM_MISS + "1.0283 / 1.0282"),
+]
+ROWS += ROCM_ROWS
+
+
 TOKEN_ROWS = [
     ("qwen3-14b-v0.11", "https://github.com/LMCache/LMCache/issues/1739", "Qwen/Qwen3-14B", 1, 32_768, 6.51, 42_656),
     ("qwen3-235b-tp4-v0.9", "https://github.com/vllm-project/vllm/issues/21348", "Qwen/Qwen3-235B-A22B", 4, 40_960,
@@ -1947,3 +2038,16 @@ def test_gemma4_builds_a_rotary_cache_per_layer_type():
     512-wide global heads, partial_rotary_factor 0.25 notwithstanding: two bf16 caches of 262,144 positions."""
     row = next(r for r in ROWS if r.repo == _GEMMA4)
     assert plan_of(row).weight_terms["rotary cos/sin cache"] == 262_144 * (256 + 512) * 2
+
+
+def test_rocm_note_is_the_logs():
+    """The note on ROCm plans gives the MI300X rows' own range: their count, the plan's pool over theirs, and the most
+    that model loading took beyond the CUDA plan's weights."""
+    from hfmem.memory.vllm_versions import ROCM_LOADING_EXCESS, ROCM_NOTE, ROCM_POOL_RANGE, ROCM_STARTS
+
+    pools = [ratios(r)["kv_pool"] for r in ROCM_ROWS]
+    excess = max(r.weights_gib * GiB / plan_of(r).weights_bytes for r in ROCM_ROWS) - 1
+    assert len(ROCM_ROWS) == ROCM_STARTS
+    assert (round(min(pools), 2), round(max(pools), 2)) == ROCM_POOL_RANGE
+    assert round(excess, 2) == ROCM_LOADING_EXCESS
+    assert ROCM_NOTE in plan_of(ROCM_ROWS[0]).notes and ROCM_NOTE not in plan_of(ROWS[-len(ROCM_ROWS) - 1]).notes

@@ -36,6 +36,7 @@ from hfmem.memory.vllm_versions import (
     INTERCONNECTS,
     NVLINK_TP_LOGGED,
     NVLINK_TP_SOURCE,
+    ROCM_NOTE,
     RUNNER_STATE_COUNTED_FROM,
     RUNNERS,
     SAMPLERS,
@@ -1248,6 +1249,8 @@ class Planner:
         plan.kv_blocks, plan.kv_pool_tokens = blocks, pool
         if self._extensible_on(gpu.kind):
             self._extensible_bound(plan, gpu)
+        if gpu.kind == "rocm" and self.engine == "vllm":
+            plan.notes.append(ROCM_NOTE)
         if gpu.kind == "apple":
             plan.notes.append(f"Apple unified memory: budget is {int(APPLE_WORKING_SET * 100)}% of {gpu.name} (Metal working-set limit)")
 

@@ -22,6 +22,16 @@ GiB = 1 << 30
 SAMPLERS = ("sort", "triton", "flashinfer")
 # vLLM's --mm-encoder-tp-mode values (config/multimodal.py MultiModalConfig.mm_encoder_tp_mode)
 ENCODER_TP_MODES = ("weights", "data")
+# vLLM on ROCm is planned with the CUDA code's terms. Held-out ROCm logs (tests/test_vllm_logs.py: Red Hat's ROCm builds
+# of 0.11-0.18 on an MI300X) put the plan's pool at ROCM_POOL_RANGE of theirs; test_rocm_note_is_the_logs ties these
+# figures to those rows.
+ROCM_STARTS, ROCM_POOL_RANGE, ROCM_LOADING_EXCESS = 23, (0.97, 1.26), 0.36
+ROCM_NOTE = (f"vLLM on ROCm: planned with the CUDA code paths' terms. Against {ROCM_STARTS} starts of Red Hat's ROCm "
+             f"builds of 0.11-0.18 on an MI300X the pool shown was {ROCM_POOL_RANGE[0]:.2f}-{ROCM_POOL_RANGE[1]:.2f} "
+             f"of the logged one: model loading took up to {ROCM_LOADING_EXCESS:.0%} more than the CUDA plan's "
+             "weights (Qwen3-VL-30B-A3B 79.3 GiB for 58.2 in four builds, 59.8 in a fifth; DeepSeek-R1 2 % and FP8 "
+             "Llama-3.3-70B 1 % more), not derived from vLLM's source here, and Llama-3.3-70B in bf16 at TP 1 left a "
+             "3 % smaller pool; so the pool can be that much smaller on AMD GPUs")
 # Links between tensor-parallel ranks (--interconnect): "pcie" covers every link without NVLink P2P (PCIe, no P2P,
 # across nodes), where vLLM's log says custom all-reduce is disabled.
 INTERCONNECTS = ("nvlink", "pcie")
