@@ -1057,9 +1057,12 @@ ROWS += [
 # catalog's 191.98 GiB). The plan follows the CUDA code's terms there, and most of them miss: a note on every ROCm plan
 # gives the range (vllm_versions.ROCM_NOTE, test_rocm_note_is_the_logs).
 _MI300X = resolve_gpu("mi300x")
-_ROCM_MISS = ("a ROCm build, planned with the CUDA code's terms; what it holds beyond them (loading above the checkpoint, "
-              "a larger profile) is not derived from vLLM's source here. pool / tokens ")
-_ROCM_WEIGHTS = "a ROCm build: 'Model loading took' is not the CUDA plan's weights (not derived); weights "
+_ROCM_MISS = ("a ROCm build, planned with the CUDA code's terms. Its 'Model loading took' is the device's used memory "
+              "(platforms/rocm.py get_current_memory_usage, total - free, in the 0.11-era code), so allocator blocks "
+              "that load-time temporaries leave reserved count as weights and come off the pool; how many, and what "
+              "else the profile holds, is not derived. pool / tokens ")
+_ROCM_WEIGHTS = ("a ROCm build: 'Model loading took' is the device's used memory, reserved allocator blocks included "
+                 "(not derived); weights ")
 ROCM_ROWS = [
     _rhaiis("qwen3-vl-30b-a3b-mi300x-tp1-v0.13.0", "560df7ea-b752-4c70-85cf-7882da5997d1", _VL, "0.13.0+rhai0", _MI300X,
             1, 8192, 0.92, 79.2949, 89.97, 982736, 119.96, 3.17,

@@ -30,8 +30,11 @@ ROCM_NOTE = (f"vLLM on ROCm: planned with the CUDA code paths' terms. Against {R
              f"builds of 0.11-0.18 on an MI300X the pool shown was {ROCM_POOL_RANGE[0]:.2f}-{ROCM_POOL_RANGE[1]:.2f} "
              f"of the logged one: model loading took up to {ROCM_LOADING_EXCESS:.0%} more than the CUDA plan's "
              "weights (Qwen3-VL-30B-A3B 79.3 GiB for 58.2 in four builds, 59.8 in a fifth; DeepSeek-R1 2 % and FP8 "
-             "Llama-3.3-70B 1 % more), not derived from vLLM's source here, and Llama-3.3-70B in bf16 at TP 1 left a "
-             "3 % smaller pool; so the pool can be that much smaller on AMD GPUs")
+             "Llama-3.3-70B 1 % more), and Llama-3.3-70B in bf16 at TP 1 left a 3 % smaller pool. vLLM's ROCm "
+             "platform measured model loading as the device's used memory (platforms/rocm.py "
+             "get_current_memory_usage: total - free in the 0.11-era code, allocated bytes by 0.33), which counts "
+             "allocator blocks that load-time temporaries leave reserved and takes them off the pool; how many is not "
+             "derivable here. So the pool can be that much smaller on AMD GPUs")
 # Links between tensor-parallel ranks (--interconnect): "pcie" covers every link without NVLink P2P (PCIe, no P2P,
 # across nodes), where vLLM's log says custom all-reduce is disabled.
 INTERCONNECTS = ("nvlink", "pcie")
