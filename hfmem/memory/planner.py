@@ -497,34 +497,23 @@ def _rope_caches(arch: Architecture, act_bytes: int) -> list[int]:
     the whole head (rotary_dim = head_size, the unrotated part zero-padded) whatever its partial_rotary_factor."""
     if not arch.num_attention_heads or not arch.max_position_embeddings or not _uses_rope(arch):
         return []
+    from hfmem.memory.kv.layers import _per_layer
     from hfmem.model.fast_config import rope_per_layer_type
 
     cfg = arch.text_config or {}
     factor = _mrope_cache_factor(arch)
     per_type = rope_per_layer_type(cfg)
     if per_type is not None:
-        overrides = _per_layer_overrides(cfg)
         caches = set()
         for i, kind in enumerate(cfg["layer_types"]):
             params = per_type[kind]
-            head = int(overrides.get(i, {}).get("head_dim") or arch.head_dim)
+            head = int(_per_layer(cfg, i).get("head_dim") or arch.head_dim)  # Gemma 4's global heads: per_layer_config
             rotary = head if params.get("rope_type") == "proportional" else int(
                 head * float(params.get("partial_rotary_factor") or 1.0))
             caches.add((head, rotary, repr(sorted(params.items(), key=repr))))
         return [arch.max_position_embeddings * rotary * act_bytes * factor for _, rotary, _ in sorted(caches)]
     rotary = arch.mla.qk_rope_head_dim if arch.mla else int(arch.head_dim * float(cfg.get("partial_rotary_factor") or 1.0))
     return [arch.max_position_embeddings * rotary * act_bytes * factor]
-
-
-def _per_layer_overrides(cfg: dict[str, Any]) -> dict[int, dict[str, Any]]:
-    """The normalised config's per-layer overrides (Gemma 4's full-attention head_dim), by layer index."""
-    out: dict[int, dict[str, Any]] = {}
-    for key, value in (cfg.get("per_layer_config") or {}).items():
-        try:
-            out[int(key)] = value if isinstance(value, dict) else {}
-        except (TypeError, ValueError):
-            continue
-    return out
 
 
 def _mrope_cache_factor(arch: Architecture) -> int:
@@ -707,6 +696,7 @@ class Planner:
         # views while the quantized weight stays for prefill. Built during load_model, so in "Model loading took".
         mla_copy = (arch.attention_kind == "mla" and self.engine == "vllm" and self.device == "cuda"
                     and self.vllm.engine != "V0")
+        dequantized = 0
         for (t, mult), key in zip(self.groups, parameter_keys([t for t, _ in self.groups])):
             sig = (t.kind, t.component, t.out, t.inn, t.count, t.stored_bytes, t.layer if gctx else None, t.name.rsplit(".", 1)[-1] if gctx else None)
             b = memo.get(sig)
@@ -721,8 +711,9 @@ class Planner:
             per_parameter[key] = per_parameter.get(key, 0) + per
             if mla_copy and t.name.endswith("kv_b_proj.weight") and b != t.numel * self.act_bytes:
                 # one allocation per layer: the dequantized kv_b_proj's shard in the activation dtype
-                per_parameter[f"{key} dequantized"] = per_parameter.get(f"{key} dequantized", 0) + mult * (
-                    t.numel * self.act_bytes // self.tp)
+                copy = mult * (t.numel * self.act_bytes // self.tp)
+                dequantized += copy
+                per_parameter[f"{key} dequantized"] = per_parameter.get(f"{key} dequantized", 0) + copy
             if rule == "encoder data-parallel" and per:
                 label = "multimodal encoder (--mm-encoder-tp-mode data)"
                 replicated[label] = replicated.get(label, 0) + per
@@ -738,7 +729,6 @@ class Planner:
                     label = "norms" if t.component == "norms" else "row-parallel biases"
                 replicated[label] = replicated.get(label, 0) + per
         terms = {"parameters": total}
-        dequantized = sum(v for k, v in per_parameter.items() if k.endswith(" dequantized"))
         if dequantized:
             terms[MLA_DEQUANT_TERM] = dequantized
         if self.engine == "vllm" and self.device == "cuda":
