@@ -101,3 +101,18 @@ def test_doc_examples_are_real_output(cli, doc):  # noqa: F811
                 at += 1
             assert at < len(real), f"{doc}: `{command}` does not print {line!r}"
             at += 1
+
+
+def test_the_plans_notes_are_in_the_text(cli):  # noqa: F811
+    """The inference plan's notes (JSON ``inference.notes``) are printed, each once and in order, by -v and by the
+    output without --gpu, and counted in the default view's hint: on ROCm, the note that the pool can be smaller."""
+    rocm = [LOCAL, "--ctx", "32k", "--gpu", "mi300x", "--engine", "vllm"]
+    for args, shown in ((rocm, [*rocm, "-v"]), ([LOCAL, "--ctx", "32k", "--engine", "vllm"],) * 2):
+        notes = json.loads(cli([*args, "--format", "json"]).stdout)["inference"]["notes"]
+        lines = cli(shown).stdout.splitlines()
+        assert [line.removeprefix("note: ") for line in lines if line.startswith("note: ")] == notes
+        assert len(notes) >= 3
+    rocm_notes = json.loads(cli([*rocm, "--format", "json"]).stdout)["inference"]["notes"]
+    assert sum(n.startswith("vLLM on ROCm") for n in rocm_notes) == 1
+    short = cli(rocm).stdout
+    assert "note: " not in short and short.rstrip().endswith(f"the plan's {len(rocm_notes)} notes)")

@@ -105,6 +105,8 @@ def layout(title: str, tables: list[Table], fmt: str = "table", notes: list[str]
             out.append(tabulate(rows, tablefmt="github" if fmt == "markdown" else "plain", headers=["", ""] if fmt == "markdown" else ()))
         else:
             out.append(tabulate(rows, headers=headers, tablefmt=tablefmt, disable_numparse=True))
+    if notes or warnings:
+        out.append("")
     for note in notes or []:
         out.append(("- note: " if fmt == "markdown" else "note: ") + note)
     for warning in warnings or []:
@@ -112,9 +114,18 @@ def layout(title: str, tables: list[Table], fmt: str = "table", notes: list[str]
     return "\n".join(out)
 
 
+def all_notes(report: Report) -> list[str]:
+    """The report's notes, then the inference plan's (each once): what the plan assumes and where the engine's own
+    figure can differ, which the JSON gives as ``inference.notes``."""
+    notes = list(report.notes)
+    if report.inference is not None:
+        notes += [n for n in report.inference.notes if n not in notes]
+    return notes
+
+
 def to_text(report: Report, fmt: str = "table") -> str:
     title = f"{report.repo}" + (f" @ {report.revision[:12]}" if report.revision else "") + f" ({report.source})"
-    return layout(title, _tables(report), fmt, report.notes, report.warnings)
+    return layout(title, _tables(report), fmt, all_notes(report), report.warnings)
 
 
 def render(report: Report | GGUFReport, fmt: str = "table", verbose: bool = False) -> str:

@@ -155,7 +155,7 @@ def summary_tables(report: Report) -> list[Table]:
 
 def verdict_text(report: Report, fmt: str, verbose: bool) -> str:
     """What ``hfmem MODEL --gpu G`` prints: the verdict, then the short summary (or, verbose, every table)."""
-    from hfmem.render.text import _tables, layout
+    from hfmem.render.text import _tables, all_notes, layout
 
     title = f"{report.repo}" + (f" @ {report.revision[:12]}" if report.revision else "") + f" ({report.source})"
     lines = verdict_lines(report)
@@ -166,11 +166,13 @@ def verdict_text(report: Report, fmt: str, verbose: bool) -> str:
         tables.append(_setups_table(report))
     if verbose and report.tp_sizes:
         tables.append(_tp_sizes_table(report))
-    body = layout(title, tables, fmt, report.notes, report.warnings)
+    body = layout(title, tables, fmt, all_notes(report) if verbose else report.notes, report.warnings)
     head = "\n".join(lines)
     if fmt == "markdown":
         head = "\n".join(["**" + lines[0] + "**", "", *[f"- {line.strip()}" for line in lines[1:]]])
-    hint = "" if verbose else "\n\n(-v: every precision, every term, the whole GPU catalog)"
+    plan_notes = len([n for n in all_notes(report) if n not in report.notes])
+    held = f", the plan's {plan_notes} note{'s' if plan_notes != 1 else ''}" if plan_notes else ""
+    hint = "" if verbose else f"\n\n(-v: every precision, every term, the whole GPU catalog{held})"
     return f"{head}\n\n{body}{hint}"
 
 
