@@ -165,6 +165,21 @@ def test_rocm_deducts_cuda_graphs_from_026(release, deducted):
     assert h100.cudagraph_bytes
 
 
+@pytest.mark.parametrize("release, used_memory", [
+    ("0.7.2", False), ("0.7.3", True), ("0.11.2", True), ("0.18", True), ("0.20.2", True), ("0.21.0", False),
+    ("0.25", False), (None, False)])
+def test_rocm_note_follows_how_the_release_measures_loading(release, used_memory):
+    """platforms/rocm.py get_current_memory_usage is total - free from 0.7.3 (vllm-project/vllm#12624) to 0.20.2 and
+    torch's allocated bytes before and from 0.21.0 (read in the wheels): only the former takes load-time allocator
+    blocks off the pool, so only its plans give the MI300X logs' range; a CUDA plan has neither note."""
+    from hfmem.memory.vllm_versions import ROCM_ALLOCATED_NOTE, ROCM_NOTE
+
+    notes = Planner(_report(), vllm_version=release).plan(32_768, 1, resolve_gpu("mi300x")).notes
+    assert (ROCM_NOTE in notes, ROCM_ALLOCATED_NOTE in notes) == (used_memory, not used_memory)
+    cuda = Planner(_report(), vllm_version=release).plan(32_768, 1, resolve_gpu("h100")).notes
+    assert ROCM_NOTE not in cuda and ROCM_ALLOCATED_NOTE not in cuda
+
+
 def test_extensible_kv_cache_of_034_is_bounded_from_above(stub_repo):
     """0.34.0's CacheConfig turns enable_extensible_kv_cache on for CUDA and ROCm (the pool sized after warmup and
     capture, gpu_memory_utilization 1.0 unless set). Its size depends on the CUDA context, which only vLLM measures,

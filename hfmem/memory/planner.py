@@ -36,7 +36,6 @@ from hfmem.memory.vllm_versions import (
     INTERCONNECTS,
     NVLINK_TP_LOGGED,
     NVLINK_TP_SOURCE,
-    ROCM_NOTE,
     RUNNER_STATE_COUNTED_FROM,
     RUNNERS,
     SAMPLERS,
@@ -54,8 +53,10 @@ from hfmem.memory.vllm_versions import (
     newer_than_read_note,
     pool_tokens_rule,
     release_of,
+    release_triple,
     resolve_interconnect,
     resolve_version,
+    rocm_note,
     runner_available,
     sm90_tp1,
     sm90_tp1_source,
@@ -1240,7 +1241,7 @@ class Planner:
         if self._extensible_on(gpu.kind):
             self._extensible_bound(plan, gpu)
         if gpu.kind == "rocm" and self.engine == "vllm":
-            plan.notes.append(ROCM_NOTE)
+            plan.notes.append(rocm_note(release_triple(self.vllm_release) if self.vllm_release else None))
         if gpu.kind == "apple":
             plan.notes.append(f"Apple unified memory: budget is {int(APPLE_WORKING_SET * 100)}% of {gpu.name} (Metal working-set limit)")
 

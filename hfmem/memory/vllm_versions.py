@@ -22,19 +22,40 @@ GiB = 1 << 30
 SAMPLERS = ("sort", "triton", "flashinfer")
 # vLLM's --mm-encoder-tp-mode values (config/multimodal.py MultiModalConfig.mm_encoder_tp_mode)
 ENCODER_TP_MODES = ("weights", "data")
-# vLLM on ROCm is planned with the CUDA code's terms. Held-out ROCm logs (tests/test_vllm_logs.py: Red Hat's ROCm builds
-# of 0.11-0.18 on an MI300X) put the plan's pool at ROCM_POOL_RANGE of theirs; test_rocm_note_is_the_logs ties these
-# figures to those rows.
+# vLLM on ROCm is planned with the CUDA code's terms. How the ROCm platform measures model loading
+# (platforms/rocm.py get_current_memory_usage) decides whether load-time allocator blocks come off the pool: from
+# 0.7.3 to 0.20.x it is the device's used memory, total - free (merged as "[ROCm] Using a more precise memory
+# profiling", vllm-project/vllm#12624); before 0.7.3 and from 0.21.0 it is torch's allocated bytes (0.21.0 adds an
+# empty_cache first), as on CUDA (platforms/cuda.py). Read in the 0.7.2, 0.7.3, 0.18.0-0.21.0, 0.25.0 and 0.33.0 wheels.
+ROCM_USED_MEMORY_RELEASES = ((0, 7, 3), (0, 21, 0))  # [from, to): loading measured as total - free
+# Held-out ROCm logs (tests/test_vllm_logs.py: Red Hat's ROCm builds of 0.11-0.18 on an MI300X, all inside that span)
+# put the plan's pool at ROCM_POOL_RANGE of theirs; test_rocm_note_is_the_logs ties these figures to those rows.
 ROCM_STARTS, ROCM_POOL_RANGE, ROCM_LOADING_EXCESS = 23, (0.97, 1.26), 0.36
 ROCM_NOTE = (f"vLLM on ROCm: planned with the CUDA code paths' terms. Against {ROCM_STARTS} starts of Red Hat's ROCm "
              f"builds of 0.11-0.18 on an MI300X the pool shown was {ROCM_POOL_RANGE[0]:.2f}-{ROCM_POOL_RANGE[1]:.2f} "
              f"of the logged one: model loading took up to {ROCM_LOADING_EXCESS:.0%} more than the CUDA plan's "
              "weights (Qwen3-VL-30B-A3B 79.3 GiB for 58.2 in four builds, 59.8 in a fifth; DeepSeek-R1 2 % and FP8 "
              "Llama-3.3-70B 1 % more), and Llama-3.3-70B in bf16 at TP 1 left a 3 % smaller pool. vLLM's ROCm "
-             "platform measured model loading as the device's used memory (platforms/rocm.py "
-             "get_current_memory_usage: total - free in the 0.11-era code, allocated bytes by 0.33), which counts "
-             "allocator blocks that load-time temporaries leave reserved and takes them off the pool; how many is not "
-             "derivable here. So the pool can be that much smaller on AMD GPUs")
+             "platform measures model loading as the device's used memory from 0.7.3 to 0.20 (platforms/rocm.py "
+             "get_current_memory_usage: total - free), which counts allocator blocks that load-time temporaries "
+             "leave reserved and takes them off the pool; how many is not derivable here. So the pool can be that "
+             "much smaller on AMD GPUs with these releases (0.21 and later measure allocated bytes, as on CUDA)")
+ROCM_ALLOCATED_NOTE = ("vLLM on ROCm: planned with the CUDA code paths' terms. This release's ROCm platform measures "
+                       "model loading as its CUDA platform does (platforms/rocm.py get_current_memory_usage: torch's "
+                       "allocated bytes, before 0.7.3 and from 0.21), so the loading excess of the 0.7.3-0.20 releases "
+                       f"(the pool up to {ROCM_POOL_RANGE[1] - 1:.0%} smaller in Red Hat's ROCm builds of 0.11-0.18) "
+                       "does not come off its pool; no ROCm start of such a release was found to check the plan against")
+
+
+def rocm_note(release: tuple[int, int, int | None] | None) -> str:
+    """The note on a ROCm plan for ``release`` (None: the newest code, the default family)."""
+    if release is None:
+        return ROCM_ALLOCATED_NOTE
+    major, minor, patch = release
+    start, end = ROCM_USED_MEMORY_RELEASES
+    return ROCM_NOTE if start <= (major, minor, patch or 0) < end else ROCM_ALLOCATED_NOTE
+
+
 # Links between tensor-parallel ranks (--interconnect): "pcie" covers every link without NVLink P2P (PCIe, no P2P,
 # across nodes), where vLLM's log says custom all-reduce is disabled.
 INTERCONNECTS = ("nvlink", "pcie")
