@@ -166,7 +166,8 @@ def test_rocm_deducts_cuda_graphs_from_026(release, deducted):
 
 
 @pytest.mark.parametrize("release, used_memory", [
-    ("0.7.2", False), ("0.7.3", True), ("0.11.2", True), ("0.18", True), ("0.20.2", True), ("0.21.0", False),
+    ("0.7.2", False), ("0.7.3", True), ("0.7", True), ("0.11.2", True), ("0.18", True), ("0.20.2", True), ("0.20", True),
+    ("0.21.0", False), ("0.21", False),
     ("0.25", False), (None, False)])
 def test_rocm_note_follows_how_the_release_measures_loading(release, used_memory):
     """platforms/rocm.py get_current_memory_usage is total - free from 0.7.3 (vllm-project/vllm#12624) to 0.20.2 and

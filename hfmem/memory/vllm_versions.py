@@ -8,6 +8,7 @@ is a held-in row of tests/test_vllm_logs.py. Nothing here is fitted to the held-
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 from hfmem.errors import UsageError
@@ -48,12 +49,13 @@ ROCM_ALLOCATED_NOTE = ("vLLM on ROCm: planned with the CUDA code paths' terms. T
 
 
 def rocm_note(release: tuple[int, int, int | None] | None) -> str:
-    """The note on a ROCm plan for ``release`` (None: the newest code, the default family)."""
+    """The note on a ROCm plan for ``release`` (None: the newest code, the default family; a release without a patch
+    number is its newest patch, as pool_tokens_rule reads one)."""
     if release is None:
         return ROCM_ALLOCATED_NOTE
     major, minor, patch = release
     start, end = ROCM_USED_MEMORY_RELEASES
-    return ROCM_NOTE if start <= (major, minor, patch or 0) < end else ROCM_ALLOCATED_NOTE
+    return ROCM_NOTE if start <= (major, minor, sys.maxsize if patch is None else patch) < end else ROCM_ALLOCATED_NOTE
 
 
 # Links between tensor-parallel ranks (--interconnect): "pcie" covers every link without NVLink P2P (PCIe, no P2P,
