@@ -42,7 +42,10 @@ FROM_HEADERS = [
 ]
 # Real inventories too large to keep whole (> 100k tensors): only the tensors outside numbered layers and those of
 # the first N layers are kept (the inventory says "truncated_to_layers": N); tests compare them layer for layer.
-TRUNCATED = {"moonshotai/Kimi-K2.5": 3, "moonshotai/Kimi-K3": 3, "zai-org/GLM-5.2": 4}
+TRUNCATED = {"moonshotai/Kimi-K2.5": 3, "moonshotai/Kimi-K3": 3, "zai-org/GLM-5.2": 4,
+             # layers 0-4 hold its four layer shapes (hash-routed or not, compress ratio 128 or 4); every later
+             # layer repeats layer 3 or 4 by its ratio (tests/test_vllm_logs.py _deepseek_v4_layers)
+             "deepseek-ai/DeepSeek-V4-Pro": 5}
 # Config-only in shared/: inventories derived from transformers' meta-device models.
 DERIVED = {
     "openai-community/gpt2": "AutoModelForCausalLM",

@@ -890,6 +890,7 @@ _RHAIIS = ("https://github.com/ashishkamra/vllm-memory-estimator/blob/8b0e21d1ec
            "test_data/validation_db.json")
 _VL, _GEMMA4, _L70 = "Qwen/Qwen3-VL-30B-A3B-Instruct", "google/gemma-4-31B-it", "meta-llama/Llama-3.3-70B-Instruct"
 _R1, _MM25, _KIMI_K25 = "deepseek-ai/DeepSeek-V3", "MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5"
+_V4_PRO = "deepseek-ai/DeepSeek-V4-Pro"
 _H200, _B200 = resolve_gpu("h200"), resolve_gpu("b200")
 
 
@@ -936,6 +937,18 @@ _R1_SCATTER = (
     "TP 8 moves by 1.7 GiB between releases hfmem plans alike: 0.11.2 7.28, 0.13 5.77, 0.14 7.45, 0.16 5.80 GiB, "
     "against hfmem's 6.95 (V1 sort-sampler torch peak 4.85, non-torch 2.10); the graphs logged do not follow it "
     "(0.51, 0.19, 0.38, -0.57 GiB, not deducted before 0.21). Not derived")
+# DeepSeek-V4-Pro at TP 8 on 0.20.2: the weights match (0.9986, 0.9987: the modules vLLM keeps whole on every rank,
+# the fp32 rotary cache and the model's token buffers counted), the pool does not.
+_V4_PRO_POOL = (
+    "pool 1.27 (800k) and 1.56 (8k), tokens 1.26 and 1.41: what the budget holds beyond loading and pool is 9.00 GiB "
+    "(800k: util 0.95, 512 tokens and seqs, no torch.compile, FULL_DECODE_ONLY graphs, expert parallel) and 12.00 "
+    "GiB (8k: the API server's batch defaults) against hfmem's 3.41 and 4.39 (V1 triton-sampler torch peak 0.98 / "
+    "1.96, non-torch 2.10, graph estimate 0.33; the graphs captured took 1.57 / 1.94 GiB; the record parses util 0.9 "
+    "from the 8k start's log, where its launch says 0.92: 9.20 GiB then). DeepSeek-V4's profile in "
+    "vLLM (hyper-connection streams, sparse-attention indexer, Marlin MXFP4 experts on SM90) is not modelled. The 8k "
+    "start's concurrency also differs: 4.20 GiB per request in its log (13.85 GiB for 3.3x), 4.64 in hfmem's, which "
+    "follows a later release's group arithmetic, not 0.20.2's get_max_concurrency_for_kv_cache_config; the 800k "
+    "start agrees, 4.60 against 4.64. Not derived")
 _R1_WEIGHTS = (
     "weights 0.9977: 79.55 GiB against the logged 79.74 from 0.11.2 on (0.11.0's 79.58 is 0.9996; 0.9966 before the"
     " MLA W_UK/W_UV copy of the FP8 kv_b_proj was counted): what 0.11.1-0.11.2 added, 0.19 GiB, is not found")
@@ -1054,6 +1067,14 @@ ROWS += [
             8, 8192, 0.92, 27.01, 96.57, 3266480, 398.74, 1.09, extra=('enable-expert-parallel',)),
     _rhaiis("kimi-k25-h200-tp8-v0.18", "1d43b1c5-8b06-4c90-af82-577316d5f922", _KIMI_K25, "0.18.0", _H200,
             8, 8192, 0.92, 72.02, 51.63, 788928, 96.3, 1.61, extra=('mm-encoder-tp-mode data',), encoder_tp_mode="data"),
+    _rhaiis("deepseek-v4-pro-h200-tp8-v0.20.2-800k", "3a25a248-6908-477c-b110-9f39f78a701f", _V4_PRO, "0.20.2", _H200,
+            8, 800000, 0.95, 102.34, 21.47, 3731334, 4.66, 1.57,
+            extra=("block-size 256", "max-num-seqs 512", "max-num-batched-tokens 512", "kv-cache-dtype fp8",
+                   "enable-expert-parallel", 'compilation-config {"mode":0,"cudagraph_mode":"FULL_DECODE_ONLY"}'),
+            xfail=_V4_PRO_POOL, kv_dtype="fp8", max_num_seqs=512, max_batched_tokens=512),
+    _rhaiis("deepseek-v4-pro-h200-tp8-v0.20.2-8k", "f645b14b-8510-40ad-8b09-19eea4c9ef35", _V4_PRO, "0.20.2", _H200,
+            8, 8192, 0.92, 102.77, 13.85, 27042, 3.3, 1.94, extra=("kv-cache-dtype fp8",),
+            xfail=_V4_PRO_POOL, kv_dtype="fp8"),
 ]
 
 
@@ -1230,6 +1251,8 @@ def _tensors(row: LogRow) -> list:
         return _llama_layout(cfg, fp8=False)
     if row.repo == _KIMI_K25:
         return _all_layers(load_inventory(row.repo)["tensors"], cfg["text_config"]["num_hidden_layers"])
+    if row.repo == _V4_PRO:
+        return _deepseek_v4_layers(load_inventory(row.repo)["tensors"], cfg)
     if row.tensors_from:
         other = load_config(row.tensors_from)
         for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
@@ -1267,6 +1290,20 @@ def _all_layers(tensors: list, layers: int) -> list:
     out = list(tensors)
     for n in range(last + 1, layers):
         out += [[t[0].replace(tag, f".layers.{n}."), *t[1:]] for t in template]
+    return out
+
+
+def _deepseek_v4_layers(tensors: list, cfg: dict) -> list:
+    """DeepSeek-V4-Pro's inventory, kept to layers 0-4 (its four layer shapes: hash-routed or not, compress ratio 128
+    or 4), completed: every later layer repeats layer 3 (ratio 128) or layer 4 (ratio 4) by its compress ratio. When
+    the fixture was cut this completion was checked equal, name, dtype and shape, to the whole 145,116-tensor
+    inventory it came from."""
+    ratios = cfg["compress_ratios"]
+    template = {ratios[3]: 3, ratios[4]: 4}
+    out = list(tensors)
+    for n in range(5, cfg["num_hidden_layers"]):
+        tag = f"layers.{template[ratios[n]]}."
+        out += [[t[0].replace(tag, f"layers.{n}.", 1), *t[1:]] for t in tensors if t[0].startswith(tag)]
     return out
 
 
@@ -2058,3 +2095,54 @@ def test_rocm_note_is_the_logs():
     assert (round(min(pools), 2), round(max(pools), 2)) == ROCM_POOL_RANGE
     assert round(excess, 2) == ROCM_LOADING_EXCESS
     assert ROCM_NOTE in plan_of(ROCM_ROWS[0]).notes and ROCM_NOTE not in plan_of(ROWS[-len(ROCM_ROWS) - 1]).notes
+
+
+def test_deepseek_v4_note_is_the_logs():
+    """The note on DeepSeek-V4 vLLM plans gives the V4-Pro rows' own range: their count, the plan's pool over theirs,
+    and what the budget held beyond weights, pool and the plan's other terms."""
+    from hfmem.memory.vllm_versions import DSV4_NOTE, DSV4_POOL_RANGE, DSV4_STARTS, DSV4_UNMODELLED_GIB
+
+    rows = [r for r in ROWS if r.repo == _V4_PRO]
+    pools = [ratios(r)["kv_pool"] for r in rows]
+    unmodelled = []
+    for r in rows:
+        plan = plan_of(r)
+        held = r.util * r.gpu.memory_bytes / GiB - r.kv_gib - r.weights_gib
+        unmodelled.append(held - (plan.activation_bytes + plan.overhead_bytes + (plan.cudagraph_bytes or 0)) / GiB)
+    assert len(rows) == DSV4_STARTS
+    assert (round(min(pools), 2), round(max(pools), 2)) == DSV4_POOL_RANGE
+    assert (round(min(unmodelled), 1), round(max(unmodelled), 1)) == DSV4_UNMODELLED_GIB
+    assert DSV4_NOTE in plan_of(rows[0]).notes and DSV4_NOTE not in plan_of(ROWS[0]).notes
+
+
+def test_deepseek_v4_weights_as_vllm_builds_them():
+    """DeepSeek-V4-Pro at TP 8 (vLLM's deepseek_v4 model): the fused wq_a+wkv and the compressors (disable_tp=True),
+    the indexer's ReplicatedLinear wq_b and weights_proj and the hc_* mixing tensors stay whole on every rank; the
+    rotary cache is fp32 over 65,536 x 16 positions and the 64 rope dims, one for the compressed layers' theta (every
+    main layer of V4-Pro has a ratio above 1); the indexer's top-k buffer and, up to 0.26, the MTP hidden-state
+    buffer are sized by max_num_batched_tokens. Split eight ways like the other linears, the weights would be 2 %
+    under the log's "Model loading took" (test_weights_within_a_fifth_of_a_percent holds them to 0.2 %)."""
+    row = next(r for r in ROWS if r.name == "deepseek-v4-pro-h200-tp8-v0.20.2-8k")
+    cfg = load_config(_V4_PRO)
+    tensors = _deepseek_v4_layers(load_inventory(_V4_PRO)["tensors"], cfg)
+    whole = ("attn.wq_a.", "attn.wkv.", "attn.compressor.", "attn.indexer.", "hc_attn_", "hc_ffn_", "hc_head_")
+    sizes = {"BF16": 2, "F32": 4, "F8_E4M3": 1, "F8_E8M0": 1, "I8": 1}
+
+    def nbytes(t: list) -> int:
+        n = 1
+        for d in t[2]:
+            n *= d
+        return n * sizes[t[1]]
+
+    plan = plan_of(row)
+    terms = plan.weight_terms
+    assert terms["rotary cos/sin cache"] == 65_536 * 16 * 64 * 4
+    assert terms["DeepSeek-V4 indexer top-k buffer"] == 8192 * 1024 * 4
+    assert terms["DeepSeek-V4 MTP hidden-state buffer"] == 8192 * 4 * 7168 * 2
+    assert "DeepSeek-V4 wq_a/wkv, compressors, indexer, hyper-connections" in plan.replicated
+    report = analyze_files(model_files(_V4_PRO, config=cfg, tensors=tensors))
+    for release, mtp, buffered in (("0.26.0", None, True), ("0.27.0", None, False), ("0.34.0", "mtp", True)):
+        later = Planner(report, kv_dtype="fp8", tp=8, vllm_version=release, gpu=row.gpu, speculative=mtp)
+        assert ("DeepSeek-V4 MTP hidden-state buffer" in later.weight_terms) is buffered, release
+    split = sum(nbytes(t) for t in tensors if any(k in t[0] for k in whole) and t[1] != "F8_E8M0") * 7 // 8
+    assert split > 2.6 * GiB and (plan.weights_bytes - split) / GiB / row.weights_gib < 0.98

@@ -32,6 +32,7 @@ from hfmem.memory.precision import (
     weight_tensors,
 )
 from hfmem.memory.vllm_versions import (
+    DSV4_NOTE,
     ENCODER_TP_MODES,
     INTERCONNECTS,
     NVLINK_TP_LOGGED,
@@ -114,6 +115,20 @@ def _largest_fitting(fits: Any, lo: int, hi: int) -> int:
     return lo
 
 
+# DeepSeek-V4 modules vLLM keeps whole on every tensor-parallel rank (its deepseek_v4 model, 0.20.0 to 0.34.0):
+# DeepseekV4MLAAttention's fused_wqa_wkv (wq_a + wkv) and the compressors' fused_wkv_wgate are linears built with
+# disable_tp=True (deepseek_v4.py, deepseek_compressor.py), the indexer's wq_b and weights_proj ReplicatedLinear
+# (deepseek_v4_attention.py DeepseekV4Indexer), and the hyper-connection mixing tensors (hc_attn_*, hc_ffn_*,
+# hc_head_*) plain parameters of the full [hc_mult, hc_mult x hidden] shape.
+_DSV4_REPLICATED = ("attn.wq_a.", "attn.wkv.", "attn.compressor.", "attn.indexer.", "hc_attn_", "hc_ffn_", "hc_head_")
+DSV4_REPLICATED_LABEL = "DeepSeek-V4 wq_a/wkv, compressors, indexer, hyper-connections"
+
+
+def dsv4_replicated(name: str, arch: Architecture) -> bool:
+    """Whether vLLM keeps this DeepSeek-V4 tensor (lower-case checkpoint name) whole on every rank."""
+    return arch.model_type == "deepseek_v4" and any(k in name for k in _DSV4_REPLICATED)
+
+
 def shard(t: WeightTensor, nbytes: int, arch: Architecture, tp: int) -> tuple[int, str]:
     """(bytes on one of ``tp`` GPUs, rule) following vLLM's layers: column/row-parallel linears split ``tp`` ways;
     embeddings/lm_head vocab-parallel (vocab padded to a multiple of 64, ``vocab_parallel_embedding.py``); norms,
@@ -130,6 +145,8 @@ def shard(t: WeightTensor, nbytes: int, arch: Architecture, tp: int) -> tuple[in
         return cdiv(nbytes, tp), "vocab-parallel"
     if t.kind in ("router",) or t.component == "norms" or any(k in n for k in ("q_a_proj", "kv_a_proj_with_mqa", "q_a_layernorm", "kv_a_layernorm")):
         return nbytes, "replicated"
+    if dsv4_replicated(n, arch):
+        return nbytes, "replicated"
     if t.kind == "vector":
         if any(k in n for k in ("o_proj", "down_proj", "out_proj", "dense.bias", "w2", "fc2", "c_proj")):
             return nbytes, "replicated"  # row-parallel biases are added once, after the all-reduce, on every rank
@@ -141,7 +158,7 @@ def shard(t: WeightTensor, nbytes: int, arch: Architecture, tp: int) -> tuple[in
     if any(k in n for k in ("k_proj", "v_proj")) and arch.num_kv_heads and arch.attention_kind != "mla":
         kv = arch.num_kv_heads
         return nbytes * max(1, kv // tp) // kv, "kv-heads"
-    if any(k in n for k in ("qkv_proj", "query_key_value", "c_attn", "wqkv")) and arch.num_attention_heads:
+    if (any(k in n for k in ("qkv_proj", "query_key_value", "wqkv")) or ".c_attn." in f".{n}") and arch.num_attention_heads:
         q, kv = arch.num_attention_heads, arch.num_kv_heads
         per_rank = q / tp + 2 * max(1, kv // tp)
         return math.ceil(nbytes * per_rank / (q + 2 * kv)), "qkv (kv heads replicated)"
@@ -490,7 +507,29 @@ def _budget(gpu: GPU, device: str, engine: str, util: float) -> int:
     return gpu.memory_bytes
 
 
-def _rope_caches(arch: Architecture, act_bytes: int) -> list[int]:
+def _deepseek_v4_rope_caches(arch: Architecture, mtp: bool) -> list[int]:
+    """DeepSeek-V4's rotary caches: DeepseekV4Attention (deepseek_v4.py) calls get_rope with rope_theta =
+    compress_rope_theta on layers whose compress ratio is above 1 and rope_theta on the others (an MTP layer's ratio
+    is 1), YaRN parameters on every layer; DeepseekV4ScalingRotaryEmbedding keeps its cache in fp32 ("cos_sin_cache
+    stored as fp32") over original_max_position_embeddings x factor positions and the rope dim (qk_rope_head_dim).
+    One cache per distinct theta among the layers vLLM builds."""
+    cfg = arch.text_config or {}
+    rotary = cfg.get("qk_rope_head_dim")
+    ratios = cfg.get("compress_ratios")
+    if not isinstance(rotary, int) or rotary <= 0 or not arch.max_position_embeddings:
+        return []
+    from hfmem.model.fast_config import yarn_positions
+
+    positions = yarn_positions(cfg) or arch.max_position_embeddings
+    main = ratios[: arch.num_layers] if isinstance(ratios, list) else []
+    compressed = [isinstance(r, int) and r > 1 for r in main]
+    thetas = {"compress" if c else "main" for c in compressed} or {"main"}
+    if mtp:
+        thetas.add("main")
+    return [positions * rotary * 4 for _ in sorted(thetas)]
+
+
+def _rope_caches(arch: Architecture, act_bytes: int, mtp: bool = False) -> list[int]:
     """vLLM's RotaryEmbedding cos_sin_cache, [max_position_embeddings, rotary_dim] in the model dtype: one per distinct
     rotary embedding (get_rope caches instances by head size, rotary dim and parameters). Rope parameters given per
     layer type (Gemma 4) make one per type present: the full-attention layers' head size is ``global_head_dim``
@@ -502,6 +541,8 @@ def _rope_caches(arch: Architecture, act_bytes: int) -> list[int]:
     from hfmem.model.fast_config import rope_per_layer_type
 
     cfg = arch.text_config or {}
+    if arch.model_type == "deepseek_v4":
+        return _deepseek_v4_rope_caches(arch, mtp)
     factor = _mrope_cache_factor(arch)
     per_type = rope_per_layer_type(cfg)
     if per_type is not None:
@@ -535,6 +576,32 @@ def _deepstack_buffers(arch: Architecture, max_batched_tokens: int, act_bytes: i
     if not levels or not arch.hidden_size:
         return 0, 0
     return levels, max_batched_tokens * arch.hidden_size * act_bytes
+
+
+# vLLM's DeepSeek-V4 drops the MTP hidden-state buffer unless a drafter reads it from this release on
+# (models/deepseek_v4/nvidia/model.py: needs_mtp_hidden_states in the 0.27.0 wheel, not in 0.26.0's)
+DSV4_MTP_BUFFER_ONLY_WITH_DRAFTER_FROM = (0, 27)
+
+
+def _deepseek_v4_buffers(arch: Architecture, max_batched_tokens: int, act_bytes: int, release: tuple[int, int] | None,
+                         mtp: bool) -> list[tuple[str, int]]:
+    """DeepSeek-V4's tensors allocated while vLLM builds the model, so inside "Model loading took"
+    (DeepseekV4Model.__init__, deepseek_v4.py in 0.20-0.21, models/deepseek_v4/nvidia/model.py later): the indexer
+    layers' shared top-k buffer [max_num_batched_tokens, index_topk] int32, and the pre-hc_head residual stream
+    kept for an MTP drafter, [max_num_batched_tokens, hc_mult x hidden_size] in the model dtype: always up to 0.26,
+    from 0.27 only when a drafter reads it (--speculative mtp). ``release`` None is the newest code."""
+    if arch.model_type != "deepseek_v4" or not arch.hidden_size:
+        return []
+    cfg = arch.text_config or {}
+    out = []
+    topk = cfg.get("index_topk")
+    if isinstance(topk, int) and topk > 0:
+        out.append(("DeepSeek-V4 indexer top-k buffer", max_batched_tokens * topk * 4))
+    hc = cfg.get("hc_mult")
+    old = release is not None and release < DSV4_MTP_BUFFER_ONLY_WITH_DRAFTER_FROM
+    if isinstance(hc, int) and hc > 0 and (old or mtp):
+        out.append(("DeepSeek-V4 MTP hidden-state buffer", max_batched_tokens * hc * arch.hidden_size * act_bytes))
+    return out
 
 
 class Planner:
@@ -726,6 +793,8 @@ class Planner:
                     continue
                 elif "a_proj" in t.name:
                     label = "MLA q_a_proj/kv_a_proj_with_mqa"
+                elif dsv4_replicated(t.name.lower(), arch):
+                    label = DSV4_REPLICATED_LABEL
                 elif t.kind == "vector":
                     label = "norms" if t.component == "norms" else "row-parallel biases"
                 replicated[label] = replicated.get(label, 0) + per
@@ -733,7 +802,7 @@ class Planner:
         if dequantized:
             terms[MLA_DEQUANT_TERM] = dequantized
         if self.engine == "vllm" and self.device == "cuda":
-            ropes = _rope_caches(arch, self.act_bytes)
+            ropes = _rope_caches(arch, self.act_bytes, self.speculative == "mtp")
             if ropes:
                 terms["rotary cos/sin cache"] = sum(ropes)
                 for n, rope in enumerate(ropes):  # separate allocations: each is rounded by the allocator
@@ -743,6 +812,10 @@ class Planner:
                 terms["deepstack input buffers"] = levels * each
                 for level in range(levels):  # separate allocations: each is rounded by the allocator
                     per_parameter[f"deepstack input buffer {level}"] = each
+            for label, each in _deepseek_v4_buffers(arch, self.max_batched_tokens, self.act_bytes, self._release(),
+                                                    self.speculative == "mtp"):
+                terms[label] = each
+                per_parameter[label] = each  # a separate allocation: rounded by the allocator
             blocks = allocator_rounding_bytes(per_parameter)
             if blocks:
                 terms[ALLOC_TERM] = blocks
@@ -1240,6 +1313,8 @@ class Planner:
         plan.kv_blocks, plan.kv_pool_tokens = blocks, pool
         if self._extensible_on(gpu.kind):
             self._extensible_bound(plan, gpu)
+        if self.arch.model_type == "deepseek_v4" and self.engine == "vllm" and self.device == "cuda":
+            plan.notes.append(DSV4_NOTE)
         if gpu.kind == "rocm" and self.engine == "vllm":
             plan.notes.append(rocm_note(release_triple(self.vllm_release) if self.vllm_release else None))
         if gpu.kind == "apple":

@@ -1548,7 +1548,26 @@ def used_view(full: Any, text: Any) -> dict[str, Any]:
         out[f"text_config[{key}]"] = _plain(d[key])
     out["mrope_section"] = _plain(mrope_section(d))  # the parts of the RoPE dict hfmem reads
     out["rope per layer type"] = _plain(rope_per_layer_type(d))
+    out["yarn positions"] = yarn_positions(d)
     return out
+
+
+def yarn_positions(text_config: dict[str, Any]) -> int | None:
+    """original_max_position_embeddings x factor of the config's YaRN RoPE (the positions a YaRN cos/sin cache covers
+    in vLLM's DeepSeek rotary embeddings), wherever this transformers version keeps it: ``rope_scaling`` before v5,
+    ``rope_parameters`` after, itself or one of its per-kind entries (DeepSeek-V4's "main" and "compress"); else None.
+    used_view compares it."""
+    candidates: list[Any] = [text_config.get("rope_scaling")]
+    rope = text_config.get("rope_parameters")
+    if isinstance(rope, dict):
+        candidates += [rope, *rope.values()]
+    for entry in candidates:
+        if isinstance(entry, dict) and (entry.get("rope_type") or entry.get("type")) == "yarn":
+            factor, original = entry.get("factor"), entry.get("original_max_position_embeddings")
+            if (isinstance(factor, (int, float)) and not isinstance(factor, bool) and 0 < factor < 1e6
+                    and isinstance(original, int) and not isinstance(original, bool) and 0 < original < 1 << 40):
+                return int(original * factor)
+    return None
 
 
 def rope_per_layer_type(text_config: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
