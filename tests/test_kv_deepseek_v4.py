@@ -124,7 +124,9 @@ def test_vllm_44376_log():
 def test_planner_reproduces_44376(stub_repo):
     """The planner on the same case: with exactly 5,554 blocks left for KV, kv_blocks = 5,554 (available //
     bytes_per_block), concurrency 5,554 / 6,800 (get_max_concurrency_for_kv_cache_config: whole blocks summed over
-    the groups), 30,000 tokens do not fit and the longest context is 13,528, as vLLM's estimate."""
+    the groups), 30,000 tokens do not fit. vLLM's estimate, 13,528, keeps the profile of max_model_len 30,000
+    (test_vllm_44376_log); hfmem's longest context is the max_model_len that fits when set, whose profile reserves a
+    smaller prefill-gather workspace (cdiv(L, 4) rows of it): 16.8 MB less at 13,568 tokens, 16 blocks, 40 tokens."""
     report = hfmem.analyze(str(stub_repo(FLASH)))
     p = Planner(report, engine="vllm", tp=2, kv_dtype="fp8", block_size=256, max_batched_tokens=16_384,
                 gpu_util=1.0, overhead=GiB)
@@ -137,7 +139,7 @@ def test_planner_reproduces_44376(stub_repo):
     assert plan.concurrency == round(5_554 / 6_800, 4) and plan.max_concurrency == 0
     assert plan.kv_pool_tokens == int(5_554 / 6_800 * 30_000)
     assert plan.fits is False
-    assert plan.max_context == 13_528 and not plan.max_context_capped
+    assert plan.max_context == 13_568 and not plan.max_context_capped
 
 
 def test_mtp_adds_a_window_layer():
@@ -221,3 +223,29 @@ def test_packed_layout_api_only(repo, block):
     else:
         assert block == 30 * (37_440 + 8_640) + 31 * 1_728
     assert sum(e["bytes"] for e in packed.by_layer_type.values()) == packed.total_bytes
+
+
+@pytest.mark.parametrize("release, indices", [((0, 20), False), ((0, 26), False), ((0, 27), True), (None, True)])
+def test_prefill_gather_workspace_by_hand(release, indices):
+    """The profile's dummy run reserves [PREFILL_CHUNK_SIZE 4, M, head_dim 512] bf16 in vLLM's shared workspace, M =
+    cdiv(max_model_len, 4) (the CSA layers' ratio, the smallest) + window 128 + max_num_batched_tokens; from 0.27 also
+    int32 [T, round_up(1024 + 128, 128)] combined top-k indices and [T] lengths (deepseek_v4_attention.py in 0.20.2;
+    models/deepseek_v4/nvidia/flashmla.py from 0.25). V4-Pro at 800k with 512 batched tokens: 0.77 GiB."""
+    from hfmem.memory.planner import deepseek_v4_gather_workspace
+
+    got = deepseek_v4_gather_workspace(arch_of(PRO), 800_000, 512, release)
+    expect = 4 * (200_000 + 128 + 512) * 512 * 2 + (512 * (1152 + 1) * 4 if indices else 0)
+    assert got == expect
+    assert deepseek_v4_gather_workspace(arch_of("Qwen/Qwen3-8B"), 800_000, 512, release) == 0
+
+
+def test_rotary_caches_one_per_theta_in_fp32():
+    """DeepseekV4ScalingRotaryEmbedding keeps an fp32 cache over 65,536 x 16 positions and 64 rope dims per distinct
+    theta: V4-Flash builds two (layers 0-1 slide only: rope_theta; the rest compress: compress_rope_theta), V4-Pro
+    one (every main layer compresses), two with an MTP layer (ratio 1: rope_theta)."""
+    from hfmem.memory.planner import _rope_caches
+
+    cache = 65_536 * 16 * 64 * 4
+    assert _rope_caches(arch_of(FLASH), 2) == [cache, cache]
+    assert _rope_caches(arch_of(PRO), 2) == [cache]
+    assert _rope_caches(arch_of(PRO), 2, mtp=True) == [cache, cache]

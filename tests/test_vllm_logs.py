@@ -940,15 +940,16 @@ _R1_SCATTER = (
 # DeepSeek-V4-Pro at TP 8 on 0.20.2: the weights match (0.9986, 0.9987: the modules vLLM keeps whole on every rank,
 # the fp32 rotary cache and the model's token buffers counted), the pool does not.
 _V4_PRO_POOL = (
-    "pool 1.27 (800k) and 1.56 (8k), tokens 1.26 and 1.41: what the budget holds beyond loading and pool is 9.00 GiB "
+    "pool 1.23 (800k) and 1.56 (8k), tokens 1.22 and 1.41: what the budget holds beyond loading and pool is 9.00 GiB "
     "(800k: util 0.95, 512 tokens and seqs, no torch.compile, FULL_DECODE_ONLY graphs, expert parallel) and 12.00 "
-    "GiB (8k: the API server's batch defaults) against hfmem's 3.41 and 4.39 (V1 triton-sampler torch peak 0.98 / "
-    "1.96, non-torch 2.10, graph estimate 0.33; the graphs captured took 1.57 / 1.94 GiB; the record parses util 0.9 "
-    "from the 8k start's log, where its launch says 0.92: 9.20 GiB then). DeepSeek-V4's profile in "
-    "vLLM (hyper-connection streams, sparse-attention indexer, Marlin MXFP4 experts on SM90) is not modelled. The 8k "
-    "start's concurrency also differs: 4.20 GiB per request in its log (13.85 GiB for 3.3x), 4.64 in hfmem's, which "
-    "follows a later release's group arithmetic, not 0.20.2's get_max_concurrency_for_kv_cache_config; the 800k "
-    "start agrees, 4.60 against 4.64. Not derived")
+    "GiB (8k: the API server's batch defaults) against hfmem's 4.18 and 4.43 (V1 triton-sampler torch peak 0.98 / "
+    "1.96 with the attention's prefill-gather workspace, 0.77 / 0.04 GiB, on top; non-torch 2.10; graph estimate "
+    "0.33, where the graphs captured took 1.57 / 1.94 GiB; the record parses util 0.9 from the 8k start's log, where "
+    "its launch says 0.92: 9.20 GiB then). The rest of DeepSeek-V4's profile in vLLM (hyper-connection streams, "
+    "sparse-attention indexer, Marlin MXFP4 experts on SM90) is not modelled. The 8k start's concurrency also "
+    "differs: 4.20 GiB per request in its log (13.85 GiB for 3.3x), 4.64 in hfmem's, which follows a later "
+    "release's group arithmetic, not 0.20.2's get_max_concurrency_for_kv_cache_config; the 800k start agrees, 4.60 "
+    "against 4.64. Not derived")
 _R1_WEIGHTS = (
     "weights 0.9977: 79.55 GiB against the logged 79.74 from 0.11.2 on (0.11.0's 79.58 is 0.9996; 0.9966 before the"
     " MLA W_UK/W_UV copy of the FP8 kv_b_proj was counted): what 0.11.1-0.11.2 added, 0.19 GiB, is not found")

@@ -507,6 +507,22 @@ def _budget(gpu: GPU, device: str, engine: str, util: float) -> int:
     return gpu.memory_bytes
 
 
+def _deepseek_v4_rates(arch: Architecture) -> list[int]:
+    """The compress ratio of each DeepSeek-V4 main layer as vLLM builds it (0 for a sliding-window-only layer), from
+    the normalised layer types and compress rates (hfmem.memory.kv.compressed, the KV code's reader of them)."""
+    from hfmem.memory.kv.compressed import compressed_layer
+
+    cfg = arch.text_config or {}
+    kinds = cfg.get("layer_types")
+    if not isinstance(kinds, list):
+        return []
+    rates = []
+    for kind in kinds[: arch.num_layers]:
+        layer = compressed_layer(cfg, kind) if isinstance(kind, str) else None
+        rates.append(layer.rate if layer is not None else 0)
+    return rates
+
+
 def _deepseek_v4_rope_caches(arch: Architecture, mtp: bool) -> list[int]:
     """DeepSeek-V4's rotary caches: DeepseekV4Attention (deepseek_v4.py) calls get_rope with rope_theta =
     compress_rope_theta on layers whose compress ratio is above 1 and rope_theta on the others (an MTP layer's ratio
@@ -515,15 +531,12 @@ def _deepseek_v4_rope_caches(arch: Architecture, mtp: bool) -> list[int]:
     One cache per distinct theta among the layers vLLM builds."""
     cfg = arch.text_config or {}
     rotary = cfg.get("qk_rope_head_dim")
-    ratios = cfg.get("compress_ratios")
     if not isinstance(rotary, int) or rotary <= 0 or not arch.max_position_embeddings:
         return []
     from hfmem.model.fast_config import yarn_positions
 
     positions = yarn_positions(cfg) or arch.max_position_embeddings
-    main = ratios[: arch.num_layers] if isinstance(ratios, list) else []
-    compressed = [isinstance(r, int) and r > 1 for r in main]
-    thetas = {"compress" if c else "main" for c in compressed} or {"main"}
+    thetas = {"compress" if rate > 1 else "main" for rate in _deepseek_v4_rates(arch)} or {"main"}
     if mtp:
         thetas.add("main")
     return [positions * rotary * 4 for _ in sorted(thetas)]
@@ -601,6 +614,34 @@ def _deepseek_v4_buffers(arch: Architecture, max_batched_tokens: int, act_bytes:
     old = release is not None and release < DSV4_MTP_BUFFER_ONLY_WITH_DRAFTER_FROM
     if isinstance(hc, int) and hc > 0 and (old or mtp):
         out.append(("DeepSeek-V4 MTP hidden-state buffer", max_batched_tokens * hc * arch.hidden_size * act_bytes))
+    return out
+
+
+# DeepSeek-V4's dummy-run reservation also holds the combined top-k indices from this release on
+# (models/deepseek_v4/nvidia/flashmla.py: in the 0.27.0 wheel, not in 0.26.0's)
+DSV4_GATHER_INDICES_FROM = (0, 27)
+DSV4_PREFILL_CHUNK = 4  # PREFILL_CHUNK_SIZE (deepseek_v4_attention.py; DeepseekV4Attention in the later layout)
+
+
+def deepseek_v4_gather_workspace(arch: Architecture, max_model_len: int, max_batched_tokens: int,
+                                 release: tuple[int, int] | None) -> int:
+    """Bytes DeepSeek-V4's attention reserves in vLLM's shared workspace during the profile's dummy run, kept for the
+    rest of it: "Reserve _forward_prefill's bf16-gather workspace" (deepseek_v4_attention.py in 0.20-0.21,
+    models/deepseek_v4/nvidia/flashmla.py later) takes [PREFILL_CHUNK_SIZE, M, head_dim] bf16 with M = the compressed
+    tokens of max_model_len at the smallest compress ratio + the sliding window + max_num_batched_tokens (the largest
+    layer's request sizes the shared workspace), and from 0.27 the combined top-k indices [max_num_batched_tokens,
+    round_up(index_topk + window, 128)] and their lengths [max_num_batched_tokens] in int32. 0 for other models."""
+    if arch.model_type != "deepseek_v4":
+        return 0
+    cfg = arch.text_config or {}
+    compressed = [rate for rate in _deepseek_v4_rates(arch) if rate > 1]
+    head, window, topk = cfg.get("head_dim"), cfg.get("sliding_window") or 0, cfg.get("index_topk") or 0
+    if not isinstance(head, int) or head <= 0 or not isinstance(window, int) or not isinstance(topk, int):
+        return 0
+    m = (cdiv(max_model_len, min(compressed)) if compressed else 0) + window + max_batched_tokens
+    out = DSV4_PREFILL_CHUNK * m * head * 2
+    if release is None or release >= DSV4_GATHER_INDICES_FROM:
+        out += max_batched_tokens * (round_up((topk if compressed else 0) + window, 128) + 1) * 4
     return out
 
 
@@ -986,6 +1027,8 @@ class Planner:
             if self.device == "cuda":
                 # the cuBLAS/cuBLASLt workspaces, allocated by the profile's first GEMM and alive at every later peak
                 ws = cublas_workspace_bytes(self.gpu)
+                # DeepSeek-V4's prefill-gather workspace: reserved by the first attention layer, kept for the run
+                ws += deepseek_v4_gather_workspace(self.arch, context, tokens, self._release())
                 terms = {k: v + ws for k, v in terms.items()}
         return max(terms.values()) if terms else 0, terms, tokens
 
