@@ -63,13 +63,13 @@ def rocm_note(release: tuple[int, int, int | None] | None) -> str:
 # put the plan's pool at DSV4_POOL_RANGE of theirs: the budget held DSV4_UNMODELLED_GIB more beyond weights and pool
 # than the plan's torch peak, non-torch and graph terms. test_deepseek_v4_note_is_the_logs ties these to the rows.
 DSV4_STARTS, DSV4_POOL_RANGE, DSV4_UNMODELLED_GIB = 2, (1.23, 1.56), (4.8, 7.6)
-DSV4_NOTE = (f"DeepSeek-V4 under vLLM: the weights per GPU are checked against its logs, the memory profile is not "
-             f"modelled: against {DSV4_STARTS} starts of DeepSeek-V4-Pro at TP 8 on an H200 (vLLM 0.20.2) the pool "
-             f"shown was {DSV4_POOL_RANGE[0]:.2f}-{DSV4_POOL_RANGE[1]:.2f} of the logged one, {DSV4_UNMODELLED_GIB[0]:.1f}-"
-             f"{DSV4_UNMODELLED_GIB[1]:.1f} GiB per GPU beyond the torch peak (its attention's prefill-gather workspace "
-             "included), non-torch and CUDA-graph terms shown here (its hyper-connection streams, sparse-attention "
-             "indexer and MXFP4 expert kernels). Read the pool, the longest context and the concurrency as upper "
-             "bounds")
+DSV4_NOTE = (f"DeepSeek-V4 under vLLM: the weights per GPU are checked against its logs; of its memory profile only "
+             f"the attention's prefill-gather workspace is modelled (in the torch peak). Against {DSV4_STARTS} starts "
+             f"of DeepSeek-V4-Pro at TP 8 on an H200 (vLLM 0.20.2) the pool shown was {DSV4_POOL_RANGE[0]:.2f}-"
+             f"{DSV4_POOL_RANGE[1]:.2f} of the logged one: the budget held {DSV4_UNMODELLED_GIB[0]:.1f}-"
+             f"{DSV4_UNMODELLED_GIB[1]:.1f} GiB per GPU more than the weights, pool and the torch peak, non-torch and "
+             "CUDA-graph terms shown here (its hyper-connection streams, sparse-attention indexer and MXFP4 expert "
+             "kernels are not modelled). Read the pool, the longest context and the concurrency as upper bounds")
 
 # Links between tensor-parallel ranks (--interconnect): "pcie" covers every link without NVLink P2P (PCIe, no P2P,
 # across nodes), where vLLM's log says custom all-reduce is disabled.
