@@ -116,3 +116,24 @@ def test_the_plans_notes_are_in_the_text(cli):  # noqa: F811
     assert sum(n.startswith("vLLM on ROCm") for n in rocm_notes) == 1
     short = cli(rocm).stdout
     assert "note: " not in short and short.rstrip().endswith(f"the plan's {len(rocm_notes)} notes)")
+
+
+def test_pool_caveats_are_in_the_verdict(cli):  # noqa: F811
+    """A note whose logs put vLLM's pool more than 2 % away (vllm_versions.POOL_CAVEATS: ROCm releases measuring
+    loading as total - free) is part of the answer: a "caveat" row of the verdict in the default view and with -v,
+    printed once, and not counted among the notes -v adds."""
+    from hfmem.memory.vllm_versions import ROCM_NOTE
+
+    args = [LOCAL, "--ctx", "32k", "--gpu", "mi300x", "--engine", "vllm", "--vllm-version", "0.18"]
+    notes = json.loads(cli([*args, "--format", "json"]).stdout)["inference"]["notes"]
+    assert ROCM_NOTE in notes
+    short = cli(args).stdout.splitlines()
+    verdict = short[: short.index("")]
+    assert [line.split(None, 1)[1] for line in verdict if line.lstrip().startswith("caveat ")] == [ROCM_NOTE]
+    rest = len(notes) - 1
+    assert short[-1].endswith(f"the plan's {rest} note{'s' if rest != 1 else ''})")
+    verbose = cli([*args, "-v"]).stdout
+    assert verbose.count(ROCM_NOTE) == 1
+    assert verbose.count("note: ") == len(notes) - 1
+    default = json.loads(cli([LOCAL, "--ctx", "32k", "--gpu", "mi300x", "--engine", "vllm", "--format", "json"]).stdout)
+    assert ROCM_NOTE not in default["inference"]["notes"]  # 0.34 measures loading as CUDA does: no caveat

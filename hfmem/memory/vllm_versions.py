@@ -70,6 +70,8 @@ DSV4_NOTE = (f"DeepSeek-V4 under vLLM: the weights per GPU are checked against i
              f"{DSV4_UNMODELLED_GIB[1]:.1f} GiB per GPU more than the weights, pool and the torch peak, non-torch and "
              "CUDA-graph terms shown here (its hyper-connection streams, sparse-attention indexer and MXFP4 expert "
              "kernels are not modelled). Read the pool, the longest context and the concurrency as upper bounds")
+# The notes whose logs put vLLM's pool more than 2 % from the plan's: the --gpu verdict shows them beside the answer
+POOL_CAVEATS = frozenset({ROCM_NOTE, DSV4_NOTE})
 
 # Links between tensor-parallel ranks (--interconnect): "pcie" covers every link without NVLink P2P (PCIe, no P2P,
 # across nodes), where vLLM's log says custom all-reduce is disabled.

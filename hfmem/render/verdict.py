@@ -47,7 +47,7 @@ def verdict_lines(report: Report) -> list[str]:
         if staged.concurrency is not None:
             staged_rows.append(("max concurrency", f"{staged.concurrency:.2f} sequences of {plan.context:,} tokens"))
         staged_rows.append(("smallest setup", _setup_line(report)))
-        staged_rows += _serve_rows(report)
+        staged_rows += _serve_rows(report) + [("caveat", n) for n in caveats(report)]
         width = max(len(k) for k, _ in staged_rows)
         return [f"{report.repo}: {head}"] + [f"  {k.ljust(width)}  {v}" for k, v in staged_rows]
     if plan.fits:
@@ -74,9 +74,18 @@ def verdict_lines(report: Report) -> list[str]:
         rows.append(("smallest setup", _setup_line(report)))
     if report.speed:
         rows.append(("speed (at most)", speed_line(report.speed)))
-    rows += _serve_rows(report)
+    rows += _serve_rows(report) + [("caveat", n) for n in caveats(report)]
     width = max(len(k) for k, _ in rows)
     return [f"{report.repo}: {head}"] + [f"  {k.ljust(width)}  {v}" for k, v in rows]
+
+
+def caveats(report: Report) -> list[str]:
+    """The plan's notes that say real logs put the engine's pool well away from the one shown (vllm_versions
+    POOL_CAVEATS): part of the answer, so the verdict shows them, not only -v."""
+    from hfmem.memory.vllm_versions import POOL_CAVEATS
+
+    plan = report.inference
+    return [n for n in plan.notes if n in POOL_CAVEATS] if plan is not None else []
 
 
 def _serve_rows(report: Report) -> list[tuple[str, str]]:
@@ -166,11 +175,13 @@ def verdict_text(report: Report, fmt: str, verbose: bool) -> str:
         tables.append(_setups_table(report))
     if verbose and report.tp_sizes:
         tables.append(_tp_sizes_table(report))
-    body = layout(title, tables, fmt, all_notes(report) if verbose else report.notes, report.warnings)
+    shown = caveats(report)  # in the verdict lines already
+    notes = [n for n in all_notes(report) if n not in shown]
+    body = layout(title, tables, fmt, notes if verbose else report.notes, report.warnings)
     head = "\n".join(lines)
     if fmt == "markdown":
         head = "\n".join(["**" + lines[0] + "**", "", *[f"- {line.strip()}" for line in lines[1:]]])
-    plan_notes = len([n for n in all_notes(report) if n not in report.notes])
+    plan_notes = len([n for n in notes if n not in report.notes])
     held = f", the plan's {plan_notes} note{'s' if plan_notes != 1 else ''}" if plan_notes else ""
     hint = "" if verbose else f"\n\n(-v: every precision, every term, the whole GPU catalog{held})"
     return f"{head}\n\n{body}{hint}"
