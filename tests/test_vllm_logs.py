@@ -12,11 +12,12 @@ for the GPU the log names (said per row). The ratio table is in docs/planner.md.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from stubs import load_config, load_inventory, model_files
+from stubs import DTYPE_BITS, load_config, load_inventory, model_files
 
 from hfmem.api import analyze_files
 from hfmem.memory.gpus import GPU, GiB, resolve_gpu
@@ -897,8 +898,6 @@ _H200, _B200 = resolve_gpu("h200"), resolve_gpu("b200")
 def _rhaiis(name: str, record: str, repo: str, logged_version: str, gpu: GPU, tp: int, max_len: int, util: float,
             loading: float, kv_gib: float, tokens: int, concurrency: float, graphs: float, extra: tuple[str, ...] = (),
             xfail: str = "", weights_xfail: str = "", **settings: Any) -> LogRow:
-    import re
-
     flags = "".join(f" --{flag}" for flag in extra)
     lines = (f"record {record}: {gpu.name}, vllm serve --tensor-parallel-size {tp} --max-model-len {max_len} "
              f"--gpu-memory-utilization {util} --no-enable-prefix-caching{flags}",
@@ -1279,19 +1278,28 @@ def _tensors(row: LogRow) -> list:
     return load_inventory(row.repo)["tensors"]
 
 
+_NUMBERED_LAYER = re.compile(r"(^|\.)layers\.(\d+)\.")
+
+
+def _copy_layers(tensors: list, layers: int, source_of: Any) -> list:
+    """A fixture inventory kept to its first layers, completed up to ``layers``: layer n repeats, renamed, the kept
+    layer ``source_of(n, last kept layer)`` (names "layers.N." at the start or after a dot)."""
+    by_layer: dict[int, list] = {}
+    for t in tensors:
+        if (m := _NUMBERED_LAYER.search(t[0])) is not None:
+            by_layer.setdefault(int(m.group(2)), []).append(t)
+    last = max(by_layer)
+    out = list(tensors)
+    for n in range(last + 1, layers):
+        out += [[_NUMBERED_LAYER.sub(rf"\g<1>layers.{n}.", t[0], count=1), *t[1:]]
+                for t in by_layer[source_of(n, last)]]
+    return out
+
+
 def _all_layers(tensors: list, layers: int) -> list:
     """A fixture inventory kept to its first layers (Kimi-K2.5's keeps 3 of 61: the dense layer and two MoE layers),
     completed with copies of its last layer, which every later layer repeats in shape (first_k_dense_replace 1)."""
-    import re
-
-    numbers = [int(m.group(1)) for t in tensors if (m := re.search(r"\.layers\.(\d+)\.", t[0]))]
-    last = max(numbers)
-    tag = f".layers.{last}."
-    template = [t for t in tensors if tag in t[0]]
-    out = list(tensors)
-    for n in range(last + 1, layers):
-        out += [[t[0].replace(tag, f".layers.{n}."), *t[1:]] for t in template]
-    return out
+    return _copy_layers(tensors, layers, lambda n, last: last)
 
 
 def _deepseek_v4_layers(tensors: list, cfg: dict) -> list:
@@ -1301,11 +1309,7 @@ def _deepseek_v4_layers(tensors: list, cfg: dict) -> list:
     inventory it came from."""
     ratios = cfg["compress_ratios"]
     template = {ratios[3]: 3, ratios[4]: 4}
-    out = list(tensors)
-    for n in range(5, cfg["num_hidden_layers"]):
-        tag = f"layers.{template[ratios[n]]}."
-        out += [[t[0].replace(tag, f"layers.{n}.", 1), *t[1:]] for t in tensors if t[0].startswith(tag)]
-    return out
+    return _copy_layers(tensors, cfg["num_hidden_layers"], lambda n, last: template[ratios[n]])
 
 
 _PLANS: dict[str, Any] = {}
@@ -1451,8 +1455,6 @@ def test_nvlink_tp_rows_of_019_are_the_logs():
 def test_triton_sampler_rows_torch_peak_is_the_logs():
     """Every held-out Triton-path row (0.17-0.19) whose log prints its torch peak and whose peak is the sampler's:
     hfmem's within the log's 0.01 GiB rounding, the kernel's row buffer included (0.06-0.07 GiB short without it)."""
-    import re
-
     checked = []
     for row in ROWS:
         m = re.search(r"torch peak memory increase:? (\d+\.\d+) ?GiB", " ".join(row.lines))
@@ -1927,8 +1929,6 @@ def test_tp1_non_torch_follows_the_gpu_class_and_release():
 def test_tp1_non_torch_matches_every_held_out_log_that_prints_it():
     """Every held-out V1 TP 1 row whose log prints its non-torch figure (H100 0.11.0 to 0.19.0, the L40S-class
     development build) gets it from hfmem within the log's rounding, though no row's figure was used."""
-    import re
-
     checked = []
     for row in ROWS:
         text = " ".join(row.lines)
@@ -2030,8 +2030,6 @@ def test_cold_compile_note_carries_what_the_first_starts_show():
 def test_start_in_use_range_of_the_extensible_note_is_the_logs():
     """The 0.34 note's range for what holds the GPU at vLLM's start snapshot (the CUDA context) is what the table's
     TP 1 Linux logs print in 'Free memory on device (free/total GiB)': their smallest and largest total - free."""
-    import re
-
     from hfmem.memory.vllm_versions import START_IN_USE_TP1_GIB
 
     seen = []
@@ -2127,13 +2125,12 @@ def test_deepseek_v4_weights_as_vllm_builds_them():
     cfg = load_config(_V4_PRO)
     tensors = _deepseek_v4_layers(load_inventory(_V4_PRO)["tensors"], cfg)
     whole = ("attn.wq_a.", "attn.wkv.", "attn.compressor.", "attn.indexer.", "hc_attn_", "hc_ffn_", "hc_head_")
-    sizes = {"BF16": 2, "F32": 4, "F8_E4M3": 1, "F8_E8M0": 1, "I8": 1}
 
     def nbytes(t: list) -> int:
         n = 1
         for d in t[2]:
             n *= d
-        return n * sizes[t[1]]
+        return n * DTYPE_BITS[t[1]] // 8
 
     plan = plan_of(row)
     terms = plan.weight_terms
