@@ -34,6 +34,7 @@ from hfmem.memory.precision import (
 from hfmem.memory.vllm_versions import (
     DSV4_NOTE,
     ENCODER_TP_MODES,
+    GROUP_SUM_CONCURRENCY_FROM,
     INTERCONNECTS,
     NVLINK_TP_LOGGED,
     NVLINK_TP_SOURCE,
@@ -1113,7 +1114,7 @@ class Planner:
             # "GPU KV cache size" log of the version: int(concurrency x max_model_len), or before that
             # num_blocks // num_groups x block_size
             blocks = available // one.bytes_per_block
-            conc = blocks / one.blocks_per_request
+            conc = blocks / self._blocks_per_request(one)
             if pool_tokens_rule(self.vllm, self.vllm_release) == "groups":
                 return conc, blocks, blocks // max(1, one.kv_groups) * one.block_size, available
             return conc, blocks, int(conc * context), available
@@ -1123,6 +1124,14 @@ class Planner:
         # over every layer's bytes per token
         pool = available // one.bytes_per_token if self.engine == "vllm" and one.bytes_per_token else None
         return available / one.total_bytes, None, pool, available
+
+    def _blocks_per_request(self, one: Any) -> int:
+        """The divisor of the release's "Maximum concurrency": DeepSeek-V4's before 0.27 where it differs
+        (vllm_versions.GROUP_SUM_CONCURRENCY_FROM); the default plan follows the newest release."""
+        release = self._release()
+        if one.blocks_per_request_before_027 is not None and release is not None and release < GROUP_SUM_CONCURRENCY_FROM:
+            return int(one.blocks_per_request_before_027)
+        return int(one.blocks_per_request)
 
     def max_batch(self, budget: int, context: int) -> int:
         """transformers: the largest batch whose total fits at ``context`` (batch b prefills b x context tokens at

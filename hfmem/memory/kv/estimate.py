@@ -48,6 +48,10 @@ class KVCacheEstimate:
     page_reserved_total_bytes: int | None = None
     bytes_per_block: int | None = None  # vLLM: one pool block across all layers (num_blocks = available // this)
     blocks_per_request: int | None = None  # vLLM: blocks one request of `context` tokens needs (concurrency divisor)
+    # vLLM 0.20-0.26's concurrency divisor where it differs from blocks_per_request (DeepSeek-V4 only): that
+    # release's get_max_concurrency_for_kv_cache_config charges every group's pages at its own page bytes and divides
+    # by the first group's page bytes, where 0.27 on sums the groups' pages; None: the same as blocks_per_request
+    blocks_per_request_before_027: int | None = None
     kv_groups: int = 1  # vLLM: KV cache groups (kv_cache_utils.py get_kv_cache_groups); the older token log divides by it
     total_is: str = ""
     bookkeeping_bytes: int = 0
@@ -76,6 +80,8 @@ class KVCacheEstimate:
             out["page_reserved_total_bytes"] = self.page_reserved_total_bytes
             out["bytes_per_block"] = self.bytes_per_block
             out["blocks_per_request"] = self.blocks_per_request
+            if self.blocks_per_request_before_027 is not None:
+                out["blocks_per_request_before_027"] = self.blocks_per_request_before_027
         else:
             out["bookkeeping_bytes"] = self.bookkeeping_bytes
             out["storage_bytes"] = dict(self.storage_bytes or {})

@@ -204,11 +204,18 @@ def deepseek_v4_vllm(arch: Architecture, layers: list[_Layer], dtype: str, conte
                       f"{bytes_per_block:,} B")
     group_pages = [max(c.pages(context, mbt) for c in g) for g in groups]
     pages = sum(group_pages)
+    index = {id(c): i for i, c in enumerate(caches)}
+    before_027 = None
+    if layout == "dsv4_tuples":
+        # vLLM 0.20-0.26, kv_cache_utils.py get_max_concurrency_for_kv_cache_config: the largest group's layer count
+        # x every group's max_memory_usage_bytes (UniformTypeKVCacheSpecs: its pages x the sum of its layers' page
+        # bytes), over the first group's page bytes x that count; 0.27 sums the groups' pages (as `pages` does)
+        group_bytes = [sum(padded[index[id(c)]] for c in g) for g in groups]
+        before_027 = cdiv(sum(n * b for n, b in zip(group_pages, group_bytes)), group_bytes[0])
     per_request = pages * bytes_per_block  # _max_memory_usage_bytes_from_groups
     growing = sum(n for g, n in zip(groups, group_pages) if g[0].full) * bytes_per_block  # cdiv(context, 256) blocks
 
     by: dict[str, dict[str, int]] = {}
-    index = {id(c): i for i, c in enumerate(caches)}
     for c in caches:
         n = c.pages(context, mbt)
         e = by.setdefault(c.kind, {"layers": 0, "tokens": 0, "bytes": 0, "bytes_per_token": 0, "state_bytes": 0,
@@ -264,7 +271,7 @@ def deepseek_v4_vllm(arch: Architecture, layers: list[_Layer], dtype: str, conte
         engine="vllm", dtype="fp8", context=context, batch=batch,
         bytes_per_token=bytes_per_block // BLOCK, constant_bytes=per_request - growing,
         total_bytes=batch * per_request, by_layer_type=by, block_size=BLOCK, page_reserved_total_bytes=None,
-        bytes_per_block=bytes_per_block, blocks_per_request=pages,
+        bytes_per_block=bytes_per_block, blocks_per_request=pages, blocks_per_request_before_027=before_027,
         total_is="pool blocks vLLM reserves for the requests (DeepSeek-V4: one pool block per page of every group)",
         formulas=formulas, assumptions=assumptions,
     )
