@@ -216,7 +216,7 @@ def attach_sections(
         report.kv_cache = [
             estimate_kv(report.architecture, c, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len,
                         weights_dtype=weights_dtype, mtp_layers=mtp_layers, tp=kv_tp, prefix_caching=prefix_caching,
-                        max_batched_tokens=mbt(c))
+                        max_batched_tokens=mbt(c), vllm_release=release_of(vllm_version) if vllm_version else None)
             for c in contexts
         ]
     plan = attach(report, precision=precision, context=plan_context, batch=batch, gpu=gpu_spec, tp=gpus, **planner_kwargs)

@@ -34,6 +34,9 @@ def arch_of(repo: str):
     return build_architecture(json.loads((FIXTURES / "configs" / repo / "config.json").read_text()))[0]
 
 
+V022 = (0, 22)  # the release vllm#44376 ran
+
+
 def _v4(repo: str, context: int, **kw):
     return estimate_kv(arch_of(repo), context, kv_dtype=kw.pop("kv_dtype", "fp8"), **kw)
 
@@ -43,8 +46,9 @@ def test_page_sizes_worked_by_hand():
     rounded up to 576 B: window 64 x 584 = 37,376 -> 37,440 (65 x 576); CSA compressed KV 256 / 4 x 584 = 37,376 ->
     37,440; indexer keys 64 x (128 + 4) = 8,448 -> 8,640 (15 x 576); HCA 256 / 128 x 584 = 1,168 -> 1,728 (3 x 576);
     CSA compressor state 4 tokens x 2 x 2 x 512 x 4 B = 32,768 -> 32,832 (57 x 576), padded to the 37,440 compressed
-    page; indexer state 4 x 2 x 2 x 128 x 4 = 8,192 -> 8,640; HCA state 8 x 2 x 512 x 4 = 32,768 -> 37,440."""
-    by = _v4(FLASH, 32_768).by_layer_type
+    page; indexer state 4 x 2 x 2 x 128 x 4 = 8,192 -> 8,640; HCA state 8 x 2 x 512 x 4 = 32,768 -> 37,440. That
+    padding is vLLM 0.20-0.26's; from 0.27 the state pages keep their own 32,832 B."""
+    by = _v4(FLASH, 32_768, vllm_release=(0, 22)).by_layer_type
     expect = {  # kind: (layers, tokens per page, real page, page vLLM uses after padding)
         "sliding_window": (43, 64, 37_376, 37_440),
         "csa_compressed_kv": (21, 256, 37_376, 37_440),
@@ -59,6 +63,8 @@ def test_page_sizes_worked_by_hand():
     assert got == expect
     assert 37_440 == 65 * 576 and 8_640 == 15 * 576 and 1_728 == 3 * 576 and 32_832 == 57 * 576
     assert 448 + 64 * 2 + 448 // 64 + 1 == 584
+    newest = _v4(FLASH, 32_768).by_layer_type
+    assert newest["csa_compressor_state"]["padded_page_bytes"] == newest["hca_compressor_state"]["padded_page_bytes"] == 32_832
 
 
 @pytest.mark.parametrize("repo, tuples, block", [(FLASH, 22, 1_051_776), (PRO, 31, 1_482_048)])
@@ -66,8 +72,9 @@ def test_pool_block(repo, tuples, block):
     """One pool block = one page of each compressed page size (37,440 + 8,640 + 1,728 = 47,808 B) per layer tuple.
     Tuple counts per bucket: Flash [MLA 21, window 43, C4 state 21, C128 state 20] -> _approximate_gcd (lower bound
     21) = 22; the window bucket then splits into 2 groups (22 + 21), the widest has 22 tuples. Pro [31, 61, 31, 30]
-    -> 31. Block size 256 whatever --block-size says (the FlashMLA-sparse kernel's only size)."""
-    est = _v4(repo, 131_072, block_size=16)
+    -> 31 (vLLM 0.20-0.22's layout). Block size 256 whatever --block-size says (the FlashMLA-sparse kernel's only
+    size)."""
+    est = _v4(repo, 131_072, block_size=16, vllm_release=(0, 22))
     assert est.bytes_per_block == 47_808 * tuples == block
     assert est.block_size == 256
     assert any("block_size 256 only (in place of 16)" in a for a in est.assumptions)
@@ -79,24 +86,30 @@ def test_pool_block(repo, tuples, block):
                                           (5_000, 8192), (1, 8192), (300, 8192)])
 def test_pages_per_request_by_hand(repo, context, mbt):
     """Five groups: compressed KV cdiv(L, 256); two window groups (cdiv(min(127 + B, L), 64) + 1 each); the C4
-    state group (cdiv(min(7 + B, L), 4) + 1); the C128 state group (cdiv(min(127 + B, L), 8) + 1).
-    total_bytes = batch x pages x bytes_per_block."""
-    est = _v4(repo, context, batch=3, max_batched_tokens=mbt)
-    window = cdiv(min(127 + mbt, context), 64) + 1
-    pages = cdiv(context, 256) + 2 * window + cdiv(min(7 + mbt, context), 4) + 1 + cdiv(min(127 + mbt, context), 8) + 1
-    assert est.blocks_per_request == pages
-    assert est.total_bytes == 3 * pages * est.bytes_per_block
-    assert est.constant_bytes == (pages - cdiv(context, 256)) * est.bytes_per_block
-    assert sum(e["bytes"] for e in est.by_layer_type.values()) == est.total_bytes
-    assert est.by_layer_type["pool_padding"]["bytes"] > 0
+    state group (cdiv(min(7 + B, L), 4) + 1); the C128 state group (cdiv(min(127 + B, L), 8) + 1), B the tokens in
+    flight: max_num_batched_tokens up to 0.25, twice it from 0.26. total_bytes = batch x pages x bytes_per_block in
+    0.20-0.22 and from 0.29 (in between the fit check charges the 0.20 block: tests/test_vllm_planning_truth.py)."""
+    for release, b in (((0, 22), mbt), (None, 2 * mbt)):
+        est = _v4(repo, context, batch=3, max_batched_tokens=mbt, vllm_release=release)
+        window = cdiv(min(127 + b, context), 64) + 1
+        pages = cdiv(context, 256) + 2 * window + cdiv(min(7 + b, context), 4) + 1 + cdiv(min(127 + b, context), 8) + 1
+        assert est.blocks_per_request == pages
+        assert est.total_bytes == 3 * pages * est.bytes_per_block
+        assert est.constant_bytes == (pages - cdiv(context, 256)) * est.bytes_per_block
+        assert sum(e["bytes"] for e in est.by_layer_type.values()) == est.total_bytes
+        assert est.by_layer_type["pool_padding"]["bytes"] > 0
 
 
 def test_flash_numbers():
-    """Flash at B = 8192 (vllm serve's default): 3,482 / 3,866 / 7,450 blocks at 32k / 128k / 1M tokens."""
-    for context, pages in ((32_768, 3_482), (131_072, 3_866), (1_048_576, 7_450)):
-        assert _v4(FLASH, context).blocks_per_request == pages
-    assert round(_v4(FLASH, 1_048_576).total_bytes / GiB, 2) == 7.30
-    assert round(_v4(PRO, 1_048_576).total_bytes / GiB, 2) == 10.28
+    """Flash at B = 8192 (vllm serve's default): 3,482 / 3,866 / 7,450 blocks at 32k / 128k / 1M tokens up to vLLM
+    0.25, 6,810 / 7,194 / 10,778 from 0.26 (the window and state caches admit two batches in flight)."""
+    for context, old, new in ((32_768, 3_482, 6_810), (131_072, 3_866, 7_194), (1_048_576, 7_450, 10_778)):
+        assert _v4(FLASH, context, vllm_release=(0, 22)).blocks_per_request == old
+        assert _v4(FLASH, context).blocks_per_request == new
+    assert round(_v4(FLASH, 1_048_576, vllm_release=(0, 22)).total_bytes / GiB, 2) == 7.30
+    assert round(_v4(PRO, 1_048_576, vllm_release=(0, 22)).total_bytes / GiB, 2) == 10.28
+    assert round(_v4(FLASH, 1_048_576).total_bytes / GiB, 2) == 10.06
+    assert round(_v4(PRO, 1_048_576).total_bytes / GiB, 2) == 14.41
 
 
 def test_vllm_44376_log():
@@ -106,38 +119,43 @@ def test_vllm_44376_log():
     The log: "6.66 GiB KV cache is needed" (kv_cache_planning.py: _check_enough_kv_cache_memory, from
     _max_memory_usage_bytes_from_groups) and "estimated maximum model length is 13528" with "5.44 GiB" available
     (_estimate_max_model_len_from_groups: the longest L whose pages x bytes_per_block fit). 5,554 pool blocks =
-    5,841,563,904 B print as 5.44 GiB; with them 13,528 tokens fit and 13,529 do not."""
-    est = _v4(FLASH, 30_000, tp=2, block_size=256, max_batched_tokens=16_384)
+    5,841,563,904 B print as 5.44 GiB; with them 13,528 tokens fit and 13,529 do not. The issue is filed against
+    vLLM 0.22, whose layout and window admission the estimate follows (0.20.2's own code gives the same 5,554 blocks and
+    fit check: tests/test_vllm_planning_truth.py)."""
+    est = _v4(FLASH, 30_000, tp=2, block_size=256, max_batched_tokens=16_384, vllm_release=V022)
     assert est.blocks_per_request == 118 + 259 + 259 + 4_099 + 2_065 == 6_800
     assert est.total_bytes == 6_800 * 1_051_776 == 7_152_076_800
     assert f"{est.total_bytes / GiB:.2f}" == "6.66"
     available = 5_554 * est.bytes_per_block
     assert available == 5_841_563_904 and f"{available / GiB:.2f}" == "5.44"
-    fits = [_v4(FLASH, n, tp=2, max_batched_tokens=16_384).total_bytes <= available for n in (13_528, 13_529)]
+    fits = [_v4(FLASH, n, tp=2, max_batched_tokens=16_384, vllm_release=V022).total_bytes <= available for n in (13_528, 13_529)]
     assert fits == [True, False]
     # other budgets do not reproduce it: the default B = 8192 needs 3.40 GiB
-    assert f"{_v4(FLASH, 30_000, tp=2).total_bytes / GiB:.2f}" == "3.40"
-    assert _v4(FLASH, 30_000, tp=2, max_batched_tokens=16_384).total_bytes == _v4(
-        FLASH, 30_000, max_batched_tokens=16_384).total_bytes  # TP does not divide these caches
+    assert f"{_v4(FLASH, 30_000, tp=2, vllm_release=V022).total_bytes / GiB:.2f}" == "3.40"
+    assert _v4(FLASH, 30_000, tp=2, max_batched_tokens=16_384, vllm_release=V022).total_bytes == _v4(
+        FLASH, 30_000, max_batched_tokens=16_384, vllm_release=V022).total_bytes  # TP does not divide these caches
 
 
 def test_planner_reproduces_44376(stub_repo):
-    """The planner on the same case: with exactly 5,554 blocks left for KV, kv_blocks = 5,554 (available //
-    bytes_per_block), concurrency 5,554 / 6,800 (get_max_concurrency_for_kv_cache_config: whole blocks summed over
-    the groups), 30,000 tokens do not fit. vLLM's estimate, 13,528, keeps the profile of max_model_len 30,000
+    """The planner on the same case (vLLM 0.22): with exactly 5,554 blocks left for KV, kv_blocks = 5,554 (available //
+    bytes_per_block), concurrency 5,554 over 0.22's divisor (get_max_concurrency_for_kv_cache_config: every group's
+    pages at its own page bytes over the first group's, 6,035; 0.27 on sum the groups' 6,800), 30,000 tokens do not
+    fit. vLLM's estimate, 13,528, keeps the profile of max_model_len 30,000
     (test_vllm_44376_log); hfmem's longest context is the max_model_len that fits when set, whose profile reserves a
     smaller prefill-gather workspace (cdiv(L, 4) rows of it): 16.8 MB less at 13,568 tokens, 16 blocks, 40 tokens."""
     report = hfmem.analyze(str(stub_repo(FLASH)))
     p = Planner(report, engine="vllm", tp=2, kv_dtype="fp8", block_size=256, max_batched_tokens=16_384,
-                gpu_util=1.0, overhead=GiB)
+                gpu_util=1.0, overhead=GiB, vllm_version="0.22")
     # the test GPU's compute capability is unknown: PyTorch's smaller cuBLAS workspaces, not the no-GPU H100 size
     act = p.activation(30_000, 1)[0] - cublas_workspace_bytes(None) + cublas_workspace_bytes(GPU("test", "test", 1))
     gpu = GPU("test", "test", p.weights_bytes + act + GiB + p.runner_state + p.cudagraph_memory + 5_554 * 1_051_776)
     plan = p.plan(30_000, 1, gpu)
     assert plan.kv_available_bytes == 5_554 * 1_051_776
     assert plan.kv_blocks == 5_554
-    assert plan.concurrency == round(5_554 / 6_800, 4) and plan.max_concurrency == 0
-    assert plan.kv_pool_tokens == int(5_554 / 6_800 * 30_000)
+    divisor = p.kv(30_000, 1).blocks_per_request_before_027
+    assert p.kv(30_000, 1).blocks_per_request == 6_800 and divisor == 6_035
+    assert plan.concurrency == round(5_554 / divisor, 4) and plan.max_concurrency == 0
+    assert plan.kv_pool_tokens == int(5_554 / divisor * 30_000)
     assert plan.fits is False
     assert plan.max_context == 13_568 and not plan.max_context_capped
 
@@ -145,8 +163,8 @@ def test_planner_reproduces_44376(stub_repo):
 def test_mtp_adds_a_window_layer():
     """--speculative mtp: vLLM gives MTP layers compress ratio 1 (models/deepseek_v4.py: DeepseekV4Attention), so
     each adds one window cache; the window bucket has 44 layers, still 2 groups of <= 22: the same pool block."""
-    one = _v4(FLASH, 65_536, mtp_layers=1)
-    none = _v4(FLASH, 65_536)
+    one = _v4(FLASH, 65_536, mtp_layers=1, vllm_release=V022)
+    none = _v4(FLASH, 65_536, vllm_release=V022)
     assert one.by_layer_type["mtp_sliding_window"]["layers"] == 1
     assert one.by_layer_type["sliding_window"]["layers"] == 43
     assert one.bytes_per_block == none.bytes_per_block and one.blocks_per_request == none.blocks_per_request
@@ -167,15 +185,20 @@ def test_kv_dtype_auto_uses_fp8():
 
 
 def test_cli_json_and_table(stub_repo):
-    """The CLI: kv_cache per GPU at --gpus 2, with bytes_per_block and blocks_per_request; the table shows the pool."""
-    out = CliRunner().invoke(main, [str(stub_repo(FLASH)), "--ctx", "30000", "--gpus", "2", "--kv-dtype", "fp8",
-                                    "--max-batched-tokens", "16384", "--format", "json"])
-    assert out.exit_code == 0, out.output
-    kv = json.loads(out.output)["kv_cache"]
-    assert (kv["bytes_per_block"], kv["blocks_per_request"], kv["total_bytes"]) == (1_051_776, 6_800, 7_152_076_800)
-    assert kv["block_size"] == 256 and "bounds" not in kv
+    """The CLI: kv_cache per GPU at --gpus 2, with bytes_per_block and blocks_per_request, by --vllm-version (#44376's
+    0.22, and the newest read by default); the table shows the pool."""
+    args = [str(stub_repo(FLASH)), "--ctx", "30000", "--gpus", "2", "--kv-dtype", "fp8", "--max-batched-tokens", "16384",
+            "--format", "json"]
+    for version, expect in (("0.22", (1_051_776, 6_800, 7_152_076_800, 6_035)),
+                            (None, (1_002_240, 12_310, 12_337_574_400, None))):
+        out = CliRunner().invoke(main, args + (["--vllm-version", version] if version else []))
+        assert out.exit_code == 0, out.output
+        kv = json.loads(out.output)["kv_cache"]
+        assert (kv["bytes_per_block"], kv["blocks_per_request"], kv["total_bytes"],
+                kv.get("blocks_per_request_before_027")) == expect
+        assert kv["block_size"] == 256 and "bounds" not in kv
     text = CliRunner().invoke(main, [str(stub_repo(FLASH)), "--ctx", "32k"]).output
-    assert "pool_padding" in text and "1,051,776" in text
+    assert "pool_padding" in text and "1,002,240" in text
 
 
 @settings(max_examples=60, deadline=None)
@@ -205,11 +228,11 @@ def test_approximate_gcd_ties_to_the_larger():
 
 
 @pytest.mark.parametrize("repo, block", [(FLASH, 1_002_240), (PRO, 1_435_968)])
-def test_packed_layout_api_only(repo, block):
-    """Newer vLLM main (kv_cache_planning.py: _get_packed_kv_cache_groups, _get_kv_cache_bytes_per_block): no padding
-    to compressed pages, one block = the widest group: the compressed-KV group, 21 x (37,440 + 8,640) + 20 x 1,728
-    on Flash (30 x 46,080 + 31 x 1,728 on Pro). Same pages per request; #44376's case would print 6.35 GiB, not the
-    logged 6.66 GiB, which is why hfmem's figure is the dsv4_tuples layout."""
+def test_packed_layout_by_hand(repo, block):
+    """vLLM 0.29 on (_get_packed_kv_cache_groups, _get_kv_cache_bytes_per_block): no padding to compressed pages, one
+    block = the widest group: the compressed-KV group, 21 x (37,440 + 8,640) + 20 x 1,728 on Flash (30 x 46,080 +
+    31 x 1,728 on Pro). Same pages per request at the same admitted tokens; #44376's case would need 6.35 GiB, not the
+    logged 6.66 GiB: that log ran 0.22's layout."""
     from hfmem.memory.kv.layers import describe_layers
     from hfmem.memory.kv.vllm_deepseek_v4 import deepseek_v4_vllm
 
@@ -249,3 +272,18 @@ def test_rotary_caches_one_per_theta_in_fp32():
     assert _rope_caches(arch_of(FLASH), 2) == [cache, cache]
     assert _rope_caches(arch_of(PRO), 2) == [cache]
     assert _rope_caches(arch_of(PRO), 2, mtp=True) == [cache, cache]
+
+
+def test_0200_token_log_divides_by_groups(stub_repo):
+    """vLLM 0.20.0 still logs "GPU KV cache size" as num_blocks // groups x the smallest group's block size
+    (kv_cache_utils.py _report_kv_cache_config; the concurrency form from 0.20.1): for DeepSeek-V4 five groups and
+    the ratio-4 state group's 4-token blocks, where 0.20.2 prints int(concurrency x max_model_len)."""
+    report = hfmem.analyze(str(stub_repo(FLASH)))
+    gpu = GPU("h200", "H200", int(139.8 * GiB))
+    for version in ("0.20.0", "0.20.2"):
+        plan = Planner(report, engine="vllm", tp=2, kv_dtype="fp8", vllm_version=version).plan(65_536, 1, gpu)
+        one = Planner(report, engine="vllm", tp=2, kv_dtype="fp8", vllm_version=version).kv(65_536, 1)
+        assert one.kv_groups == 5 and one.smallest_group_block == 4
+        expect = (plan.kv_blocks // 5 * 4 if version == "0.20.0" else
+                  int(plan.kv_blocks / one.blocks_per_request_before_027 * 65_536))
+        assert plan.kv_pool_tokens == expect

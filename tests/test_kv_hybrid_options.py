@@ -50,7 +50,7 @@ def test_deepseek_v4_vllm_exact_no_warning():
     """vLLM's DeepSeek-V4 layout is modelled (vllm_deepseek_v4.py; tests/test_kv_deepseek_v4.py): no bounds, no
     warning, the 41 compressed layers not counted as full attention."""
     est = estimate_kv(arch_of("deepseek-ai/DeepSeek-V4-Flash"), 32_768)
-    assert not est.warnings and est.bytes_per_block == 1_051_776
+    assert not est.warnings and est.bytes_per_block == 1_002_240  # the newest release's packed layout
     assert est.total_bytes == est.blocks_per_request * est.bytes_per_block
     assert "bounds" not in est.to_dict()
 
@@ -63,7 +63,7 @@ def test_deepseek_v4_pro_per_token_and_text(stub_repo):
     assert est.bytes_per_token == 30 * 320 + 31 * 8 == 9_848
     assert set(est.by_layer_type) == {"compressed_sparse_attention", "heavily_compressed_attention"}
     text = CliRunner().invoke(main, [str(stub_repo("deepseek-ai/DeepSeek-V4-Flash")), "--ctx", "32k"]).output
-    assert "bounds" not in text and f"{3_482 * 1_051_776:,}" in text
+    assert "bounds" not in text and f"{6_810 * 1_002_240:,}" in text
 
 
 def test_per_layer_notes_appear_once():

@@ -23,6 +23,7 @@ from hfmem.model.architecture import build_architecture
 from hfmem.cli import main
 from hfmem.errors import UsageError
 from hfmem.memory.kv import cdiv, estimate_kv, parse_context
+from hfmem.memory.kv.vllm import admission_tokens
 
 GiB = 2**30
 
@@ -101,13 +102,17 @@ def test_mla_latent_bf16_and_fp8():
 
 
 def test_mistral_v01_sliding_admission():
-    """§2.4: Mistral-7B-v0.1, 32 layers all W=4096, 32k: (cdiv(min(4095 + 8192, 32768), 16) + 1) = 769 blocks per
-    layer -> 1.50 GiB; transformers keeps 4095 tokens -> 0.5 GiB; full-length pages would be 4 GiB."""
+    """§2.4: Mistral-7B-v0.1, 32 layers all W=4096, 32k: up to vLLM 0.25 (cdiv(min(4095 + 8192, 32768), 16) + 1) =
+    769 blocks per layer -> 1.50 GiB; from 0.26 the window admits the 2 x 8192 tokens in flight: 1,281 blocks ->
+    2.50 GiB; transformers keeps 4095 tokens -> 0.5 GiB; full-length pages would be 4 GiB."""
     arch = arch_of("mistralai/Mistral-7B-v0.1")
-    est = estimate_kv(arch, 32_768)
     page = 16 * 8 * 256 * 2
-    assert est.total_bytes == 32 * 769 * page == 1_612_709_888
-    assert est.by_layer_type["sliding_attention"]["tokens"] == 769 * 16
+    old = estimate_kv(arch, 32_768, vllm_release=(0, 25))
+    assert old.total_bytes == 32 * 769 * page == 1_612_709_888
+    assert old.by_layer_type["sliding_attention"]["tokens"] == 769 * 16
+    est = estimate_kv(arch, 32_768)
+    assert est.total_bytes == 32 * (cdiv(4095 + 16_384, 16) + 1) * page == 32 * 1281 * page
+    assert est.total_bytes == estimate_kv(arch, 32_768, vllm_release=(0, 26)).total_bytes
     assert est.page_reserved_total_bytes == 4 * GiB
     assert est.total_is.startswith("window-capped")
     assert est.bytes_per_token == 0 and est.constant_bytes == est.total_bytes
@@ -117,12 +122,16 @@ def test_mistral_v01_sliding_admission():
 
 def test_gemma3_27b_group_padding():
     """§2.4: Gemma-3-27B at 128k: 52 sliding + 10 full, group size 10 -> 6 sliding groups (8 padding layers);
-    per request 10 x 131,072 B x (8192 + 6 x (cdiv(1023 + 8192, 16) + 1)) ~ 14.2 GiB; transformers 10.41 GiB."""
+    per request 10 x 131,072 B x (8192 + 6 x (cdiv(1023 + 8192, 16) + 1)) ~ 14.2 GiB up to vLLM 0.25, 16,384 tokens
+    in flight from 0.26 ~ 18.0 GiB; transformers 10.41 GiB."""
     arch = arch_of("google/gemma-3-27b-it")
-    est = estimate_kv(arch, 131_072)
     page = 16 * 16 * 256 * 2
-    assert est.total_bytes == 10 * page * (8192 + 6 * (cdiv(1023 + 8192, 16) + 1))
-    assert round(est.total_bytes / GiB, 1) == 14.2
+    old = estimate_kv(arch, 131_072, vllm_release=(0, 25))
+    assert old.total_bytes == 10 * page * (8192 + 6 * (cdiv(1023 + 8192, 16) + 1))
+    assert round(old.total_bytes / GiB, 1) == 14.2
+    est = estimate_kv(arch, 131_072)
+    assert est.total_bytes == 10 * page * (8192 + 6 * (cdiv(1023 + 16_384, 16) + 1))
+    assert round(est.total_bytes / GiB, 1) == 18.0
     assert est.by_layer_type["sliding_attention"]["padding_layers"] == 8
     assert est.bytes_per_block == 10 * page
     assert round(estimate_kv(arch, 131_072, engine="transformers").total_bytes / GiB, 2) == 10.41
@@ -136,8 +145,10 @@ def test_gemma2_no_window_saving_at_8k():
     page = 16 * 8 * 512 * 2
     assert est.total_bytes == 21 * page * (512 + 513)
     assert est.page_reserved_total_bytes == 42 * page * 512 < est.total_bytes
-    smaller_batch = estimate_kv(arch, 8192, max_batched_tokens=2048)
+    smaller_batch = estimate_kv(arch, 8192, max_batched_tokens=2048, vllm_release=(0, 25))
     assert smaller_batch.total_bytes == 21 * page * (512 + cdiv(4095 + 2048, 16) + 1)
+    # from 0.26 two batches are in flight: 4095 + 4096 tokens, one short of the context, no saving again
+    assert estimate_kv(arch, 8192, max_batched_tokens=2048).total_bytes == 21 * page * (512 + cdiv(8191, 16) + 1)
 
 
 def test_qwen3_next_hybrid_block_size_and_state():
@@ -371,9 +382,10 @@ def test_sliding_layers_bounded_by_window(repo, ctx, mbt):
     assert hf["tokens"] == min(ctx, window - 1)
     assert hf["bytes"] <= (window - 1) * hf["bytes_per_token"]
     vl = estimate_kv(arch, ctx, max_batched_tokens=mbt)
+    big = estimate_kv(arch, 10 * ctx, max_batched_tokens=mbt).by_layer_type["sliding_attention"]
+    mbt = admission_tokens(mbt, None)  # what the window admits in the newest release: two async batches in flight
     sliding = vl.by_layer_type["sliding_attention"]
     assert sliding["tokens"] <= (cdiv(window - 1 + mbt, vl.block_size) + 1) * vl.block_size * 2  # page unification x2
-    big = estimate_kv(arch, 10 * ctx, max_batched_tokens=mbt).by_layer_type["sliding_attention"]
     if ctx >= window - 1 + mbt:  # once the window (plus the chunked-prefill allowance) is full, it stops growing
         assert big["bytes"] == sliding["bytes"]
     # Window-capped beats full-length pages once the context is past the window, except that group padding layers

@@ -2128,8 +2128,10 @@ def test_deepseek_v4_concurrency_is_the_releases(name):
     assert abs(one.blocks_per_request_before_027 * one.bytes_per_block / logged_per_request - 1) < 0.001
     plan = plan_of(row)
     assert plan.concurrency == round(plan.kv_blocks / one.blocks_per_request_before_027, 4)
-    later = planner_of(replace(row, version="0.27.0")).plan(row.max_model_len, 1, row.gpu, with_catalog=False)
-    assert later.concurrency == round(later.kv_blocks / one.blocks_per_request, 4)
+    newer = planner_of(replace(row, version="0.27.0"))
+    later, later_kv = newer.plan(row.max_model_len, 1, row.gpu, with_catalog=False), newer.kv(row.max_model_len, 1)
+    assert later_kv.blocks_per_request_before_027 is None
+    assert later.concurrency == round(later.kv_blocks / later_kv.blocks_per_request, 4)
 
 
 def test_deepseek_v4_weights_as_vllm_builds_them():

@@ -273,15 +273,17 @@ def test_cli_flags_reach_the_plan(stub_repo):
 
 
 def test_kv_section_and_plan_use_the_same_batched_tokens():
-    """Sliding windows admit W - 1 + max_num_batched_tokens tokens: on a 24 GB GPU vLLM's default is 2048, and the
-    KV section and the plan both use it (gemma-2-9b, W = 4096, 8k context: 385 blocks per sliding layer, not 513)."""
+    """Sliding windows admit W - 1 + the tokens in flight: on a 24 GB GPU vLLM's max_num_batched_tokens default is
+    2048, in flight up to 0.25, twice that from 0.26 (async scheduling's two batches), and the KV section and the plan
+    both use the release's (gemma-2-9b, W = 4096, 8k context: 385 blocks per sliding layer in 0.25, 513 from 0.26)."""
     from hfmem.api import attach_sections
 
-    report = attach_sections(_report("google/gemma-2-9b-it"), ctx="8k", gpu="4090")
-    kv, plan = report.kv_cache[0], report.inference
-    assert kv.total_bytes == plan.kv_bytes
-    assert plan.max_batched_tokens == 2048
-    assert kv.by_layer_type["sliding_attention"]["tokens"] == (-(-(4095 + 2048) // 16) + 1) * 16
+    for version, tokens in (("0.25", 2048), (None, 4096), ("0.26", 4096)):
+        report = attach_sections(_report("google/gemma-2-9b-it"), ctx="8k", gpu="4090", vllm_version=version)
+        kv, plan = report.kv_cache[0], report.inference
+        assert kv.total_bytes == plan.kv_bytes
+        assert plan.max_batched_tokens == 2048
+        assert kv.by_layer_type["sliding_attention"]["tokens"] == (-(-min(4095 + tokens, 8192) // 16) + 1) * 16
 
 
 @pytest.mark.parametrize("gpu, tp, gib", [("h100", 1, 0.25), ("h100-nvl", 1, 0.25), ("a100-80gb", 1, 0.02), ("h100", 2, 2.1),

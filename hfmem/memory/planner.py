@@ -1038,7 +1038,7 @@ class Planner:
             self._kv_layout = kv_layout(self.arch, self.kv_dtype, self.engine, self.encoder_len, self.tp,
                                         mtp_layers=self.mtp_layers)
         return estimate_at(self._kv_layout, context, batch, self.block_size, self.profile_tokens(context),
-                           self.prefix_caching)
+                           self.prefix_caching, self._release() if self.engine == "vllm" else None)
 
     def need(self, context: int, batch: int) -> int:
         # Memoised: the catalog asks every GPU's row the same few points (the model limit, 1 token, one block, the
@@ -1116,7 +1116,10 @@ class Planner:
             blocks = available // one.bytes_per_block
             conc = blocks / self._blocks_per_request(one)
             if pool_tokens_rule(self.vllm, self.vllm_release) == "groups":
-                return conc, blocks, blocks // max(1, one.kv_groups) * one.block_size, available
+                # 0.20.0 (kv_cache_utils.py _report_kv_cache_config): num_blocks // groups x the smallest group's
+                # block size
+                tokens = blocks // max(1, one.kv_groups) * (one.smallest_group_block or one.block_size)
+                return conc, blocks, tokens, available
             return conc, blocks, int(conc * context), available
         if self.engine == "transformers":
             return float(self.max_batch(budget, context)), None, None, available

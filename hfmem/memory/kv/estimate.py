@@ -53,6 +53,8 @@ class KVCacheEstimate:
     # by the first group's page bytes, where 0.27 on sums the groups' pages; None: the same as blocks_per_request
     blocks_per_request_before_027: int | None = None
     kv_groups: int = 1  # vLLM: KV cache groups (kv_cache_utils.py get_kv_cache_groups); the older token log divides by it
+    # ... and multiplies by the smallest group block size (DeepSeek-V4's state groups: 4; None: block_size)
+    smallest_group_block: int | None = None
     total_is: str = ""
     bookkeeping_bytes: int = 0
     storage_bytes: dict[str, int] | None = None
@@ -277,6 +279,7 @@ def estimate_kv(
     weights_dtype: str | None = None,
     mtp_layers: int = 0,
     prefix_caching: bool = True,
+    vllm_release: tuple[int, int] | None = None,
 ) -> KVCacheEstimate:
     """KV cache for `batch` sequences of `context` tokens under `engine`; exact integer bytes (per GPU if tp > 1).
 
@@ -284,18 +287,19 @@ def estimate_kv(
     mtp_layers: multi-token-prediction layers run for MTP speculative decoding, each with the cache of a full
     attention layer (vLLM builds them as decoder layers: models/deepseek_mtp.py, DeepSeekMultiTokenPredictorLayer).
     prefix_caching: vLLM's automatic prefix caching (on by default): state layers of hybrid models then reserve two
-    pages per request per group instead of one."""
+    pages per request per group instead of one. vllm_release: the vLLM release (major, minor) whose rules apply
+    where they changed (a window's admission from 0.26, DeepSeek-V4's pool layout); None: the newest read."""
     if engine not in ENGINES:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     for name, value in (("context", context), ("batch", batch), ("tp", tp), ("block_size", block_size),
                         ("max_batched_tokens", max_batched_tokens)):
         _check_positive(name, value)
     layout = kv_layout(arch, kv_dtype, engine, encoder_len, tp, weights_dtype, mtp_layers)
-    return estimate_at(layout, context, batch, block_size, max_batched_tokens, prefix_caching)
+    return estimate_at(layout, context, batch, block_size, max_batched_tokens, prefix_caching, vllm_release)
 
 
 def estimate_at(layout: KVLayout, context: int, batch: int = 1, block_size: int = 16, max_batched_tokens: int = 8192,
-                prefix_caching: bool = True) -> KVCacheEstimate:
+                prefix_caching: bool = True, vllm_release: tuple[int, int] | None = None) -> KVCacheEstimate:
     """:func:`estimate_kv` at one context and batch, from the layout it describes the layers with."""
     for name, value in (("context", context), ("batch", batch), ("block_size", block_size),
                         ("max_batched_tokens", max_batched_tokens)):
@@ -314,14 +318,19 @@ def estimate_at(layout: KVLayout, context: int, batch: int = 1, block_size: int 
         from hfmem.memory.kv.vllm import _vllm
 
         est = _vllm(arch, layers, dtype, context, batch, block_size, max_batched_tokens, [], warnings,
-                    prefix_caching, layout.memo)
+                    prefix_caching, layout.memo, vllm_release)
         if arch.is_encoder_decoder and arch.model_type not in ("whisper",):
             warnings.append(f"vLLM V1 may not serve {arch.model_type} (encoder-decoder support is limited to a few models)")
     est.tp, est.encoder_len = layout.tp, layout.encoder_len if arch.is_encoder_decoder else None
     if not est.formulas:  # an engine path with its own layout (vLLM DeepSeek-V4) gives its formulas itself
-        key = ("formulas", max_batched_tokens, est.block_size or block_size)
-        if key not in layout.memo:  # the text depends on the layers, the batched tokens and the block size only
-            formulas = _formulas(layers, dtype, engine, context, max_batched_tokens, est.block_size or block_size)
+        admitted = max_batched_tokens
+        if engine == "vllm":
+            from hfmem.memory.kv.vllm import admission_tokens
+
+            admitted = admission_tokens(max_batched_tokens, vllm_release)
+        key = ("formulas", admitted, est.block_size or block_size)
+        if key not in layout.memo:  # the text depends on the layers, the admitted tokens and the block size only
+            formulas = _formulas(layers, dtype, engine, context, admitted, est.block_size or block_size)
             if engine == "transformers":
                 formulas.update(_compressed_formulas(layers, dtype))
             layout.memo[key] = formulas

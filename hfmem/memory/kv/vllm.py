@@ -8,9 +8,24 @@ from dataclasses import dataclass, replace
 from hfmem.errors import UsageError
 from hfmem.memory.kv.estimate import KVCacheEstimate
 from hfmem.memory.kv.layers import _add, _attn_bytes_per_token, _Layer, _state_bytes, index_bytes_per_token
-from hfmem.memory.kv.vllm_deepseek_v4 import deepseek_v4_vllm
+from hfmem.memory.kv.vllm_deepseek_v4 import deepseek_v4_vllm, layout_for
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv
+
+# A sliding-window (or chunked) layer admits max_num_batched_tokens beyond its window up to vLLM 0.25; from 0.26
+# VllmConfig.max_in_flight_tokens, max_concurrent_batches x max_num_batched_tokens (kv_cache_interface.py
+# SlidingWindowSpec / ChunkedLocalAttentionSpec.max_admission_blocks_per_request; read in the 0.25.0 and 0.26.0 wheels),
+# where the async scheduling that config/vllm.py turns on by default for generate models runs 2 batches at pipeline
+# size 1 (VllmConfig.max_concurrent_batches; MTP and EAGLE drafts keep it on).
+IN_FLIGHT_ADMISSION_FROM = (0, 26)
+IN_FLIGHT_BATCHES = 2
+
+
+def admission_tokens(max_batched_tokens: int, release: tuple[int, int] | None) -> int:
+    """Tokens a window layer admits beyond its window in a vLLM release (None: the newest read)."""
+    if release is None or release >= IN_FLIGHT_ADMISSION_FROM:
+        return IN_FLIGHT_BATCHES * max_batched_tokens
+    return max_batched_tokens
 
 
 @dataclass(frozen=True)
@@ -261,10 +276,13 @@ def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, prefix_cachi
 
 def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, batch: int, block_size: int, mbt: int,
           assumptions: list[str], warnings: list[str], prefix_caching: bool = True,
-          memo: dict | None = None) -> KVCacheEstimate:
-    """memo: a dict kept with `layers` (KVLayout.memo) for the context-free part of the estimate."""
+          memo: dict | None = None, release: tuple[int, int] | None = None) -> KVCacheEstimate:
+    """memo: a dict kept with `layers` (KVLayout.memo) for the context-free part of the estimate. mbt:
+    max_num_batched_tokens; release: the vLLM release (major, minor) whose window admission and DeepSeek-V4 layout
+    apply (None: the newest read)."""
+    admitted = admission_tokens(mbt, release)
     if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
-        return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, mbt)
+        return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, admitted, layout_for(release))
     key = ("vllm", dtype, block_size, prefix_caching)
     layout = memo.get(key) if memo is not None else None
     if layout is None:
@@ -272,10 +290,10 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         if memo is not None:
             memo[key] = layout
     bs, pages, has_window = layout.block_size, layout.pages, layout.full_groups is not None
-    per_request, growing, by_req, bytes_per_block = _vllm_per_request(layout.groups, context, mbt, pages)
+    per_request, growing, by_req, bytes_per_block = _vllm_per_request(layout.groups, context, admitted, pages)
     reserved = per_request
     if layout.full_groups is not None:
-        reserved, _, _, _ = _vllm_per_request(layout.full_groups, context, mbt, pages)
+        reserved, _, _, _ = _vllm_per_request(layout.full_groups, context, admitted, pages)
     by = {label: dict(entry) for label, entry in layout.by.items()}
     for label, entry in by_req.items():
         target = by.setdefault(label, {"layers": 0})
@@ -289,9 +307,10 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     assumptions_v = [f"vLLM V1 paged KV cache: block_size {bs}, rounded up to whole blocks per layer group"]
     if has_window:
         assumptions_v.append(
-            f"sliding/chunked layers: vLLM's admission bound min(window - 1 + max_num_batched_tokens ({mbt:,}), "
-            "context) + 1 block; page_reserved_total_bytes gives them full-length pages "
-            "(--disable-hybrid-kv-cache-manager)"
+            f"sliding/chunked layers: vLLM's admission bound min(window - 1 + {admitted:,}, context) + 1 block "
+            + (f"({admitted:,} = max_in_flight_tokens: 2 async-scheduled batches of max_num_batched_tokens "
+               f"{mbt:,}, vLLM 0.26 on)" if admitted != mbt else "(max_num_batched_tokens, vLLM up to 0.25)")
+            + "; page_reserved_total_bytes gives them full-length pages (--disable-hybrid-kv-cache-manager)"
         )
     if arch.mla is not None and not any(l.index_kind for l in layers):
         assumptions_v.append("MLA backends that force a larger block size (FlashMLA: 64) round to that instead")

@@ -1,25 +1,29 @@
 """vLLM's KV cache for DeepSeek-V4 (``deepseek_v4``: CSA / HCA compressed attention beside a sliding window).
 
 vLLM registers several cache layers per decoder layer, pages them at 576-byte alignment, groups them and charges every
-group's page as one whole pool block (``bytes_per_block``). Sources (vllm-project/vllm; commits as read):
+group's page as one whole pool block (``bytes_per_block``). Sources (vllm-project/vllm; the PyPI wheels 0.20.0-0.34.0,
+where the same default caches are built in every release; paths of 0.20-0.21, from 0.22 under ``vllm/models/deepseek_v4/``):
 
-* ``vllm/model_executor/models/deepseek_v4.py`` (023da1fc) ``DeepseekV4Attention.__init__``: compress ratio
+* ``vllm/model_executor/models/deepseek_v4.py`` ``DeepseekV4Attention.__init__``: compress ratio
   ``max(1, compress_ratios[i])`` on main layers, 1 on MTP layers; an indexer only where the ratio is 4.
-* ``vllm/model_executor/layers/deepseek_v4_attention.py`` (0a291a2e) ``DeepseekV4MLAAttention.__init__`` (fp8 only,
+* ``vllm/model_executor/layers/deepseek_v4_attention.py`` ``DeepseekV4MLAAttention.__init__`` (fp8 only,
   rewritten to ``fp8_ds_mla``), ``get_kv_cache_spec``; ``DeepseekV4IndexerCache.get_kv_cache_spec``.
-* ``vllm/v1/attention/backends/mla/sparse_swa.py`` (03dc5649) ``DeepseekV4SWACache``: block 64 on every layer.
-* ``vllm/model_executor/layers/deepseek_compressor.py`` (0de10a27) ``CompressorStateCache``: fp32 state, block 4
+* ``vllm/v1/attention/backends/mla/sparse_swa.py`` ``DeepseekV4SWACache``: block 64 on every layer.
+* ``vllm/model_executor/layers/deepseek_compressor.py`` ``CompressorStateCache``: fp32 state, block 4
   (ratio 4) or 8, window ``coff * ratio``.
 * ``vllm/v1/kv_cache_interface.py`` ``_apply_alignment_padding``, ``MLAAttentionSpec.real_page_size_bytes``,
   ``SlidingWindowSpec.max_admission_blocks_per_request``, ``FullAttentionSpec.max_memory_usage_bytes``,
   ``UniformTypeKVCacheSpecs.get_num_layer_tuples``.
-* ``vllm/v1/core/kv_cache_planning.py`` (fc23e695) ``group_and_unify_kv_cache_specs``, ``_approximate_gcd``,
-  ``_get_kv_cache_groups_uniform_groups``, ``_get_kv_cache_config_deepseek_v4``, ``_pool_bytes_per_block``,
-  ``_max_memory_usage_bytes_from_groups``.
+* ``vllm/v1/core/kv_cache_utils.py`` (from 0.33 ``kv_cache_planning.py``) ``group_and_unify_kv_cache_specs``,
+  ``_approximate_gcd``, ``_get_kv_cache_groups_uniform_groups``, ``_get_kv_cache_config_deepseek_v4``,
+  ``_bucket_layers_by_page_size``, ``_get_packed_kv_cache_layout``, ``_get_packed_kv_cache_groups``,
+  ``_pool_bytes_per_block``, ``_max_memory_usage_bytes_from_groups``.
 * ``vllm/v1/attention/backends/mla/flashmla_sparse.py`` ``DeepseekV4FlashMLASparseBackend``: kernel block 256 only.
 
 Reproduces vllm-project/vllm#44376 (DeepSeek-V4-Flash, TP2, fp8, block 256, max_model_len 30000): "6.66 GiB KV cache
-is needed", "estimated maximum model length is 13528" (tests/test_kv_deepseek_v4.py; docs/kv.md).
+is needed", "estimated maximum model length is 13528" (tests/test_kv_deepseek_v4.py; docs/kv.md), and the block
+counts, fit-check bytes and concurrency that vLLM 0.20-0.34's own planning code gives for V4-Flash and V4-Pro
+(layout_for).
 """
 
 from __future__ import annotations
@@ -104,7 +108,7 @@ def _caches(layers: list[_Layer], cfg: dict) -> list[_Cache]:
 
 
 def _approximate_gcd(values: list[int], lower_bound: int) -> int:
-    """kv_cache_planning.py: _approximate_gcd: the d >= lower_bound with least round-up padding, ties to the larger."""
+    """kv_cache_utils.py _approximate_gcd: the d >= lower_bound with least round-up padding, ties to the larger."""
     best, best_pad = lower_bound, None
     for d in range(max(1, lower_bound), max(values) + 1):
         pad = sum(-x % d for x in values)
@@ -118,10 +122,10 @@ def _tuples(pages: list[int]) -> int:
     return Counter(pages).most_common(1)[0][1]
 
 
-def _groups(caches: list[_Cache]) -> tuple[list[list[_Cache]], dict[int, int], int, int, list[int]]:
-    """(groups, padded page per cache, layer tuples per pool block, tuple bytes, MLA page sizes) following
-    kv_cache_planning.py @ fc23e695: group_and_unify_kv_cache_specs, _get_kv_cache_groups_uniform_groups,
-    _pool_bytes_per_block."""
+def _groups(caches: list[_Cache], pad: bool = True) -> tuple[list[list[_Cache]], dict[int, int], int, int, list[int]]:
+    """(groups, page per cache as grouped, layer tuples per pool block, tuple bytes, MLA page sizes) following
+    kv_cache_utils.py group_and_unify_kv_cache_specs and _get_kv_cache_groups_uniform_groups (0.20-0.28). pad: window
+    and state pages padded up to the nearest compressed page size (0.20-0.26); 0.27-0.28 keep their own pages."""
     mla = [c for c in caches if c.full]
     if not mla:
         raise UsageError("DeepSeek-V4 model without a compressed layer: vLLM's layout needs one; no vLLM estimate")
@@ -137,7 +141,7 @@ def _groups(caches: list[_Cache]) -> tuple[list[list[_Cache]], dict[int, int], i
     for members in buckets.values():
         by_size: dict[int, list[int]] = {}
         for i in members:
-            fit = [p for p in mla_pages if p >= caches[i].page]
+            fit = [p for p in mla_pages if p >= caches[i].page] if pad else [caches[i].page]
             if not fit:
                 raise UsageError("vLLM cannot pad a DeepSeek-V4 window/state page to a compressed page; no vLLM estimate")
             padded[i] = fit[0]  # object.__setattr__(layer_spec, "page_size_padded", candidate)
@@ -155,9 +159,10 @@ def _groups(caches: list[_Cache]) -> tuple[list[list[_Cache]], dict[int, int], i
 
 
 def _packed_groups(caches: list[_Cache]) -> tuple[list[list[_Cache]], int]:
-    """(groups, bytes_per_block) of newer vLLM main (kv_cache_planning.py @ 4253bd44: _get_packed_kv_cache_groups,
-    _get_kv_cache_bytes_per_block): buckets as above, only balanced ones (as many layers of each page size) split,
-    no padding to compressed pages, one block = the widest group. Per-layer specs assumed as at fc23e695."""
+    """(groups, bytes_per_block) of vLLM 0.29 on (kv_cache_utils.py, from 0.33 kv_cache_planning.py:
+    _get_packed_kv_cache_groups, _get_kv_cache_bytes_per_block): buckets as above, only balanced ones (as many layers
+    of each page size) split, no padding to compressed pages, one block = the widest group (the block-outermost
+    layout the V4 indexer backend asks for; no stride alignment on V4's specs by default)."""
     buckets: dict[tuple[bool, int, int], list[_Cache]] = {}
     for c in caches:
         buckets.setdefault((c.full, 0, 0) if c.full else (False, c.block_size, c.window), []).append(c)
@@ -179,41 +184,89 @@ def _packed_groups(caches: list[_Cache]) -> tuple[list[list[_Cache]], int]:
     return groups, max(sum(c.page for c in g) for g in groups)
 
 
+# How vLLM lays DeepSeek-V4's pool blocks out, by release (run through each wheel's own kv_cache_utils.py /
+# kv_cache_planning.py on V4-Flash and V4-Pro specs: tests/test_kv_deepseek_v4.py, scripts/record_vllm_planning.py):
+# - "tuples" (0.20-0.22): _get_kv_cache_config_deepseek_v4: a block holds one page of every compressed page size per
+#   layer tuple;
+# - "buckets" (0.23-0.26): every page size as many times as the most layers of that size in one group;
+# - "overlay" (0.27-0.28): _get_packed_kv_cache_layout: window and state pages no longer padded, a block = the widest
+#   group. Up to 0.28 the fit check (_max_memory_usage_bytes_from_groups) still charges a request's pages at the
+#   tuple size, so it can ask for more than its blocks hold;
+# - "packed" (0.29 on): _get_packed_kv_cache_groups; the fit check charges whole blocks.
+LAYOUTS = ("tuples", "buckets", "overlay", "packed")
+_LAYOUT_FROM = ((0, 29, "packed"), (0, 27, "overlay"), (0, 23, "buckets"))
+# get_max_concurrency_for_kv_cache_config up to 0.26: cdiv(every group's pages x its page bytes, the first group's
+# page bytes), where 0.27 on sum the groups' pages (vllm_versions.GROUP_SUM_CONCURRENCY_FROM)
+_OLD_CONCURRENCY = ("tuples", "buckets")
+
+
+def layout_for(release: tuple[int, int] | None) -> str:
+    """The DeepSeek-V4 pool layout of a vLLM release (major, minor); None: the newest release read."""
+    if release is None:
+        return "packed"
+    for major, minor, name in _LAYOUT_FROM:
+        if release >= (major, minor):
+            return name
+    return "tuples"
+
+
+def _bucket_bytes(groups: list[list[_Cache]], page_of: dict[int, int]) -> int:
+    """kv_cache_utils.py _bucket_layers_by_page_size (0.23-0.26): each page size times the most layers of it that one
+    group holds."""
+    slots: dict[int, int] = {}
+    for g in groups:
+        for size, n in Counter(page_of[id(c)] for c in g).items():
+            slots[size] = max(slots.get(size, 0), n)
+    return sum(size * n for size, n in slots.items())
+
+
 def deepseek_v4_vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, batch: int, block_size: int,
-                     mbt: int, layout: str = "dsv4_tuples") -> KVCacheEstimate:
+                     mbt: int, layout: str = "packed") -> KVCacheEstimate:
     """Blocks vLLM reserves for ``batch`` requests of ``context`` tokens of a DeepSeek-V4 model (per GPU, any TP).
 
-    layout: "dsv4_tuples" (kv_cache_planning.py @ fc23e695, reproduces vllm#44376; hfmem's figure) or "packed"
-    (newer main @ 4253bd44, not checked against a log; API only)."""
-    if layout not in ("dsv4_tuples", "packed"):
-        raise UsageError(f"unknown DeepSeek-V4 vLLM layout {layout!r}: dsv4_tuples or packed")
+    mbt: the tokens a window or state cache admits beyond its window (max_num_batched_tokens, or from 0.26 vLLM's
+    max_in_flight_tokens: kv.vllm.admission_tokens). layout: one of LAYOUTS (layout_for(release))."""
+    if layout not in LAYOUTS:
+        raise UsageError(f"unknown DeepSeek-V4 vLLM layout {layout!r}: one of {', '.join(LAYOUTS)}")
     cfg = arch.text_config or {}
     assumptions: list[str] = []
     if dtype != "fp8":
         assumptions.append(f"vLLM runs DeepSeek-V4 only with fp8 KV (DeepseekV4MLAAttention asserts kv_cache_dtype "
                            f"fp8 and stores fp8_ds_mla; deepseek_v4_attention.py): the figure uses fp8, not {dtype}")
     caches = _caches(layers, cfg)
+    index = {id(c): i for i, c in enumerate(caches)}
     if layout == "packed":
         groups, bytes_per_block = _packed_groups(caches)
         padded = {i: c.page for i, c in enumerate(caches)}
+        charge = bytes_per_block  # _max_memory_usage_bytes_from_groups: whole blocks
         block_text = f"the widest group's pages = {bytes_per_block:,} B"
     else:
-        groups, padded, tuples, tuple_bytes, mla_pages = _groups(caches)
-        bytes_per_block = tuple_bytes * tuples  # _pool_bytes_per_block: one page of every MLA page size per layer tuple
-        block_text = (f"{' + '.join(f'{p:,}' for p in mla_pages)} = {tuple_bytes:,} B x {tuples} layer tuples = "
-                      f"{bytes_per_block:,} B")
+        groups, padded, tuples, tuple_bytes, mla_pages = _groups(caches, pad=layout != "overlay")
+        charge = tuple_bytes * tuples  # _max_memory_usage_bytes_from_groups: one page of every MLA size per tuple
+        tuple_text = f"{' + '.join(f'{p:,}' for p in mla_pages)} = {tuple_bytes:,} B x {tuples} layer tuples"
+        page_of = {id(c): padded[index[id(c)]] for c in caches}
+        if layout == "tuples":
+            bytes_per_block = charge
+            block_text = f"{tuple_text} = {bytes_per_block:,} B"
+        elif layout == "buckets":
+            bytes_per_block = _bucket_bytes(groups, page_of)
+            block_text = f"each page size x its most layers in one group = {bytes_per_block:,} B"
+        else:
+            bytes_per_block = max(sum(page_of[id(c)] for c in g) for g in groups)
+            block_text = f"the widest group's pages = {bytes_per_block:,} B"
+        if charge != bytes_per_block:
+            block_text += f"; the fit check charges each page at the tuple size, {tuple_text} = {charge:,} B"
     group_pages = [max(c.pages(context, mbt) for c in g) for g in groups]
     pages = sum(group_pages)
-    index = {id(c): i for i, c in enumerate(caches)}
     before_027 = None
-    if layout == "dsv4_tuples":
+    if layout in _OLD_CONCURRENCY:
         # vLLM 0.20-0.26, kv_cache_utils.py get_max_concurrency_for_kv_cache_config: the largest group's layer count
         # x every group's max_memory_usage_bytes (UniformTypeKVCacheSpecs: its pages x the sum of its layers' page
         # bytes), over the first group's page bytes x that count; 0.27 sums the groups' pages (as `pages` does)
         group_bytes = [sum(padded[index[id(c)]] for c in g) for g in groups]
         before_027 = cdiv(sum(n * b for n, b in zip(group_pages, group_bytes)), group_bytes[0])
-    per_request = pages * bytes_per_block  # _max_memory_usage_bytes_from_groups
-    growing = sum(n for g, n in zip(groups, group_pages) if g[0].full) * bytes_per_block  # cdiv(context, 256) blocks
+    per_request = pages * charge  # _max_memory_usage_bytes_from_groups
+    growing = sum(n for g, n in zip(groups, group_pages) if g[0].full) * charge  # cdiv(context, 256) pages
 
     by: dict[str, dict[str, int]] = {}
     for c in caches:
@@ -246,32 +299,27 @@ def deepseek_v4_vllm(arch: Architecture, layers: list[_Layer], dtype: str, conte
     specs = ("every layer a 64-token window cache (584 B/token fp8_ds_mla); CSA (ratio 4) compressed KV + indexer "
              "keys (132 B) + fp32 compressor and indexer-compressor states; HCA compressed KV + fp32 compressor state; "
              "pages aligned to 576 B")
-    if layout == "packed":
-        assumptions.append(f"vLLM DeepSeek-V4 'packed' layout of newer main (kv_cache_planning.py: "
-                           f"_get_packed_kv_cache_groups; not checked against a log; the null block vLLM reserves is "
-                           f"not in total_bytes): {specs}")
-    else:
-        assumptions.append("vLLM DeepSeek-V4 layout (kv_cache_planning.py: _get_kv_cache_config_deepseek_v4, "
-                           f"'dsv4_tuples', the one that reproduces vllm#44376): {specs}, window/state pages padded "
-                           "to a compressed page size")
-        assumptions.append("newer vLLM main packs the groups instead (kv_cache_planning.py: "
-                           "_get_packed_kv_cache_groups: no padding to compressed pages, bytes_per_block = the widest "
-                           "group, one null block reserved): not modelled here")
+    where = {"tuples": "0.20-0.22", "buckets": "0.23-0.26", "overlay": "0.27-0.28", "packed": "0.29 on"}[layout]
+    assumptions.append(f"vLLM DeepSeek-V4 pool layout '{layout}' (vLLM {where}; layout_for): {specs}"
+                       + (", window/state pages padded to a compressed page size" if layout in _OLD_CONCURRENCY else ""))
     assumptions += [
-        f"every group's page costs one whole pool block of {bytes_per_block:,} B; "
-        f"blocks_per_request = {pages:,} = the sum over the {n_groups} groups; by_layer_type holds each cache's real "
-        f"bytes, {PADDING} the rest of the blocks; bytes_per_token = {bytes_per_block:,} // 256 (the compressed-KV "
-        "group's charge per token, floored)",
-        f"window and compressor-state caches are sized by max_num_batched_tokens ({mbt:,}): vLLM's default is 8,192 "
-        "for `vllm serve` and 16,384 for the offline LLM class on GPUs >= 70 GiB (--max-batched-tokens)",
+        f"num_blocks = available // bytes_per_block ({block_text}); a request takes {pages:,} blocks, the sum over "
+        f"the {n_groups} groups (the concurrency divisor"
+        + (f"; vLLM {where} log their concurrency with {before_027:,}: every group's pages at its own page bytes over "
+           "the first group's" if before_027 is not None else "")
+        + f"); total_bytes = {pages:,} x {charge:,} B, what vLLM's fit check asks for; by_layer_type holds each "
+        f"cache's real bytes, {PADDING} the rest; bytes_per_token = {bytes_per_block:,} // 256",
+        f"window and compressor-state caches admit {mbt:,} tokens beyond their window: max_num_batched_tokens up to "
+        "vLLM 0.25, its max_in_flight_tokens (2 x max_num_batched_tokens with the default async scheduling) from 0.26",
         "tensor parallelism does not divide these caches (one KV head; MLA, indexer and state caches replicated)",
-        "--disable-hybrid-kv-cache-manager, DCP/PCP and multi-module MTP are not modelled",
+        "--disable-hybrid-kv-cache-manager, DCP/PCP, the fp4 indexer cache and multi-module MTP are not modelled",
     ]
     return KVCacheEstimate(
         engine="vllm", dtype="fp8", context=context, batch=batch,
         bytes_per_token=bytes_per_block // BLOCK, constant_bytes=per_request - growing,
         total_bytes=batch * per_request, by_layer_type=by, block_size=BLOCK, page_reserved_total_bytes=None,
         bytes_per_block=bytes_per_block, blocks_per_request=pages, blocks_per_request_before_027=before_027,
+        kv_groups=n_groups, smallest_group_block=min(g[0].block_size for g in groups),
         total_is="pool blocks vLLM reserves for the requests (DeepSeek-V4: one pool block per page of every group)",
         formulas=formulas, assumptions=assumptions,
     )

@@ -1,0 +1,173 @@
+"""Record what vLLM's own KV-cache planning code gives for a few models, release by release (developer tool; tests
+never run it): the pool block count for an available memory, the bytes its fit check asks one request of
+max_model_len for, and the concurrency it logs. The result, fixtures/vllm/planning.json, is what
+tests/test_kv_deepseek_v4.py and tests/test_kv_vllm.py hold hfmem's KV arithmetic to.
+
+Each release runs in its own interpreter with that release's unpacked wheel first on PYTHONPATH; the wheel's
+kv_cache_interface.py builds the specs and its kv_cache_utils.py (kv_cache_planning.py from 0.33) groups and sizes
+them. No GPU and no model weights are involved. The specs are built as the model's layers build them in that
+release (DeepSeek-V4: every release from 0.20.0 to 0.34.0 registers the same caches with the same page bytes by
+default: models/deepseek_v4/attention.py, compressor.py, v1/attention/backends/mla/sparse_swa.py; the generic
+models: FullAttentionSpec / SlidingWindowSpec of their KV heads and head size in bf16). The VllmConfig is a stand-in
+carrying the fields these functions read, with vLLM's defaults for a `vllm serve` start: async scheduling on
+(2 batches in flight from 0.26), no prefix-cache retention, no connector, pipeline size 1.
+
+    pip download --no-deps vllm==0.25.0 && unzip -q vllm-0.25.0-*.whl 'vllm/*' -d /tmp/vllm-src/0.25.0
+    # the pure-Python modules these imports reach (cbor2, msgspec, pyzmq, ... as ImportErrors name them)
+    pip install --no-deps --target /tmp/vdeps cbor2 msgspec ...
+    python scripts/record_vllm_planning.py --src /tmp/vllm-src --deps /tmp/vdeps 0.20.2 0.22.0 0.23.0 0.25.0 \
+        0.26.0 0.27.0 0.28.0 0.29.0 0.34.0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "fixtures" / "vllm" / "planning.json"
+CASES = ("deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro", "google/gemma-3-27b-it", "openai/gpt-oss-20b")
+# (max_model_len, max_num_batched_tokens, available bytes): 30,000 / 16,384 / 5,554 V4-Flash blocks is
+# vllm-project/vllm#44376's start
+POINTS = ((32_768, 8_192, 10_000_000_000), (1_048_576, 8_192, 50_000_000_000), (30_000, 16_384, 5_841_563_904),
+          (8_192, 2_048, 20_000_000_000), (800_000, 512, 21_000_000_000), (131_072, 8_192, 40_000_000_000))
+
+
+def _inner(config_path: str, points: list[list[int]]) -> list[dict]:
+    """Runs inside the release's interpreter."""
+    import dataclasses
+    import importlib
+    import types
+
+    import torch
+    import vllm.v1.kv_cache_interface as K
+
+    try:
+        plan = importlib.import_module("vllm.v1.core.kv_cache_planning")
+    except ImportError:
+        plan = importlib.import_module("vllm.v1.core.kv_cache_utils")
+    utils = importlib.import_module("vllm.v1.core.kv_cache_utils")
+
+    def make(cls, **kw):  # the release's own fields only (compress_ratio became tokens_per_state, ...)
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in kw.items() if k in names})
+
+    cfg = json.loads(Path(config_path).read_text())
+    cfg = cfg.get("text_config", cfg)
+    specs: dict = {}
+    n = cfg["num_hidden_layers"]
+    if cfg.get("compress_ratios"):
+        hd, idx = cfg["head_dim"], cfg.get("index_head_dim", 128)
+        for i, r in enumerate(max(1, int(r)) for r in cfg["compress_ratios"][:n]):
+            p = f"model.layers.{i}.self_attn"
+            if r == 4:  # the indexer is built first: its key cache and its compressor's state
+                specs[f"{p}.indexer.k_cache"] = make(
+                    K.MLAAttentionSpec, block_size=256, num_kv_heads=1, head_size=idx + idx // 128 * 4,
+                    dtype=torch.uint8, compress_ratio=4, tokens_per_state=4, alignment=576, max_tp_shards=1)
+                specs[f"{p}.indexer.compressor.state_cache"] = make(
+                    K.SlidingWindowMLASpec, block_size=4, num_kv_heads=1, head_size=2 * 2 * idx, dtype=torch.float32,
+                    sliding_window=8, alignment=576, max_tp_shards=1)
+            specs[f"{p}.swa_cache"] = make(
+                K.SlidingWindowMLASpec, block_size=64, num_kv_heads=1, head_size=hd, dtype=torch.uint8,
+                sliding_window=cfg.get("sliding_window", 128), cache_dtype_str="fp8_ds_mla", alignment=576,
+                model_version="deepseek_v4", state_content_bytes=584, max_tp_shards=1)
+            if r > 1:
+                specs[f"{p}.attn"] = make(
+                    K.MLAAttentionSpec, block_size=256, num_kv_heads=1, head_size=hd, dtype=torch.uint8,
+                    compress_ratio=r, tokens_per_state=r, cache_dtype_str="fp8_ds_mla", alignment=576,
+                    model_version="deepseek_v4", state_content_bytes=584, max_tp_shards=1)
+                coff = 2 if r == 4 else 1
+                specs[f"{p}.compressor.state_cache"] = make(
+                    K.SlidingWindowMLASpec, block_size=4 if r == 4 else 8, num_kv_heads=1, head_size=2 * coff * hd,
+                    dtype=torch.float32, sliding_window=coff * r, alignment=576, max_tp_shards=1)
+    else:
+        types_ = cfg.get("layer_types") or [
+            "full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(n)]  # Gemma 3's pattern
+        for i, kind in enumerate(types_[:n]):
+            common = dict(block_size=16, num_kv_heads=cfg["num_key_value_heads"], head_size=cfg["head_dim"],
+                          dtype=torch.bfloat16)
+            specs[f"model.layers.{i}.self_attn.attn"] = (
+                make(K.SlidingWindowSpec, sliding_window=cfg["sliding_window"], **common)
+                if kind == "sliding_attention" else make(K.FullAttentionSpec, **common))
+
+    def ns(**kw):
+        return types.SimpleNamespace(**kw)
+
+    out = []
+    for max_len, mbt, available in points:
+        cache = ns(num_gpu_blocks_override=None, mamba_cache_mode="none", block_size=256, enable_prefix_caching=False,
+                   kv_offloading_size=None, kv_cache_layout="BLHNC", prefix_cache_retention_interval=None,
+                   kv_sharing_fast_prefill=False)
+        try:  # 0.29 on: the block-outermost layout V4's indexer backend declares (supported_kv_cache_layouts)
+            from vllm.v1.kv_cache_layout import KVCacheLayout
+
+            cache.get_resolved_kv_cache_layout = lambda: KVCacheLayout.BLHNC
+        except ImportError:
+            pass
+        config = ns(model_config=ns(max_model_len=max_len, supports_kv_cache_grouping=False, is_hybrid=True),
+                    cache_config=cache,
+                    scheduler_config=ns(max_num_batched_tokens=mbt, disable_hybrid_kv_cache_manager=False,
+                                        async_scheduling=True),
+                    parallel_config=ns(decode_context_parallel_size=1, prefill_context_parallel_size=1,
+                                       pipeline_parallel_size=1, tensor_parallel_size=1),
+                    kv_transfer_config=None, speculative_config=None, max_concurrent_batches=2,
+                    max_in_flight_tokens=2 * mbt, attention_config=ns(hisparse_config=None))
+        if hasattr(plan, "DefaultKVCacheConfigBuilder"):  # 0.34: the platform's builder places the groups
+            builder = plan.DefaultKVCacheConfigBuilder()
+            groups = builder.get_kv_cache_groups(config, dict(specs))
+            per_block = plan._pool_bytes_per_block_from_builder(builder, config, groups)
+            kv_config = builder.get_kv_cache_config_from_groups(config, groups, available // per_block)
+            fit = plan._max_memory_usage_bytes_from_groups(builder, config, groups)
+        else:
+            groups = plan.get_kv_cache_groups(config, dict(specs))
+            kv_config = plan.get_kv_cache_config_from_groups(config, groups, available)
+            fit = plan._max_memory_usage_bytes_from_groups(config, groups)
+        out.append({"max_model_len": max_len, "max_num_batched_tokens": mbt, "available_bytes": available,
+                    "num_blocks": kv_config.num_blocks, "fit_bytes": fit,
+                    "concurrency": utils.get_max_concurrency_for_kv_cache_config(config, kv_config),
+                    "groups": [len(g.layer_names) for g in groups]})
+    return out
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--inner":
+        print(json.dumps(_inner(sys.argv[2], json.loads(sys.argv[3]))))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("releases", nargs="+")
+    ap.add_argument("--src", required=True, help="folder with one unpacked wheel per release: SRC/<release>/vllm")
+    ap.add_argument("--deps", required=True, help="folder with the pure-Python modules vLLM's imports need")
+    ap.add_argument("--python", default=sys.executable, help="an interpreter with torch (CPU is enough)")
+    args = ap.parse_args()
+    records = []
+    for release in args.releases:
+        env = dict(os.environ, PYTHONPATH=f"{Path(args.src) / release}{os.pathsep}{args.deps}")
+        for case in CASES:
+            config = REPO / "fixtures" / "configs" / case / "config.json"
+            run = subprocess.run([args.python, __file__, "--inner", str(config), json.dumps(POINTS)], env=env,
+                                 capture_output=True, text=True, check=False)
+            if run.returncode:
+                sys.exit(f"{release} {case}: {run.stderr.strip().splitlines()[-1]}")
+            records.append({"vllm": release, "model": case, "points": json.loads(run.stdout.strip().splitlines()[-1])})
+            print(release, case, "done", file=sys.stderr)
+    write(records)
+
+
+FIELDS = ("max_model_len", "max_num_batched_tokens", "available_bytes", "num_blocks", "fit_bytes", "concurrency")
+
+
+def write(records: list[dict]) -> None:
+    """One line per release and model, each point a row of FIELDS."""
+    rows = [json.dumps({"vllm": r["vllm"], "model": r["model"], "points": [[p[f] for f in FIELDS] for p in r["points"]]})
+            for r in records]
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text('{"how": "scripts/record_vllm_planning.py", "fields": ' + json.dumps(list(FIELDS))
+                   + ', "records": [\n' + ",\n".join(rows) + "\n]}\n")
+
+
+if __name__ == "__main__":
+    main()

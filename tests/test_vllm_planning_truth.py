@@ -1,0 +1,97 @@
+"""hfmem's vLLM KV arithmetic against vLLM's own planning code, release by release.
+
+fixtures/vllm/planning.json holds what each vLLM wheel's kv_cache_utils.py / kv_cache_planning.py gives (run by
+scripts/record_vllm_planning.py on the specs the model's layers build in that release, no GPU): for an available
+memory and a max_model_len, the pool blocks, the bytes its fit check asks one request for, and the concurrency it logs.
+DeepSeek-V4-Flash / -Pro and two sliding-window models (Gemma 3, gpt-oss), at 0.20.2 to 0.34.0: the releases where V4's
+pool layout, the concurrency divisor or a window's admission changed, and one on each side."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hfmem.memory.kv.estimate import estimate_kv
+from hfmem.memory.kv.vllm import admission_tokens
+from hfmem.memory.kv.vllm_deepseek_v4 import LAYOUTS, deepseek_v4_vllm, layout_for
+from hfmem.memory.kv.layers import describe_layers
+from hfmem.memory.vllm_versions import GROUP_SUM_CONCURRENCY_FROM
+from hfmem.model.architecture import build_architecture
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+TRUTH = json.loads((FIXTURES / "vllm" / "planning.json").read_text())
+RECORDS = TRUTH["records"]
+
+
+def _release(name: str) -> tuple[int, int]:
+    major, minor = name.split(".")[:2]
+    return int(major), int(minor)
+
+
+def _arch(repo: str):
+    return build_architecture(json.loads((FIXTURES / "configs" / repo / "config.json").read_text()))[0]
+
+
+def _kv(repo: str, max_len: int, mbt: int, release: tuple[int, int]):
+    v4 = "DeepSeek-V4" in repo
+    return estimate_kv(_arch(repo), max_len, kv_dtype="fp8" if v4 else "bf16", block_size=256 if v4 else 16,
+                       max_batched_tokens=mbt, vllm_release=release)
+
+
+def _divisor(est, release: tuple[int, int]) -> int:
+    if est.blocks_per_request_before_027 is not None and release < GROUP_SUM_CONCURRENCY_FROM:
+        return est.blocks_per_request_before_027
+    return est.blocks_per_request
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=[f"{r['model'].split('/')[1]}-{r['vllm']}" for r in RECORDS])
+def test_blocks_fit_and_concurrency_are_vllms(record):
+    """Every point: num_blocks = available // bytes_per_block, the fit check's bytes = total_bytes, and the logged
+    concurrency = num_blocks / the release's divisor, all exactly."""
+    release = _release(record["vllm"])
+    for row in record["points"]:
+        p = dict(zip(TRUTH["fields"], row))
+        est = _kv(record["model"], p["max_model_len"], p["max_num_batched_tokens"], release)
+        blocks = p["available_bytes"] // est.bytes_per_block
+        assert blocks == p["num_blocks"], p
+        assert est.total_bytes == p["fit_bytes"], p
+        assert blocks / _divisor(est, release) == pytest.approx(p["concurrency"], rel=1e-12), p
+
+
+def test_the_truth_tells_the_layouts_apart():
+    """The fixture would catch a wrong layout: for every recorded release, each other DeepSeek-V4 layout misses at
+    least one of its V4-Flash points."""
+    arch = _arch("deepseek-ai/DeepSeek-V4-Flash")
+    layers = describe_layers(arch, "vllm")
+    for record in (r for r in RECORDS if r["model"] == "deepseek-ai/DeepSeek-V4-Flash"):
+        release = _release(record["vllm"])
+        points = [dict(zip(TRUTH["fields"], row)) for row in record["points"]]
+        for layout in LAYOUTS:
+            got = [(p["available_bytes"] // e.bytes_per_block, e.total_bytes) for p in points for e in [
+                deepseek_v4_vllm(arch, layers, "fp8", p["max_model_len"], 1, 256,
+                                 admission_tokens(p["max_num_batched_tokens"], release), layout)]]
+            same = got == [(p["num_blocks"], p["fit_bytes"]) for p in points]
+            assert same == (layout == layout_for(release)), (record["vllm"], layout)
+
+
+def test_window_admission_doubles_from_026():
+    """From 0.26 a window layer admits vLLM's max_in_flight_tokens (2 async-scheduled batches) beyond its window:
+    Gemma 3's recorded fit check at 32k grows between 0.25 and 0.26 by exactly what doubling gives hfmem."""
+    by = {r["vllm"]: dict(zip(TRUTH["fields"], r["points"][0])) for r in RECORDS if r["model"] == "google/gemma-3-27b-it"}
+    assert by["0.26.0"]["fit_bytes"] > by["0.25.0"]["fit_bytes"]
+    once = _kv("google/gemma-3-27b-it", 32_768, 16_384, (0, 25))  # 0.25's rule with twice the tokens
+    assert once.total_bytes == by["0.26.0"]["fit_bytes"]
+    assert admission_tokens(8_192, (0, 25)) == 8_192 and admission_tokens(8_192, (0, 26)) == 16_384
+    assert admission_tokens(8_192, None) == 16_384  # the newest release read
+
+
+def test_default_is_the_newest_release():
+    """No release: the newest read (0.34), as every other default of the plan."""
+    newest = next(r for r in RECORDS if r["vllm"] == "0.34.0" and r["model"] == "deepseek-ai/DeepSeek-V4-Pro")
+    p = dict(zip(TRUTH["fields"], newest["points"][1]))
+    est = estimate_kv(_arch("deepseek-ai/DeepSeek-V4-Pro"), p["max_model_len"], kv_dtype="fp8", block_size=256,
+                      max_batched_tokens=p["max_num_batched_tokens"])
+    assert (p["available_bytes"] // est.bytes_per_block, est.total_bytes) == (p["num_blocks"], p["fit_bytes"])
+    assert layout_for(None) == "packed"
