@@ -160,7 +160,7 @@ def attach_sections(
     ``dtype`` is the CLI's name (``--dtype``) for the weight ``precision``; give one of the two."""
     from hfmem.memory.gpus import parse_size, resolve_gpu
     from hfmem.memory.kv import estimate_kv, parse_context, stored_float_dtype
-    from hfmem.memory.planner import DEFAULT_MAX_BATCHED_TOKENS, attach, mtp_layer_count, profile_tokens
+    from hfmem.memory.planner import DEFAULT_MAX_BATCHED_TOKENS, attach, gpu_sm, mtp_layer_count, profile_tokens
     from hfmem.memory.vllm_versions import release_of, resolve_version
 
     unknown = sorted(set(training_options) - set(TRAINING_OPTIONS))
@@ -216,7 +216,8 @@ def attach_sections(
         report.kv_cache = [
             estimate_kv(report.architecture, c, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len,
                         weights_dtype=weights_dtype, mtp_layers=mtp_layers, tp=kv_tp, prefix_caching=prefix_caching,
-                        max_batched_tokens=mbt(c), vllm_release=release_of(vllm_version) if vllm_version else None)
+                        max_batched_tokens=mbt(c), vllm_release=release_of(vllm_version) if vllm_version else None,
+                        gpu_sm=gpu_sm(gpu_spec))
             for c in contexts
         ]
     plan = attach(report, precision=precision, context=plan_context, batch=batch, gpu=gpu_spec, tp=gpus, **planner_kwargs)

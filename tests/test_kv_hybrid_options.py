@@ -26,14 +26,17 @@ def _kv(stub_repo, repo: str, *args: str) -> dict:
 
 def test_no_prefix_caching_gives_one_state_page(stub_repo):
     """Qwen3-Next-80B at 64k: 36 GDN layers in 3 groups of 12; prefix caching (default) reserves 2 state pages per
-    group, --no-prefix-caching 1: the difference is 3 groups x 12 x one padded state page (block 544 x 2,048 B)."""
-    on = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k")
-    off = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", "--no-prefix-caching")
+    group (3 from vLLM 0.33 on Hopper, the default without --gpu: FlashInfer's GDN prefill keeps a checkpoint page),
+    --no-prefix-caching 1: the difference is 3 groups x 12 x one or two padded state pages (block 544 x 2,048 B)."""
     page = 544 * 2 * 256 * 2 * 2
-    assert on["total_bytes"] - off["total_bytes"] == 3 * 12 * page
-    assert on["blocks_per_request"] - off["blocks_per_request"] == 3
-    assert any("two state pages" in a for a in on["assumptions"])
-    assert any("prefix caching off" in a for a in off["assumptions"])
+    for version, extra, words in (("0.32", 1, "two state pages"), (None, 2, "three state pages")):
+        pin = ["--vllm-version", version] if version else []
+        on = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", *pin)
+        off = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", "--no-prefix-caching", *pin)
+        assert on["total_bytes"] - off["total_bytes"] == extra * 3 * 12 * page
+        assert on["blocks_per_request"] - off["blocks_per_request"] == extra * 3
+        assert any(words in a for a in on["assumptions"])
+        assert any("prefix caching off" in a for a in off["assumptions"])
 
 
 def test_kv_section_per_gpu_at_gpus(stub_repo):
@@ -75,16 +78,30 @@ def test_per_layer_notes_appear_once():
 def test_planner_concurrency_in_whole_blocks_per_group(stub_repo):
     """Hybrid models: vLLM's concurrency = (available // one block across the groups) / blocks per request
     (kv_cache_utils.py: get_num_blocks, get_max_concurrency_for_kv_cache_config); two state pages per group with
-    prefix caching, one without."""
+    prefix caching (three from 0.33 on Hopper, the default), one without."""
     import hfmem
     from hfmem.memory.planner import Planner
 
     report = hfmem.analyze(str(stub_repo("Qwen/Qwen3-Next-80B-A3B-Instruct")))
     budget = 200 * 2**30
-    for pc, state_blocks in ((True, 6), (False, 3)):
-        p = Planner(report, "int4", engine="vllm", prefix_caching=pc)
+    for pc, state_blocks, version in ((True, 6, "0.32"), (True, 9, None), (False, 3, None)):
+        p = Planner(report, "int4", engine="vllm", prefix_caching=pc, vllm_version=version)
         conc, blocks, tokens, available = p.concurrency(budget, 32_768)
         one = p.kv(32_768, 1)
         assert one.blocks_per_request == cdiv(32_768, 544) + state_blocks
         assert blocks == available // one.bytes_per_block
         assert conc == blocks / one.blocks_per_request and tokens == int(conc * 32_768)
+
+
+def test_kimi_k3_reads_its_kimi_linear_text_config():
+    """Kimi-K3's config.json wraps a kimi_linear text_config in a model_type transformers does not know (kimi_k3): the
+    text config is still read with kimi_linear's rules, so its 1-indexed linear_attn_config lists give 69 KDA layers
+    and 24 MLA layers (before, all 93 were taken as MLA). Under vLLM 0.29 on, its KDA layers may keep a prefill
+    checkpoint page (FlashKDA prefill), which is said once with its bound, not counted."""
+    k3 = arch_of("moonshotai/Kimi-K3")
+    assert k3.layer_types == {"linear_attention": 69, "full_attention": 24}
+    est = estimate_kv(k3, 32_768)
+    assert est.by_layer_type["linear_attention"]["layers"] == 69 and est.by_layer_type["mla"]["layers"] == 24
+    assert len([w for w in est.warnings if "FlashKDA" in w]) == 1
+    assert not [w for w in estimate_kv(k3, 32_768, vllm_release=(0, 28)).warnings if "FlashKDA" in w]
+    assert not [w for w in estimate_kv(k3, 32_768, prefix_caching=False).warnings if "FlashKDA" in w]

@@ -154,16 +154,25 @@ def test_gemma2_no_window_saving_at_8k():
 def test_qwen3_next_hybrid_block_size_and_state():
     """§2.4 + models/config.py: GDN state 1,097,728 B per layer (conv 8192 x 3 + 32 x 128 x 128, BF16); attention
     block raised to 16 x cdiv(1,097,728, 16 x 2048) = 544 tokens; 12 full + 36 GDN -> group size 12, 3 GDN groups,
-    each 2 state pages per request with prefix caching (mamba_cache_mode "align", vLLM's default), 1 without."""
+    each 2 state pages per request with prefix caching (mamba_cache_mode "align", vLLM's default), 1 without; from
+    0.33 on a Hopper GPU a third, the prefill-checkpoint page of FlashInfer's GDN prefill
+    (gdn/qwen_gdn_linear_attn.py: num_prefill_checkpoint_blocks=1), as without a GPU (the H100-class default)."""
     arch = arch_of("Qwen/Qwen3-Next-80B-A3B-Instruct")
-    est = estimate_kv(arch, 32_768)
+    attn_page = 544 * 2 * 256 * 2 * 2
+    for release, sm in (((0, 33), 90), (None, 90)):
+        three = estimate_kv(arch, 32_768, vllm_release=release, gpu_sm=sm)
+        assert three.total_bytes == 12 * attn_page * (cdiv(32_768, 544) + 3 * 3)
+        assert any("three state pages" in a and "gdn layers' prefill-checkpoint page" in a for a in three.assumptions)
+    for release, sm in (((0, 32), 90), (None, 89), (None, 100), (None, None)):  # before 0.33; Ada; Blackwell; unknown
+        assert estimate_kv(arch, 32_768, vllm_release=release, gpu_sm=sm).total_bytes == 12 * attn_page * (61 + 3 * 2)
+    est = estimate_kv(arch, 32_768, vllm_release=(0, 32))
     assert est.by_layer_type["linear_attention"]["state_bytes"] == 36 * 1_097_728
     assert est.block_size == 544
     attn_page = 544 * 2 * 256 * 2 * 2
     assert est.total_bytes == 12 * attn_page * (cdiv(32_768, 544) + 3 * 2)
     assert est.blocks_per_request == cdiv(32_768, 544) + 6
     assert any("two state pages" in a for a in est.assumptions)
-    off = estimate_kv(arch, 32_768, prefix_caching=False)
+    off = estimate_kv(arch, 32_768, prefix_caching=False)  # mode "none": no checkpoint page either
     assert off.total_bytes == 12 * attn_page * (cdiv(32_768, 544) + 3) and off.blocks_per_request == 61 + 3
     assert any("one state page" in a for a in off.assumptions)
     assert round(36 * 1_097_728 / 2**20, 1) == 37.7  # "37.7 MiB per sequence"
@@ -175,7 +184,8 @@ def test_qwen36_27b_tp2_fp8_startup_log():
     """A public vLLM start-up log of a Qwen3.5-style hybrid 27B (TP2, fp8 KV, max_model_len 131,072): attention
     block size 1568 and "Maximum concurrency for 131,072 tokens per request: 2.31x". Qwen3.6-27B's config (64 layers:
     16 full attention, 48 gated DeltaNet; mamba_ssm_dtype float32) reproduces both, and only with two state pages
-    per request per group (prefix caching on: mamba_cache_mode "align").
+    per request per group (prefix caching on: mamba_cache_mode "align"). The log gives neither its release nor its
+    GPU; two pages mean a release before 0.33 or a GPU where vLLM's GDN prefill is not FlashInfer's (0.32 here).
 
     Per GPU: attention 2 KV heads x 256 x 2 (K, V) x 1 B = 1,024 B/token; GDN state (10,240 / 2) x 3 x 2 B conv +
     24 x 128 x 128 x 4 B recurrent = 1,603,584 B -> block 16 x cdiv(1,603,584, 16 x 1,024) = 1568 tokens. Groups of
@@ -183,11 +193,11 @@ def test_qwen36_27b_tp2_fp8_startup_log():
     one page would be 87. vLLM: concurrency = num_blocks / blocks per request; the log's 2.31x needs num_blocks 208
     (207 gives 2.30x, 209 2.32x), and 208 / 87 = 2.39x."""
     arch = arch_of("Qwen/Qwen3.6-27B")
-    est = estimate_kv(arch, 131_072, kv_dtype="fp8", tp=2)
+    est = estimate_kv(arch, 131_072, kv_dtype="fp8", tp=2, vllm_release=(0, 32))
     assert est.block_size == 1568
     assert est.by_layer_type["linear_attention"]["state_bytes"] == 48 * (5120 * 3 * 2 + 24 * 128 * 128 * 4)
     assert est.blocks_per_request == 84 + 3 * 2 == 90
-    one_page = estimate_kv(arch, 131_072, kv_dtype="fp8", tp=2, prefix_caching=False)
+    one_page = estimate_kv(arch, 131_072, kv_dtype="fp8", tp=2, prefix_caching=False, vllm_release=(0, 32))
     assert one_page.blocks_per_request == 87
     matching = [n for n in range(150, 300) if f"{n / est.blocks_per_request:.2f}x" == "2.31x"]
     assert matching == [208]
@@ -249,6 +259,21 @@ def test_kv_shared_and_mlp_only_layers_keep_nothing():
     est = estimate_kv(nem, 8192)
     assert est.by_layer_type["no_cache"]["bytes"] == 0
     assert est.by_layer_type["full_attention"]["layers"] == 10 and est.by_layer_type["mamba"]["layers"] == 54
+
+
+def test_mamba2_checkpoint_page_from_032():
+    """Nemotron-H-56B (10 attention + 54 Mamba2 layers, groups of 10: 6 state groups, attention block 4128): from vLLM
+    0.32 a Mamba2 mixer exports its prefill checkpoint (mamba_mixer2.py get_kv_cache_spec:
+    num_prefill_checkpoint_blocks=1), so with prefix caching each state group keeps 3 pages per request, on any GPU;
+    0.31 and before 2. At 8k: 2 attention blocks + 6 x 2 = 14 blocks, then 2 + 6 x 3 = 20."""
+    nem = arch_of("nvidia/Nemotron-H-56B-Base-8K")
+    before = estimate_kv(nem, 8192, vllm_release=(0, 31), gpu_sm=89)
+    after = estimate_kv(nem, 8192, vllm_release=(0, 32), gpu_sm=89)
+    assert before.block_size == after.block_size == 4128
+    assert (before.blocks_per_request, after.blocks_per_request) == (2 + 6 * 2, 2 + 6 * 3)
+    assert after.total_bytes == before.total_bytes // 14 * 20
+    assert estimate_kv(nem, 8192, gpu_sm=None).blocks_per_request == 20  # the newest release, whatever the GPU
+    assert estimate_kv(nem, 8192, prefix_caching=False).blocks_per_request == 2 + 6
 
 
 def test_qwen2_sliding_window_off_trap():

@@ -1590,18 +1590,19 @@ def test_tokens_from_the_logged_pool(name, url, repo, tp, ctx, kv_gib, tokens):
 # - The L4 row's log (vLLM 0.29.0, max_model_len 32768, prefix caching on: vLLM's 'align' Mamba cache mode): 9.1 GiB
 #   -> "Maximum concurrency for 32,768 tokens per request: 8.17x" and 267,842 tokens.
 HYBRID_TOKEN_LOGS = [
-    pytest.param(1024, False, 12.85, "159.40", 163_225, id="v0.22-1k-no-prefix-caching"),
-    pytest.param(32_768, True, 9.1, "8.17", 267_842, id="v0.29-l4-32k-prefix-caching"),
+    pytest.param(1024, False, 12.85, "159.40", 163_225, (0, 22), None, id="v0.22-1k-no-prefix-caching"),
+    pytest.param(32_768, True, 9.1, "8.17", 267_842, (0, 29), 89, id="v0.29-l4-32k-prefix-caching"),
 ]
 
 
-@pytest.mark.parametrize("ctx, prefix_caching, pool_gib, concurrency_line, tokens", HYBRID_TOKEN_LOGS)
-def test_hybrid_tokens_from_the_logged_pool(ctx, prefix_caching, pool_gib, concurrency_line, tokens):
+@pytest.mark.parametrize("ctx, prefix_caching, pool_gib, concurrency_line, tokens, release, sm", HYBRID_TOKEN_LOGS)
+def test_hybrid_tokens_from_the_logged_pool(ctx, prefix_caching, pool_gib, concurrency_line, tokens, release, sm):
     from hfmem.memory.kv import estimate_kv
     from hfmem.model.architecture import build_architecture
 
     arch = build_architecture(load_config("Qwen/Qwen3.5-4B"))[0]
-    est = estimate_kv(arch, ctx, engine="vllm", max_batched_tokens=2048, prefix_caching=prefix_caching)
+    est = estimate_kv(arch, ctx, engine="vllm", max_batched_tokens=2048, prefix_caching=prefix_caching,
+                      vllm_release=release, gpu_sm=sm)
     assert est.block_size == 528
     concurrency = (int(pool_gib * GiB) // est.bytes_per_block) / est.blocks_per_request
     assert f"{concurrency:.2f}" == concurrency_line and int(concurrency * ctx) == tokens

@@ -325,6 +325,17 @@ def gpu_class(gpu: GPU | None) -> str | None:
     return "sm90" if gpu.kind == "cuda" and hw.sm == 90 else "other"
 
 
+def gpu_sm(gpu: GPU | None) -> int | None:
+    """The GPU's CUDA compute capability x 10 for the KV rules that follow vLLM's kernel choice (90 without a GPU, the
+    H100-class default; None for a GPU known by size only or not a CUDA one)."""
+    from hfmem.memory.hardware import hardware_of
+
+    if gpu is None:
+        return 90
+    hw = hardware_of(gpu)
+    return hw.sm if hw is not None and gpu.kind == "cuda" else None
+
+
 def _uses_rope(arch: Architecture) -> bool:
     cfg = arch.text_config or {}
     if cfg.get("position_embedding_type") == "absolute":
@@ -1038,7 +1049,7 @@ class Planner:
             self._kv_layout = kv_layout(self.arch, self.kv_dtype, self.engine, self.encoder_len, self.tp,
                                         mtp_layers=self.mtp_layers)
         return estimate_at(self._kv_layout, context, batch, self.block_size, self.profile_tokens(context),
-                           self.prefix_caching, self._release() if self.engine == "vllm" else None)
+                           self.prefix_caching, self._release() if self.engine == "vllm" else None, gpu_sm(self.gpu))
 
     def need(self, context: int, batch: int) -> int:
         # Memoised: the catalog asks every GPU's row the same few points (the model limit, 1 token, one block, the

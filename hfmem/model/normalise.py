@@ -87,8 +87,18 @@ def _unknown_note(model_type: str) -> str:
 
 
 def _read_raw(config: dict[str, Any], notes: list[str]) -> Normalised:
-    """config.json as it is: its text_config (if any) is the decoder's."""
+    """config.json as it is: its text_config (if any) is the decoder's. A text_config of a model type the compiled
+    table covers (Kimi-K3's kimi_linear under an unknown kimi_k3) is normalised by that type's rules, so derived fields
+    such as its layer types are read as transformers reads them, not taken as absent."""
+    from hfmem.model.fast_config import fast_normalise
+
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    if text is not config:
+        known = fast_normalise(text)
+        if known is not None:
+            notes = [*notes, f"its text_config (model_type {text.get('model_type')!r}) read with transformers' "
+                             f"{text.get('model_type')} rules"]
+            return config, known[0], "raw config.json", notes
     return config, text, "raw config.json", notes
 
 

@@ -280,6 +280,7 @@ def estimate_kv(
     mtp_layers: int = 0,
     prefix_caching: bool = True,
     vllm_release: tuple[int, int] | None = None,
+    gpu_sm: int | None = 90,
 ) -> KVCacheEstimate:
     """KV cache for `batch` sequences of `context` tokens under `engine`; exact integer bytes (per GPU if tp > 1).
 
@@ -288,18 +289,21 @@ def estimate_kv(
     attention layer (vLLM builds them as decoder layers: models/deepseek_mtp.py, DeepSeekMultiTokenPredictorLayer).
     prefix_caching: vLLM's automatic prefix caching (on by default): state layers of hybrid models then reserve two
     pages per request per group instead of one. vllm_release: the vLLM release (major, minor) whose rules apply
-    where they changed (a window's admission from 0.26, DeepSeek-V4's pool layout); None: the newest read."""
+    where they changed (a window's admission from 0.26, DeepSeek-V4's pool layout, state layers' prefill-checkpoint
+    page); None: the newest read. gpu_sm: the GPU's compute capability x 10 (90: Hopper, the default without a GPU;
+    None: not known), which decides vLLM's GDN prefill kernel."""
     if engine not in ENGINES:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     for name, value in (("context", context), ("batch", batch), ("tp", tp), ("block_size", block_size),
                         ("max_batched_tokens", max_batched_tokens)):
         _check_positive(name, value)
     layout = kv_layout(arch, kv_dtype, engine, encoder_len, tp, weights_dtype, mtp_layers)
-    return estimate_at(layout, context, batch, block_size, max_batched_tokens, prefix_caching, vllm_release)
+    return estimate_at(layout, context, batch, block_size, max_batched_tokens, prefix_caching, vllm_release, gpu_sm)
 
 
 def estimate_at(layout: KVLayout, context: int, batch: int = 1, block_size: int = 16, max_batched_tokens: int = 8192,
-                prefix_caching: bool = True, vllm_release: tuple[int, int] | None = None) -> KVCacheEstimate:
+                prefix_caching: bool = True, vllm_release: tuple[int, int] | None = None,
+                gpu_sm: int | None = 90) -> KVCacheEstimate:
     """:func:`estimate_kv` at one context and batch, from the layout it describes the layers with."""
     for name, value in (("context", context), ("batch", batch), ("block_size", block_size),
                         ("max_batched_tokens", max_batched_tokens)):
@@ -318,7 +322,7 @@ def estimate_at(layout: KVLayout, context: int, batch: int = 1, block_size: int 
         from hfmem.memory.kv.vllm import _vllm
 
         est = _vllm(arch, layers, dtype, context, batch, block_size, max_batched_tokens, [], warnings,
-                    prefix_caching, layout.memo, vllm_release)
+                    prefix_caching, layout.memo, vllm_release, gpu_sm)
         if arch.is_encoder_decoder and arch.model_type not in ("whisper",):
             warnings.append(f"vLLM V1 may not serve {arch.model_type} (encoder-decoder support is limited to a few models)")
     est.tp, est.encoder_len = layout.tp, layout.encoder_len if arch.is_encoder_decoder else None

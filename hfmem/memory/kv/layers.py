@@ -100,6 +100,7 @@ class _Layer:
     index_dim: int = 0  # width of the one index key the layer caches per token (0: none)
     compressed: Compressed | None = None  # DeepSeek-V4 CSA/HCA branch beside the window (compressed.py)
     hf_linear_layer: bool = False  # transformers caches its states in a LinearAttentionCacheLayerMixin layer
+    state_family: str | None = None  # mamba1 | mamba2 | gdn | kda | linear | short_conv (_STATE_FAMILY)
 
 
 def _int(value: Any) -> int | None:
@@ -429,6 +430,7 @@ def describe_layers(
                 no_state[name] = no_state.get(name, 0) + 1
             layer.states = states
             layer.hf_linear_layer = family in _HF_LINEAR_LAYER
+            layer.state_family = family
         if attn is not None:
             window = None
             if attn == "sliding":

@@ -21,6 +21,30 @@ IN_FLIGHT_ADMISSION_FROM = (0, 26)
 IN_FLIGHT_BATCHES = 2
 
 
+# A state layer that exports its prefix-cache checkpoint from inside a prefill keeps one more state page per request in
+# mamba_cache_mode "align" (MambaSpec.num_prefill_checkpoint_blocks: max_memory_usage_bytes = page x (2 + it)): Mamba2
+# mixers from 0.32 (model_executor/layers/mamba/mamba_mixer2.py get_kv_cache_spec), GDN layers (Qwen3-Next, Qwen3.5)
+# from 0.33 when their prefill runs FlashInfer's kernel (gdn/qwen_gdn_linear_attn.py _resolve_gdn_prefill_backend:
+# on Hopper; on Blackwell only with a CUDA 13 runtime, which the wheel's build decides and hfmem does not assume).
+# Read in the 0.30.0-0.34.0 wheels.
+CHECKPOINT_PAGE_FROM = {"mamba2": (0, 32), "gdn": (0, 33)}
+GDN_FLASHINFER_SM = 90
+
+
+def checkpoint_page(layers: list[_Layer], release: tuple[int, int] | None, gpu_sm: int | None) -> str | None:
+    """The state family that keeps a prefill-checkpoint page in this release on this GPU (compute capability x 10;
+    None: not known), else None."""
+    for family, first in CHECKPOINT_PAGE_FROM.items():
+        if not any(l.state_family == family for l in layers):
+            continue
+        if release is not None and release < first:
+            continue
+        if family == "gdn" and gpu_sm != GDN_FLASHINFER_SM:
+            continue
+        return family
+    return None
+
+
 def admission_tokens(max_batched_tokens: int, release: tuple[int, int] | None) -> int:
     """Tokens a window layer admits beyond its window in a vLLM release (None: the newest read)."""
     if release is None or release >= IN_FLIGHT_ADMISSION_FROM:
@@ -250,11 +274,14 @@ class _VllmLayout:
     per_token: int
 
 
-def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, prefix_caching: bool) -> _VllmLayout:
+def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, prefix_caching: bool,
+                 checkpoint: str | None = None) -> _VllmLayout:
     local: list[str] = []
     block_size = _sparse_block_size(layers, dtype, block_size, local)
     hybrid = any(l.attn for l in layers) and any(l.states for l in layers)
     pages = _state_pages(prefix_caching and hybrid)  # align mode checked on hybrid models only (docs/kv.md)
+    if checkpoint and prefix_caching and hybrid:
+        pages += 1  # the prefill-checkpoint page (CHECKPOINT_PAGE_FROM)
     specs, bs = _vllm_specs(layers, dtype, block_size, False, local)
     groups = _groups_of(layers, specs, local)
     full_groups = None
@@ -276,20 +303,30 @@ def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, prefix_cachi
 
 def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, batch: int, block_size: int, mbt: int,
           assumptions: list[str], warnings: list[str], prefix_caching: bool = True,
-          memo: dict | None = None, release: tuple[int, int] | None = None) -> KVCacheEstimate:
+          memo: dict | None = None, release: tuple[int, int] | None = None,
+          gpu_sm: int | None = 90) -> KVCacheEstimate:
     """memo: a dict kept with `layers` (KVLayout.memo) for the context-free part of the estimate. mbt:
     max_num_batched_tokens; release: the vLLM release (major, minor) whose window admission and DeepSeek-V4 layout
-    apply (None: the newest read)."""
+    apply (None: the newest read); gpu_sm: the GPU's compute capability x 10 (None: a GPU given by size only)."""
     admitted = admission_tokens(mbt, release)
     if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
         return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, admitted, layout_for(release))
-    key = ("vllm", dtype, block_size, prefix_caching)
+    checkpoint = checkpoint_page(layers, release, gpu_sm)
+    key = ("vllm", dtype, block_size, prefix_caching, checkpoint)
     layout = memo.get(key) if memo is not None else None
     if layout is None:
-        layout = _vllm_layout(layers, dtype, block_size, prefix_caching)
+        layout = _vllm_layout(layers, dtype, block_size, prefix_caching, checkpoint)
         if memo is not None:
             memo[key] = layout
     bs, pages, has_window = layout.block_size, layout.pages, layout.full_groups is not None
+    if (arch.model_type == "kimi_k3" and prefix_caching and pages == 2 and (release is None or release >= (0, 29))
+            and any(l.state_family == "kda" for l in layers)):
+        # models/kimi_k3/nvidia/kda.py get_kv_cache_spec: a prefill-checkpoint page when its prefill backend is FlashKDA
+        # (resolve_kda_prefill_backend: by GPU, head size and dtype), which hfmem does not decide
+        n_state = sum(1 for l in layers if l.state_family == "kda")
+        warnings.append(f"Kimi-K3 under vLLM 0.29 on: its {n_state} KDA layers keep a third state page per request "
+                        "(a prefill checkpoint) when vLLM picks the FlashKDA prefill kernel, not modelled: the figure "
+                        "counts two, so at most one more state page per state group may be reserved")
     per_request, growing, by_req, bytes_per_block = _vllm_per_request(layout.groups, context, admitted, pages)
     reserved = per_request
     if layout.full_groups is not None:
@@ -316,8 +353,16 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         assumptions_v.append("MLA backends that force a larger block size (FlashMLA: 64) round to that instead")
     if any(l.states for l in layers):
         assumptions_v.append(
+            f"state layers: three state pages per request per state group (prefix caching on, vLLM's default: "
+            f"mamba_cache_mode 'align', two pages, and the {checkpoint} layers' prefill-checkpoint page of vLLM "
+            f"{'.'.join(map(str, CHECKPOINT_PAGE_FROM[checkpoint or 'mamba2']))} on"
+            + (", FlashInfer's GDN prefill on Hopper" if checkpoint == "gdn" else "") + "; no speculative decoding)"
+            if pages == 3 else
             "state layers: two state pages per request per state group (prefix caching on, vLLM's default: "
-            "mamba_cache_mode 'align'; no speculative decoding)" if pages == 2 else
+            "mamba_cache_mode 'align'; no speculative decoding"
+            + ("; a GDN layer keeps a third, its prefill-checkpoint page, in vLLM 0.33 on with FlashInfer's GDN "
+               "prefill, which vLLM picks on Hopper GPUs (on Blackwell with a CUDA 13 runtime)"
+               if any(l.state_family == "gdn" for l in layers) else "") + ")" if pages == 2 else
             "state layers: one state page per request (state-only model: mamba_cache_mode 'none' assumed; the "
             "two-page 'align' rule is applied to hybrid attention/state models)" if prefix_caching else
             "state layers: one state page per request per state group (prefix caching off: mamba_cache_mode "
