@@ -92,14 +92,15 @@ def _read_raw(config: dict[str, Any], notes: list[str]) -> Normalised:
     such as its layer types are read as transformers reads them, not taken as absent."""
     from hfmem.model.fast_config import fast_normalise
 
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-    if text is not config:
-        known = fast_normalise(text)
+    nested = config.get("text_config")
+    if isinstance(nested, dict):
+        known = fast_normalise(nested)
         if known is not None:
-            notes = [*notes, f"its text_config (model_type {text.get('model_type')!r}) read with transformers' "
-                             f"{text.get('model_type')} rules"]
+            notes = [*notes, f"its text_config (model_type {nested.get('model_type')!r}) read with transformers' "
+                             f"{nested.get('model_type')} rules"]
             return config, known[0], "raw config.json", notes
-    return config, text, "raw config.json", notes
+        return config, nested, "raw config.json", notes
+    return config, config, "raw config.json", notes
 
 
 def _import_auto_config() -> Any:
