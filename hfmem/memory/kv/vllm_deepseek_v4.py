@@ -185,7 +185,7 @@ def _packed_groups(caches: list[_Cache]) -> tuple[list[list[_Cache]], int]:
 
 
 # How vLLM lays DeepSeek-V4's pool blocks out, by release (run through each wheel's own kv_cache_utils.py /
-# kv_cache_planning.py on V4-Flash and V4-Pro specs: tests/test_kv_deepseek_v4.py, scripts/record_vllm_planning.py):
+# kv_cache_planning.py on V4-Flash and V4-Pro specs: scripts/record_vllm_planning.py, tests/test_vllm_planning_truth.py):
 # - "tuples" (0.20-0.22): _get_kv_cache_config_deepseek_v4: a block holds one page of every compressed page size per
 #   layer tuple;
 # - "buckets" (0.23-0.26): every page size as many times as the most layers of that size in one group;
