@@ -175,13 +175,13 @@ def attach_sections(
         precision = dtype
     gpu_spec = resolve_gpu(gpu) if gpu else None
     version = resolve_version(vllm_version)
+    release = release_of(vllm_version) if vllm_version else None
 
     def mbt(context: int) -> int:
         # the planner's rule (vLLM's max_num_batched_tokens by version and GPU), so both KV figures agree
         if engine != "vllm" or device == "cpu":
             return max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS
-        return profile_tokens(version, gpu_spec, context, max_batched_tokens,
-                              release_of(vllm_version) if vllm_version else None)
+        return profile_tokens(version, gpu_spec, context, max_batched_tokens, release)
 
     contexts = None
     if ctx is not None:
@@ -216,7 +216,7 @@ def attach_sections(
         report.kv_cache = [
             estimate_kv(report.architecture, c, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len,
                         weights_dtype=weights_dtype, mtp_layers=mtp_layers, tp=kv_tp, prefix_caching=prefix_caching,
-                        max_batched_tokens=mbt(c), vllm_release=release_of(vllm_version) if vllm_version else None,
+                        max_batched_tokens=mbt(c), vllm_release=release,
                         gpu_sm=gpu_sm(gpu_spec))
             for c in contexts
         ]

@@ -34,7 +34,6 @@ from hfmem.memory.precision import (
 from hfmem.memory.vllm_versions import (
     DSV4_NOTE,
     ENCODER_TP_MODES,
-    GROUP_SUM_CONCURRENCY_FROM,
     INTERCONNECTS,
     NVLINK_TP_LOGGED,
     NVLINK_TP_SOURCE,
@@ -317,12 +316,9 @@ def gpu_class(gpu: GPU | None) -> str | None:
     any other known part, None for a GPU given only by its size (the plan says so)."""
     from hfmem.memory.hardware import hardware_of
 
-    if gpu is None:
+    if gpu_sm(gpu) == 90:
         return "sm90"
-    hw = hardware_of(gpu)
-    if hw is None:
-        return None
-    return "sm90" if gpu.kind == "cuda" and hw.sm == 90 else "other"
+    return "other" if gpu is not None and hardware_of(gpu) is not None else None
 
 
 def gpu_sm(gpu: GPU | None) -> int | None:
@@ -1125,7 +1121,8 @@ class Planner:
             # "GPU KV cache size" log of the version: int(concurrency x max_model_len), or before that
             # num_blocks // num_groups x block_size
             blocks = available // one.bytes_per_block
-            conc = blocks / self._blocks_per_request(one)
+            # the release's own divisor: DeepSeek-V4's estimate for a release before 0.27 carries the older one
+            conc = blocks / (one.blocks_per_request_before_027 or one.blocks_per_request)
             if pool_tokens_rule(self.vllm, self.vllm_release) == "groups":
                 # 0.20.0 (kv_cache_utils.py _report_kv_cache_config): num_blocks // groups x the smallest group's
                 # block size
@@ -1138,14 +1135,6 @@ class Planner:
         # over every layer's bytes per token
         pool = available // one.bytes_per_token if self.engine == "vllm" and one.bytes_per_token else None
         return available / one.total_bytes, None, pool, available
-
-    def _blocks_per_request(self, one: Any) -> int:
-        """The divisor of the release's "Maximum concurrency": DeepSeek-V4's before 0.27 where it differs
-        (vllm_versions.GROUP_SUM_CONCURRENCY_FROM); the default plan follows the newest release."""
-        release = self._release()
-        if one.blocks_per_request_before_027 is not None and release is not None and release < GROUP_SUM_CONCURRENCY_FROM:
-            return int(one.blocks_per_request_before_027)
-        return int(one.blocks_per_request)
 
     def max_batch(self, budget: int, context: int) -> int:
         """transformers: the largest batch whose total fits at ``context`` (batch b prefills b x context tokens at

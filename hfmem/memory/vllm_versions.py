@@ -427,11 +427,6 @@ V1_RUNNER_REMOVED_FROM = (0, 34)
 # leaves it out (the pool is sized as if it were not there).
 RUNNER_STATE_COUNTED_FROM = (0, 27)
 RUNNERS = ("v1", "v2")  # --vllm-runner: VLLM_USE_V2_MODEL_RUNNER=0 / =1
-# v1/core/kv_cache_utils.py get_max_concurrency_for_kv_cache_config: up to 0.26.0 cdiv(the largest group's layer count
-# x the sum of the groups' max_memory_usage_bytes, the first group's page_size_bytes x that count); from 0.27.0 (read
-# in both wheels) the sum over groups of cdiv(max_memory_usage_bytes, page_size_bytes). They agree wherever every group
-# has one page size (vLLM unifies them), so only DeepSeek-V4, whose groups' pages differ, logs another concurrency.
-GROUP_SUM_CONCURRENCY_FROM = (0, 27)
 
 
 def runner_available(release: tuple[int, int] | None, runner: str) -> str | None:

@@ -261,6 +261,27 @@ def _state_pages(prefix_caching: bool) -> int:
     return 2 if prefix_caching else 1
 
 
+def _state_pages_note(layers: list[_Layer], pages: int, checkpoint: str | None, prefix_caching: bool) -> str:
+    """The assumption line for the state pages one request reserves per state group."""
+    if pages == 3 and checkpoint is not None:
+        first = ".".join(map(str, CHECKPOINT_PAGE_FROM[checkpoint]))
+        gdn = ", FlashInfer's GDN prefill on Hopper" if checkpoint == "gdn" else ""
+        return (f"state layers: three state pages per request per state group (prefix caching on, vLLM's default: "
+                f"mamba_cache_mode 'align', two pages, and the {checkpoint} layers' prefill-checkpoint page of vLLM "
+                f"{first} on{gdn}; no speculative decoding)")
+    if pages == 2:
+        gdn = ("; a GDN layer keeps a third, its prefill-checkpoint page, in vLLM 0.33 on with FlashInfer's GDN "
+               "prefill, which vLLM picks on Hopper GPUs (on Blackwell with a CUDA 13 runtime)"
+               if any(l.state_family == "gdn" for l in layers) else "")
+        return ("state layers: two state pages per request per state group (prefix caching on, vLLM's default: "
+                f"mamba_cache_mode 'align'; no speculative decoding{gdn})")
+    if prefix_caching:
+        return ("state layers: one state page per request (state-only model: mamba_cache_mode 'none' assumed; the "
+                "two-page 'align' rule is applied to hybrid attention/state models)")
+    return ("state layers: one state page per request per state group (prefix caching off: mamba_cache_mode "
+            "'none'; no speculative decoding)")
+
+
 @dataclass(frozen=True)
 class _VllmLayout:
     """What _vllm computes once per layer list, KV dtype, block size and prefix-caching setting."""
@@ -306,8 +327,8 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
           memo: dict | None = None, release: tuple[int, int] | None = None,
           gpu_sm: int | None = 90) -> KVCacheEstimate:
     """memo: a dict kept with `layers` (KVLayout.memo) for the context-free part of the estimate. mbt:
-    max_num_batched_tokens; release: the vLLM release (major, minor) whose window admission and DeepSeek-V4 layout
-    apply (None: the newest read); gpu_sm: the GPU's compute capability x 10 (None: a GPU given by size only)."""
+    max_num_batched_tokens; release: the vLLM release (major, minor) whose window admission, DeepSeek-V4 layout and
+    state checkpoint page apply (None: the newest read); gpu_sm: the GPU's compute capability x 10 (None: not known)."""
     admitted = admission_tokens(mbt, release)
     if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
         return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, admitted, layout_for(release))
@@ -352,21 +373,7 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     if arch.mla is not None and not any(l.index_kind for l in layers):
         assumptions_v.append("MLA backends that force a larger block size (FlashMLA: 64) round to that instead")
     if any(l.states for l in layers):
-        assumptions_v.append(
-            f"state layers: three state pages per request per state group (prefix caching on, vLLM's default: "
-            f"mamba_cache_mode 'align', two pages, and the {checkpoint} layers' prefill-checkpoint page of vLLM "
-            f"{'.'.join(map(str, CHECKPOINT_PAGE_FROM[checkpoint or 'mamba2']))} on"
-            + (", FlashInfer's GDN prefill on Hopper" if checkpoint == "gdn" else "") + "; no speculative decoding)"
-            if pages == 3 else
-            "state layers: two state pages per request per state group (prefix caching on, vLLM's default: "
-            "mamba_cache_mode 'align'; no speculative decoding"
-            + ("; a GDN layer keeps a third, its prefill-checkpoint page, in vLLM 0.33 on with FlashInfer's GDN "
-               "prefill, which vLLM picks on Hopper GPUs (on Blackwell with a CUDA 13 runtime)"
-               if any(l.state_family == "gdn" for l in layers) else "") + ")" if pages == 2 else
-            "state layers: one state page per request (state-only model: mamba_cache_mode 'none' assumed; the "
-            "two-page 'align' rule is applied to hybrid attention/state models)" if prefix_caching else
-            "state layers: one state page per request per state group (prefix caching off: mamba_cache_mode "
-            "'none'; no speculative decoding)")
+        assumptions_v.append(_state_pages_note(layers, pages, checkpoint, prefix_caching))
     blocks_per_request = cdiv(per_request, bytes_per_block) if bytes_per_block else 0
     total_is = ("window-capped: hybrid KV cache manager on (vLLM default)" if has_window
                 else "blocks vLLM reserves for the requests")

@@ -195,8 +195,11 @@ def _packed_groups(caches: list[_Cache]) -> tuple[list[list[_Cache]], int]:
 # - "packed" (0.29 on): _get_packed_kv_cache_groups; the fit check charges whole blocks.
 LAYOUTS = ("tuples", "buckets", "overlay", "packed")
 _LAYOUT_FROM = ((0, 29, "packed"), (0, 27, "overlay"), (0, 23, "buckets"))
-# get_max_concurrency_for_kv_cache_config up to 0.26: cdiv(every group's pages x its page bytes, the first group's
-# page bytes), where 0.27 on sum the groups' pages (vllm_versions.GROUP_SUM_CONCURRENCY_FROM)
+# v1/core/kv_cache_utils.py get_max_concurrency_for_kv_cache_config: up to 0.26.0 cdiv(the largest group's layer count
+# x the sum of the groups' max_memory_usage_bytes, the first group's page_size_bytes x that count); from 0.27.0 (read
+# in both wheels) the sum over groups of cdiv(max_memory_usage_bytes, page_size_bytes). They agree wherever every group
+# has one page size (vLLM unifies them), so only DeepSeek-V4, whose groups' pages differ, logs another concurrency:
+# the layouts of the releases before 0.27 carry it (KVCacheEstimate.blocks_per_request_before_027)
 _OLD_CONCURRENCY = ("tuples", "buckets")
 
 
