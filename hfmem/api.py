@@ -146,7 +146,7 @@ def attach_sections(
     vllm_runner: str | None = None,
     mm_encoder_tp_mode: str | None = None,
     device: str = "cuda",
-    prefix_caching: bool = True,
+    prefix_caching: bool | None = None,
     speculative: str | None = None,
     every_tp: bool = False,
     train: str | None = None,
@@ -457,8 +457,9 @@ def analyze(
     prefix_caching, speculative, train
     and the training options; GGUF models also take ``llamacpp_defaults``: "llama-server" or "llama-cpp-python", and
     with ``gpu`` get llama.cpp's partial-offload plan as ``report.offload`` and its llama-server command as ``report.serve``).
-    The KV cache is per GPU at tensor parallel size ``gpus``; ``prefix_caching=False`` gives vLLM's one-state-page
-    figure for hybrid linear-attention/mamba models (two pages with prefix caching on).
+    The KV cache is per GPU at tensor parallel size ``gpus``; ``prefix_caching`` (None: the vLLM release's default,
+    on for hybrid models from 0.26) decides the state pages of hybrid linear-attention/mamba models: one page
+    without it, two with it (a page per block of context for the Mamba/Mamba2 families up to 0.27).
     Safetensors models give a :class:`Report`; GGUF weights (``.gguf`` files, GGUF-only repos, or ``gguf_file`` /
     ``quant`` given) a :class:`hfmem.gguf.model.GGUFReport`.
 

@@ -213,8 +213,8 @@ def planner_options(f: Callable) -> Callable:
     f = click.option("--speculative", type=click.Choice([s for s in SPECULATIVE if s]), default=None,
                      help="Speculative decoding: mtp loads the checkpoint's multi-token-prediction layers (weights + KV), as vLLM does.")(f)
     f = click.option("--device", type=click.Choice(DEVICES), default="cuda", show_default=True, help="cpu: RAM = weights + KV + activations + overhead.")(f)
-    f = click.option("--no-prefix-caching", "prefix_caching", is_flag=True, flag_value=False, default=None,
-                     help="vLLM without automatic prefix caching: hybrid mamba/linear-attention models reserve one state page per request per group, not two (docs/kv.md).")(f)
+    f = click.option("--prefix-caching/--no-prefix-caching", "prefix_caching", default=None,
+                     help="vLLM's automatic prefix caching (default: the release's, on for hybrid models from 0.26). Hybrid mamba/linear-attention models reserve one state page per request per group without it, two with it (up to 0.27 the Mamba2 families a page per block of context), and it sets their block size (docs/kv.md).")(f)
     return f
 
 

@@ -25,18 +25,36 @@ def _kv(stub_repo, repo: str, *args: str) -> dict:
 
 
 def test_no_prefix_caching_gives_one_state_page(stub_repo):
-    """Qwen3-Next-80B at 64k: 36 GDN layers in 3 groups of 12; prefix caching (default) reserves 2 state pages per
-    group (3 from vLLM 0.33 on Hopper, the default without --gpu: FlashInfer's GDN prefill keeps a checkpoint page),
-    --no-prefix-caching 1: the difference is 3 groups x 12 x one or two padded state pages (block 544 x 2,048 B)."""
+    """Qwen3-Next-80B at 64k: 36 GDN layers in 3 groups of 12; prefix caching reserves 2 state pages per group,
+    --no-prefix-caching 1: at 0.32 the difference is 3 groups x 12 x one padded state page (block 544 x 2,048 B).
+    From 0.33 on Hopper (the default without --gpu) FlashInfer's GDN prefill keeps a third, a checkpoint page, and
+    makes the block a multiple of its 64-token checkpoint alignment: 576 (tests/test_vllm_planning_truth.py)."""
     page = 544 * 2 * 256 * 2 * 2
-    for version, extra, words in (("0.32", 1, "two state pages"), (None, 2, "three state pages")):
-        pin = ["--vllm-version", version] if version else []
-        on = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", *pin)
-        off = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", "--no-prefix-caching", *pin)
-        assert on["total_bytes"] - off["total_bytes"] == extra * 3 * 12 * page
-        assert on["blocks_per_request"] - off["blocks_per_request"] == extra * 3
-        assert any(words in a for a in on["assumptions"])
-        assert any("prefix caching off" in a for a in off["assumptions"])
+    on = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", "--vllm-version", "0.32")
+    off = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", "--no-prefix-caching", "--vllm-version", "0.32")
+    assert on["total_bytes"] - off["total_bytes"] == 3 * 12 * page
+    assert on["blocks_per_request"] - off["blocks_per_request"] == 3
+    assert any("two state pages" in a for a in on["assumptions"])
+    assert any("prefix caching off" in a for a in off["assumptions"])
+    on = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k")
+    off = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", "--no-prefix-caching")
+    assert (on["block_size"], off["block_size"]) == (576, 544)
+    assert on["total_bytes"] == 12 * (576 * 2 * 256 * 2 * 2) * (cdiv(65_536, 576) + 3 * 3)
+    assert off["total_bytes"] == 12 * page * (cdiv(65_536, 544) + 3)
+    assert any("three state pages" in a for a in on["assumptions"])
+
+
+def test_prefix_caching_default_follows_the_release(stub_repo):
+    """vLLM starts hybrid models with prefix caching only from 0.26 (config/model.py is_prefix_caching_supported):
+    at 0.25 the default is --no-prefix-caching's one page, --prefix-caching asks for the two."""
+    old = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", "--vllm-version", "0.25")
+    off = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", "--vllm-version", "0.25",
+              "--no-prefix-caching")
+    on = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", "--vllm-version", "0.25",
+             "--prefix-caching")
+    assert old["total_bytes"] == off["total_bytes"] < on["total_bytes"]
+    assert any("vLLM's default for hybrid models before 0.26" in a for a in old["assumptions"])
+    assert any("two state pages" in a and "not vLLM's default" in a for a in on["assumptions"])
 
 
 def test_kv_section_per_gpu_at_gpus(stub_repo):
@@ -78,17 +96,19 @@ def test_per_layer_notes_appear_once():
 def test_planner_concurrency_in_whole_blocks_per_group(stub_repo):
     """Hybrid models: vLLM's concurrency = (available // one block across the groups) / blocks per request
     (kv_cache_utils.py: get_num_blocks, get_max_concurrency_for_kv_cache_config); two state pages per group with
-    prefix caching (three from 0.33 on Hopper, the default), one without."""
+    prefix caching (three from 0.33 on Hopper, the default, in blocks of 576), one without; before 0.26 vLLM's
+    default is without."""
     import hfmem
     from hfmem.memory.planner import Planner
 
     report = hfmem.analyze(str(stub_repo("Qwen/Qwen3-Next-80B-A3B-Instruct")))
     budget = 200 * 2**30
-    for pc, state_blocks, version in ((True, 6, "0.32"), (True, 9, None), (False, 3, None)):
+    for pc, block, state_blocks, version in ((True, 544, 6, "0.32"), (None, 576, 9, None), (False, 544, 3, None),
+                                             (None, 544, 3, "0.25")):
         p = Planner(report, "int4", engine="vllm", prefix_caching=pc, vllm_version=version)
         conc, blocks, tokens, available = p.concurrency(budget, 32_768)
         one = p.kv(32_768, 1)
-        assert one.blocks_per_request == cdiv(32_768, 544) + state_blocks
+        assert one.block_size == block and one.blocks_per_request == cdiv(32_768, block) + state_blocks
         assert blocks == available // one.bytes_per_block
         assert conc == blocks / one.blocks_per_request and tokens == int(conc * 32_768)
 

@@ -156,13 +156,16 @@ def test_qwen3_next_hybrid_block_size_and_state():
     block raised to 16 x cdiv(1,097,728, 16 x 2048) = 544 tokens; 12 full + 36 GDN -> group size 12, 3 GDN groups,
     each 2 state pages per request with prefix caching (mamba_cache_mode "align", vLLM's default), 1 without; from
     0.33 on a Hopper GPU a third, the prefill-checkpoint page of FlashInfer's GDN prefill
-    (gdn/qwen_gdn_linear_attn.py: num_prefill_checkpoint_blocks=1), as without a GPU (the H100-class default)."""
+    (gdn/qwen_gdn_linear_attn.py: num_prefill_checkpoint_blocks=1), as without a GPU (the H100-class default), and
+    the block a multiple of that prefill's 64-token checkpoint alignment: 64 x cdiv(1,097,728, 64 x 2048) = 576."""
     arch = arch_of("Qwen/Qwen3-Next-80B-A3B-Instruct")
-    attn_page = 544 * 2 * 256 * 2 * 2
     for release, sm in (((0, 33), 90), (None, 90)):
         three = estimate_kv(arch, 32_768, vllm_release=release, gpu_sm=sm)
-        assert three.total_bytes == 12 * attn_page * (cdiv(32_768, 544) + 3 * 3)
+        assert three.block_size == 576
+        assert three.total_bytes == 12 * (576 * 2 * 256 * 2 * 2) * (cdiv(32_768, 576) + 3 * 3) == 934_281_216
+        assert any("a multiple of 64" in a for a in three.assumptions)
         assert any("three state pages" in a and "gdn layers' prefill-checkpoint page" in a for a in three.assumptions)
+    attn_page = 544 * 2 * 256 * 2 * 2
     for release, sm in (((0, 32), 90), (None, 89), (None, 100), (None, None)):  # before 0.33; Ada; Blackwell; unknown
         assert estimate_kv(arch, 32_768, vllm_release=release, gpu_sm=sm).total_bytes == 12 * attn_page * (61 + 3 * 2)
     est = estimate_kv(arch, 32_768, vllm_release=(0, 32))

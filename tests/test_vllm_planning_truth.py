@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from hfmem.memory.kv.estimate import estimate_kv
+from hfmem.units import cdiv
 from hfmem.memory.kv.vllm import admission_tokens
 from hfmem.memory.kv.vllm_deepseek_v4 import LAYOUTS, deepseek_v4_vllm, layout_for
 from hfmem.memory.kv.layers import describe_layers
@@ -94,3 +95,58 @@ def test_default_is_the_newest_release():
                       max_batched_tokens=p["max_num_batched_tokens"])
     assert (p["available_bytes"] // est.bytes_per_block, est.total_bytes) == (p["num_blocks"], p["fit_bytes"])
     assert layout_for(None) == "packed"
+
+
+# fixtures/vllm/hybrid.json: the same, for hybrid attention/state models, from scripts/record_vllm_hybrid.py, which also
+# runs the release's own hybrid block-size alignment (Platform._align_hybrid_block_size from 0.20,
+# HybridAttentionMambaModelConfig before) and the model's config hooks (mamba_cache_mode, SSM state dtype) with the
+# model class's own state shapes: Qwen3-Next, Qwen3.5, Qwen3.6 (GDN), Nemotron-H (Mamba2), Kimi-Linear (KDA + MLA), at
+# TP 1 and 4, with and without prefix caching, on Hopper, 0.18 to 0.34.
+HYBRID = json.loads((FIXTURES / "vllm" / "hybrid.json").read_text())
+HYBRID_RECORDS = HYBRID["records"]
+
+
+def _hybrid_kv(record: dict, max_len: int, mbt: int):
+    return estimate_kv(_arch(record["model"]), max_len, kv_dtype="bf16", tp=record["tp"], max_batched_tokens=mbt,
+                       prefix_caching=record["prefix_caching"], vllm_release=_release(record["vllm"]),
+                       gpu_sm=record["sm"])
+
+
+@pytest.mark.parametrize("record", HYBRID_RECORDS, ids=[
+    f"{r['model'].split('/')[1]}-{r['vllm']}-tp{r['tp']}-{'pc' if r['prefix_caching'] else 'nopc'}"
+    for r in HYBRID_RECORDS])
+def test_hybrid_block_size_blocks_fit_and_concurrency_are_vllms(record):
+    """The block size vLLM's alignment picks, and at every point the pool blocks, the fit check's bytes and the
+    logged concurrency, all exactly. Up to 0.18 the fit check (kv_cache_utils.py _max_memory_usage_bytes_from_groups)
+    sized every group by the first one's spec, here a state group: its pages times one block across the groups, less
+    than a request takes; the pool and the concurrency were already a request's whole need."""
+    release = _release(record["vllm"])
+    for row in record["points"]:
+        p = dict(zip(HYBRID["point_fields"], row))
+        est = _hybrid_kv(record, p["max_model_len"], p["max_num_batched_tokens"])
+        assert est.block_size == record["block_size"], p
+        blocks = p["available_bytes"] // est.bytes_per_block
+        assert blocks == p["num_blocks"], p
+        if release < (0, 19):
+            all_mode = record["model"] == "nvidia/Nemotron-H-56B-Base-8K" and record["prefix_caching"]
+            first_group_pages = (cdiv(p["max_model_len"], est.block_size) if all_mode
+                                 else 2 if record["prefix_caching"] else 1)
+            assert p["fit_bytes"] == est.bytes_per_block * first_group_pages < est.total_bytes, p
+        else:
+            assert est.total_bytes == p["fit_bytes"], p
+        assert blocks / est.blocks_per_request == pytest.approx(p["concurrency"], rel=1e-12), p
+
+
+def test_hybrid_truth_covers_each_rule():
+    """The fixture holds each hybrid rule where it changes, so a rule applied to the wrong releases fails above: the
+    Mamba2 'all' mode's chunk-aligned blocks up to 0.27 (Nemotron-H 4,224 with prefix caching, 4,128 without), the
+    MLA alignment (Kimi-Linear 1,920 = 64 x 30 up to 0.19, 1,888 = 16 x 118 in 0.20-0.26, 1,920 = 128 x 15 from
+    0.27), the GDN checkpoint alignment from 0.33 (Qwen3-Next 576 with prefix caching, 544 before)."""
+    def bs(model: str, vllm: str, pc: bool, tp: int = 1) -> int:
+        return next(r["block_size"] for r in HYBRID_RECORDS
+                    if (r["model"], r["vllm"], r["prefix_caching"], r["tp"]) == (model, vllm, pc, tp))
+    nemotron, kimi, nxt = ("nvidia/Nemotron-H-56B-Base-8K", "moonshotai/Kimi-Linear-48B-A3B-Instruct",
+                           "Qwen/Qwen3-Next-80B-A3B-Instruct")
+    assert (bs(nemotron, "0.27.0", True), bs(nemotron, "0.28.0", True), bs(nemotron, "0.27.0", False)) == (4224, 4128, 4128)
+    assert [bs(kimi, v, True) for v in ("0.19.0", "0.20.2", "0.26.0", "0.27.0")] == [1920, 1888, 1888, 1920]
+    assert [bs(nxt, v, True) for v in ("0.32.0", "0.33.0")] == [544, 576] and bs(nxt, "0.33.0", False) == 544

@@ -660,7 +660,7 @@ class Planner:
                  tp: int = 1, kv_dtype: str = "auto", max_batched_tokens: int | None = None,
                  overhead: int | None = None, gpu_util: float | None = None, encoder_len: int | None = None,
                  block_size: int = 16, max_num_seqs: int | None = None, speculative: str | None = None,
-                 prefix_caching: bool = True, vllm_version: str | None = None, cudagraph: bool = True,
+                 prefix_caching: bool | None = None, vllm_version: str | None = None, cudagraph: bool = True,
                  cudagraph_memory: int | None = None, gpu: GPU | None = None, sampler: str | None = None,
                  interconnect: str | None = None, model_runner: str | None = None,
                  encoder_tp_mode: str | None = None):
@@ -726,7 +726,7 @@ class Planner:
         self.cudagraph_memory_given = cudagraph_memory is not None
         self.cudagraph_estimate: CudagraphEstimate | None = None
         self._decoder_cache: bool | None = None  # whether the model has a decoder KV/state cache (_set_cudagraph)
-        self.prefix_caching = prefix_caching  # vLLM: state layers reserve 2 pages per request with it, 1 without
+        self.prefix_caching = prefix_caching  # None: the release's default (vLLM: hybrid state pages and block size)
         self.block_size = block_size
         self.encoder_len = encoder_len
         self.gpu_util_given = gpu_util  # vLLM >= 0.34 defaults to 1.0 with its extensible KV cache (_extensible_bound)

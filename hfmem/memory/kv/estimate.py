@@ -278,7 +278,7 @@ def estimate_kv(
     max_batched_tokens: int = 8192,
     weights_dtype: str | None = None,
     mtp_layers: int = 0,
-    prefix_caching: bool = True,
+    prefix_caching: bool | None = None,
     vllm_release: tuple[int, int] | None = None,
     gpu_sm: int | None = 90,
 ) -> KVCacheEstimate:
@@ -287,8 +287,9 @@ def estimate_kv(
     weights_dtype: the stored tensors' dominant float dtype ("BF16", ...), used when config.json has no dtype.
     mtp_layers: multi-token-prediction layers run for MTP speculative decoding, each with the cache of a full
     attention layer (vLLM builds them as decoder layers: models/deepseek_mtp.py, DeepSeekMultiTokenPredictorLayer).
-    prefix_caching: vLLM's automatic prefix caching (on by default): state layers of hybrid models then reserve two
-    pages per request per group instead of one. vllm_release: the vLLM release (major, minor) whose rules apply
+    prefix_caching: vLLM's automatic prefix caching (None: the release's default, on for hybrid models from 0.26):
+    state layers of hybrid models then reserve two pages per request per group instead of one (a page per block of
+    context for the Mamba/Mamba2 families up to 0.27); it also decides their block size. vllm_release: the vLLM release (major, minor) whose rules apply
     where they changed (a window's admission from 0.26, DeepSeek-V4's pool layout, state layers' prefill-checkpoint
     page); None: the newest read. gpu_sm: the GPU's compute capability x 10 (90: Hopper, the default without a GPU;
     None: not known), which decides vLLM's GDN prefill kernel."""
@@ -302,7 +303,7 @@ def estimate_kv(
 
 
 def estimate_at(layout: KVLayout, context: int, batch: int = 1, block_size: int = 16, max_batched_tokens: int = 8192,
-                prefix_caching: bool = True, vllm_release: tuple[int, int] | None = None,
+                prefix_caching: bool | None = None, vllm_release: tuple[int, int] | None = None,
                 gpu_sm: int | None = 90) -> KVCacheEstimate:
     """:func:`estimate_kv` at one context and batch, from the layout it describes the layers with."""
     for name, value in (("context", context), ("batch", batch), ("block_size", block_size),

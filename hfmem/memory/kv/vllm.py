@@ -3,6 +3,7 @@ layer spec and layer group (vllm, v1/kv_cache_interface.py and v1/core/kv_cache_
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from hfmem.errors import UsageError
@@ -29,6 +30,60 @@ IN_FLIGHT_BATCHES = 2
 # Read in the 0.30.0-0.34.0 wheels.
 CHECKPOINT_PAGE_FROM = {"mamba2": (0, 32), "gdn": (0, 33)}
 GDN_FLASHINFER_SM = 90
+
+
+# Automatic prefix caching is on by default for hybrid attention/state models from vLLM 0.26
+# (config/model.py ModelConfig.is_prefix_caching_supported: up to 0.25 "Hybrid models do not support prefix caching",
+# so `vllm serve` starts them without it unless asked); 0.11's MambaModelConfig switched it off for them even when asked
+# (model_executor/models/config.py). Read in the 0.11.0 and 0.16.0-0.34.0 wheels.
+HYBRID_PREFIX_CACHING_FROM = (0, 26)
+HYBRID_PREFIX_CACHING_POSSIBLE_FROM = (0, 12)
+# With prefix caching, the models whose vLLM class declares SupportsMambaPrefixCaching (the Mamba/Mamba2 families)
+# ran mamba_cache_mode "all" up to 0.27: a state page for every block of context (MambaSpec.max_memory_usage_bytes) and
+# blocks aligned to the Mamba2 chunk size; every other hybrid, and all of them from 0.28, "align" (two pages)
+# (model_executor/models/config.py MambaModelConfig.verify_and_update_config; no speculative decoding).
+ALL_MODE_UNTIL = (0, 28)
+ALL_MODE_TYPES = frozenset({"bamba", "falcon_h1", "granitemoehybrid", "jamba", "mamba", "mamba2", "nemotron_h",
+                            "zamba2"})
+# The attention block a hybrid's state page is padded to is a whole number of kernel blocks of the attention backend
+# vLLM picks first (platforms/interface.py Platform._align_hybrid_block_size from 0.20, model_executor/models/config.py
+# HybridAttentionMambaModelConfig before): 16 for FLASH_ATTN / FLASHINFER (GQA) and for FLASH_ATTN_MLA (MLA on Hopper);
+# FLASHINFER_MLA (MLA on Blackwell) 32; MLA 64 up to 0.19 and at least 128 from 0.27 (TRTLLM/FlashInfer MLA decode
+# alignment). In "align" mode from 0.33 also a multiple of a GDN layer's prefill-checkpoint alignment, 64 with
+# FlashInfer's GDN prefill (v1/attention/backends/gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMENT).
+MLA_HYBRID_ALIGNMENT_UNTIL_020 = 64
+MLA_HYBRID_ALIGNMENT_FROM_027 = 128
+GDN_CHECKPOINT_ALIGNMENT = 64
+
+
+def prefix_caching_default(release: tuple[int, int] | None) -> bool:
+    """Whether `vllm serve` of this release starts a hybrid attention/state model with prefix caching."""
+    return release is None or release >= HYBRID_PREFIX_CACHING_FROM
+
+
+def mamba_cache_mode(model_type: str, prefix_caching: bool, release: tuple[int, int] | None) -> str:
+    """vLLM's mamba_cache_mode for a hybrid model: "none", "align" or "all"."""
+    if not prefix_caching or (release is not None and release < HYBRID_PREFIX_CACHING_POSSIBLE_FROM):
+        return "none"
+    if model_type in ALL_MODE_TYPES and release is not None and release < ALL_MODE_UNTIL:
+        return "all"
+    return "align"
+
+
+def hybrid_alignment(mla: bool, mode: str, checkpoint: str | None, release: tuple[int, int] | None,
+                     gpu_sm: int | None) -> int:
+    """Tokens the hybrid attention block size is a multiple of (HYBRID alignment rules above)."""
+    align = 16
+    if mla:
+        if release is not None and release < (0, 20):
+            align = MLA_HYBRID_ALIGNMENT_UNTIL_020
+        elif release is None or release >= (0, 27):
+            align = MLA_HYBRID_ALIGNMENT_FROM_027
+        elif gpu_sm is not None and gpu_sm // 10 == 10:
+            align = 32
+    if mode == "align" and checkpoint == "gdn":
+        align = math.lcm(align, GDN_CHECKPOINT_ALIGNMENT)
+    return align
 
 
 def checkpoint_page(layers: list[_Layer], release: tuple[int, int] | None, gpu_sm: int | None) -> str | None:
@@ -74,6 +129,8 @@ class _Spec:
             # ChunkedLocalAttentionSpec
             return cdiv(min(self.window + mbt, context), bs) * self.page
         if self.kind == "mamba":  # MambaSpec: page x (1 + spec) in mode "none", page x (2 + spec) in "align"
+            if state_pages == 0:  # mode "all": a page per block of context, as full attention
+                return cdiv(context, bs) * self.page
             return self.page * state_pages
         if self.kind == "cross":  # CrossAttentionSpec: max_num_encoder_input_tokens
             return cdiv(encoder_len or 0, bs) * self.page
@@ -81,21 +138,29 @@ class _Spec:
 
 
 def _vllm_specs(layers: list[_Layer], dtype: str, block_size: int, full_only: bool,
-                assumptions: list[str]) -> tuple[dict[int, _Spec], int]:
-    """Per-layer specs after the hybrid block-size/padding rule (vllm, model_executor/models/config.py:
-    HybridAttentionMambaModelConfig)."""
+                assumptions: list[str], alignment: int = 16, chunk: int | None = None) -> tuple[dict[int, _Spec], int]:
+    """Per-layer specs after the hybrid block-size/padding rule (vllm, platforms/interface.py:
+    Platform._align_hybrid_block_size; model_executor/models/config.py: HybridAttentionMambaModelConfig before 0.20).
+    alignment: hybrid_alignment's; chunk: the Mamba2 chunk size in mamba_cache_mode "all", else None."""
     attn_layers = [l for l in layers if l.attn]
     state_layers = [l for l in layers if l.states]
     bs = block_size
     if attn_layers and state_layers:
-        # vllm, model_executor/models/config.py: HybridAttentionMambaModelConfig: attention page (per token) from the first attention
-        # layer; block size = 16 * cdiv(mamba_page, 16 * attn_page_1_token) if larger than the configured one.
+        # attention page (per token) from the first attention layer; block size = a multiple of the alignment whose
+        # page holds the largest state page (in mode "all" a multiple of lcm(chunk, alignment)), if larger than the
+        # configured one
         p1 = _attn_bytes_per_token(attn_layers[0], dtype, "vllm")
         mamba_page = max(_state_bytes(l, "vllm") for l in state_layers)
-        needed = 16 * cdiv(mamba_page, 16 * p1)
+        if chunk:
+            step = math.lcm(chunk, alignment)
+            needed = step * cdiv(cdiv(mamba_page, p1), step)
+        else:
+            needed = alignment * cdiv(mamba_page, alignment * p1)
         if bs < needed:
+            why = (f"a multiple of lcm(Mamba2 chunk size {chunk}, {alignment}): mamba_cache_mode 'all'" if chunk
+                   else f"a multiple of {alignment}")
             assumptions.append(f"hybrid attention/state model: vLLM raises the attention block size to {needed} tokens "
-                               "so one attention page holds one state page (state page padded to it)")
+                               f"({why}) so one attention page holds one state page (state page padded to it)")
             bs = needed
     specs: dict[int, _Spec] = {}
     attn_page_for_state = None
@@ -261,25 +326,36 @@ def _state_pages(prefix_caching: bool) -> int:
     return 2 if prefix_caching else 1
 
 
-def _state_pages_note(layers: list[_Layer], pages: int, checkpoint: str | None, prefix_caching: bool) -> str:
+def _state_pages_note(layers: list[_Layer], pages: int, checkpoint: str | None, prefix_caching: bool, hybrid: bool,
+                      release: tuple[int, int] | None) -> str:
     """The assumption line for the state pages one request reserves per state group."""
+    default = ("vLLM's default for hybrid models from 0.26" if prefix_caching_default(release)
+               else "not vLLM's default for hybrid models before 0.26, where it is off unless asked")
+    if pages == 0:
+        return ("state layers: one state page per block of context per state group (prefix caching on, "
+                f"{default}: mamba_cache_mode 'all', which vLLM up to 0.27 runs for the Mamba/Mamba2 families; no "
+                "speculative decoding)")
     if pages == 3 and checkpoint is not None:
         first = ".".join(map(str, CHECKPOINT_PAGE_FROM[checkpoint]))
         gdn = ", FlashInfer's GDN prefill on Hopper" if checkpoint == "gdn" else ""
-        return (f"state layers: three state pages per request per state group (prefix caching on, vLLM's default: "
+        return (f"state layers: three state pages per request per state group (prefix caching on, {default}: "
                 f"mamba_cache_mode 'align', two pages, and the {checkpoint} layers' prefill-checkpoint page of vLLM "
                 f"{first} on{gdn}; no speculative decoding)")
     if pages == 2:
         gdn = ("; a GDN layer keeps a third, its prefill-checkpoint page, in vLLM 0.33 on with FlashInfer's GDN "
                "prefill, which vLLM picks on Hopper GPUs (on Blackwell with a CUDA 13 runtime)"
                if any(l.state_family == "gdn" for l in layers) else "")
-        return ("state layers: two state pages per request per state group (prefix caching on, vLLM's default: "
+        return (f"state layers: two state pages per request per state group (prefix caching on, {default}: "
                 f"mamba_cache_mode 'align'; no speculative decoding{gdn})")
-    if prefix_caching:
+    if not hybrid:
         return ("state layers: one state page per request (state-only model: mamba_cache_mode 'none' assumed; the "
                 "two-page 'align' rule is applied to hybrid attention/state models)")
-    return ("state layers: one state page per request per state group (prefix caching off: mamba_cache_mode "
-            "'none'; no speculative decoding)")
+    if prefix_caching:  # asked for, in a release that switches it off for hybrids
+        return ("state layers: one state page per request per state group (vLLM up to 0.11 turns prefix caching off for "
+                "hybrid models even when asked: mamba_cache_mode 'none'; no speculative decoding)")
+    why = "prefix caching off" if prefix_caching_default(release) else (
+        "prefix caching off, vLLM's default for hybrid models before 0.26")
+    return f"state layers: one state page per request per state group ({why}: mamba_cache_mode 'none'; no speculative decoding)"
 
 
 @dataclass(frozen=True)
@@ -295,19 +371,19 @@ class _VllmLayout:
     per_token: int
 
 
-def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, prefix_caching: bool,
-                 checkpoint: str | None = None) -> _VllmLayout:
+def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, mode: str, checkpoint: str | None = None,
+                 alignment: int = 16, chunk: int | None = None) -> _VllmLayout:
+    """mode: the hybrid model's mamba_cache_mode ("none" for every other model), checkpoint: checkpoint_page's."""
     local: list[str] = []
     block_size = _sparse_block_size(layers, dtype, block_size, local)
-    hybrid = any(l.attn for l in layers) and any(l.states for l in layers)
-    pages = _state_pages(prefix_caching and hybrid)  # align mode checked on hybrid models only (docs/kv.md)
-    if checkpoint and prefix_caching and hybrid:
+    pages = 0 if mode == "all" else _state_pages(mode == "align")  # align mode on hybrid models only (docs/kv.md)
+    if checkpoint and mode == "align":
         pages += 1  # the prefill-checkpoint page (CHECKPOINT_PAGE_FROM)
-    specs, bs = _vllm_specs(layers, dtype, block_size, False, local)
+    specs, bs = _vllm_specs(layers, dtype, block_size, False, local, alignment, chunk)
     groups = _groups_of(layers, specs, local)
     full_groups = None
     if any(l.attn in ("sliding", "chunked") for l in layers):
-        full_specs, _ = _vllm_specs(layers, dtype, block_size, True, [])
+        full_specs, _ = _vllm_specs(layers, dtype, block_size, True, [], alignment, chunk)
         full_groups = _groups_of(layers, full_specs, [])
     by: dict[str, dict[str, int]] = {}
     per_token = 0
@@ -323,7 +399,7 @@ def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, prefix_cachi
 
 
 def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, batch: int, block_size: int, mbt: int,
-          assumptions: list[str], warnings: list[str], prefix_caching: bool = True,
+          assumptions: list[str], warnings: list[str], prefix_caching: bool | None = None,
           memo: dict | None = None, release: tuple[int, int] | None = None,
           gpu_sm: int | None = 90) -> KVCacheEstimate:
     """memo: a dict kept with `layers` (KVLayout.memo) for the context-free part of the estimate. mbt:
@@ -332,15 +408,29 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     admitted = admission_tokens(mbt, release)
     if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
         return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, admitted, layout_for(release))
-    checkpoint = checkpoint_page(layers, release, gpu_sm)
-    key = ("vllm", dtype, block_size, prefix_caching, checkpoint)
+    hybrid = any(l.attn for l in layers) and any(l.states for l in layers)
+    if prefix_caching is None:
+        prefix_caching = prefix_caching_default(release)
+    mode = mamba_cache_mode(arch.model_type, prefix_caching, release) if hybrid else "none"
+    checkpoint = checkpoint_page(layers, release, gpu_sm) if mode == "align" else None
+    alignment = hybrid_alignment(any(l.attn == "mla" for l in layers), mode, checkpoint, release, gpu_sm)
+    chunk = None
+    if mode == "all":  # ModelConfig.get_mamba_chunk_size: mamba_chunk_size, else chunk_size
+        cfg = arch.text_config or {}
+        raw = cfg.get("mamba_chunk_size") or cfg.get("chunk_size")
+        chunk = raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else None
+    key = ("vllm", dtype, block_size, mode, checkpoint, alignment, chunk)
     layout = memo.get(key) if memo is not None else None
     if layout is None:
-        layout = _vllm_layout(layers, dtype, block_size, prefix_caching, checkpoint)
+        layout = _vllm_layout(layers, dtype, block_size, mode, checkpoint, alignment, chunk)
         if memo is not None:
             memo[key] = layout
     bs, pages, has_window = layout.block_size, layout.pages, layout.full_groups is not None
-    if (arch.model_type == "kimi_k3" and prefix_caching and pages == 2 and (release is None or release >= (0, 29))
+    if mode == "all" and chunk is None:
+        warnings.append("mamba_cache_mode 'all': the config names no Mamba2 chunk size (mamba_chunk_size or "
+                        "chunk_size), which vLLM aligns the block size to; the block size here is only a multiple of "
+                        f"{alignment}, so vLLM's may be larger by up to one chunk")
+    if (arch.model_type == "kimi_k3" and mode == "align" and (release is None or release >= (0, 29))
             and any(l.state_family == "kda" for l in layers)):
         # models/kimi_k3/nvidia/kda.py get_kv_cache_spec: a prefill-checkpoint page when its prefill backend is FlashKDA
         # (resolve_kda_prefill_backend: by GPU, head size and dtype), which hfmem does not decide
@@ -373,7 +463,7 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     if arch.mla is not None and not any(l.index_kind for l in layers):
         assumptions_v.append("MLA backends that force a larger block size (FlashMLA: 64) round to that instead")
     if any(l.states for l in layers):
-        assumptions_v.append(_state_pages_note(layers, pages, checkpoint, prefix_caching))
+        assumptions_v.append(_state_pages_note(layers, pages, checkpoint, prefix_caching, hybrid, release))
     blocks_per_request = cdiv(per_request, bytes_per_block) if bytes_per_block else 0
     total_is = ("window-capped: hybrid KV cache manager on (vLLM default)" if has_window
                 else "blocks vLLM reserves for the requests")

@@ -1,0 +1,276 @@
+"""Record what vLLM's own code gives for hybrid attention/state models, release by release (developer tool; tests
+never run it): the attention block size and padded state page its hybrid alignment picks, and from them the pool
+block count, fit-check bytes and concurrency its KV-cache planning gives. The result, fixtures/vllm/hybrid.json, is
+what tests/test_vllm_planning_truth.py holds hfmem's hybrid KV arithmetic to.
+
+Each release runs in its own interpreter with that release's unpacked wheel first on PYTHONPATH (see
+scripts/record_vllm_planning.py for the set-up; the model modules also need einops, compressed-tensors, loguru and
+diskcache, and from 0.31 fastapi, starlette, annotated-doc, opentelemetry-api/-sdk/-semantic-conventions and
+partial-json-parser, all pure Python; Qwen3.5's module imports torchvision, which a stub stands in for: only its import
+is reached). What is the engine's own code:
+- the block size and padding: Platform._align_hybrid_block_size (platforms/interface.py, 0.20 on;
+  HybridAttentionMambaModelConfig in model_executor/models/config.py before), after the release's
+  MambaModelConfig (mamba_cache_mode from prefix caching) and the model's own config hook, fed the model
+  class's own get_mamba_state_shape_from_config / get_mamba_state_dtype_from_config (the real model module is
+  imported; no layer is built) and the attention backend class vLLM picks first on the GPU (FLASH_ATTN for GQA and
+  FLASH_ATTN_MLA for MLA on Hopper: platforms/cuda.py _get_backend_priorities) with its supported kernel block sizes
+  (FLASH_ATTN_MLA imports only with its CUDA extension; TRITON_MLA, whose kernel block sizes are the same in every
+  release read, stands in for it);
+- the specs' page bytes: the release's FullAttentionSpec / MLAAttentionSpec / MambaSpec;
+- the grouping, block layout, fit check and concurrency: kv_cache_utils.py / kv_cache_planning.py, as in
+  record_vllm_planning.py.
+What the harness decides, as each release's layer code does (read, not run, since no layer is built): the state
+page's prefill-checkpoint page (MambaMixer2 from 0.32, GDN with FlashInfer prefill from 0.33: Hopper) and the GDN
+layers' checkpoint alignment in "align" mode (FLASHINFER_GDN_CHECKPOINT_ALIGNMENT, imported from the release).
+The VllmConfig is a stand-in carrying the fields these functions read, with a `vllm serve` start's defaults.
+
+    python scripts/record_vllm_hybrid.py --src /tmp/vllm-src --deps /tmp/vdeps 0.18.0 0.19.0 0.20.2 0.22.0 0.25.0 \
+        0.26.0 0.27.0 0.28.0 0.29.0 0.31.0 0.32.0 0.33.0 0.34.0   # 13 releases x 5 models: 10 minutes on 2 cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "fixtures" / "vllm" / "hybrid.json"
+CASES = ("Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3.5-4B", "Qwen/Qwen3.6-27B", "nvidia/Nemotron-H-56B-Base-8K",
+         "moonshotai/Kimi-Linear-48B-A3B-Instruct")
+# (tensor parallel size, prefix caching) x (max_model_len, max_num_batched_tokens, available bytes)
+SETTINGS = ((1, True), (1, False), (4, True), (4, False))
+POINTS = ((32_768, 8_192, 20_000_000_000), (262_144, 2_048, 40_000_000_000), (8_192, 8_192, 5_000_000_000))
+
+
+def _stub_torchvision() -> None:
+    """Qwen3.5's module imports torchvision for its vision tower's transforms; no function of it runs here."""
+    import importlib.abc
+    import importlib.machinery
+    import types
+
+    class _Any(types.ModuleType):
+        def __getattr__(self, name: str):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return _Any(f"{self.__name__}.{name}")
+
+        def __call__(self, *a, **k):
+            return self
+
+    class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path, target=None):
+            if name == "torchvision" or name.startswith("torchvision."):
+                return importlib.machinery.ModuleSpec(name, self, is_package=True)
+            return None
+
+        def create_module(self, spec):
+            return _Any(spec.name)
+
+        def exec_module(self, module):
+            module.__path__ = []
+
+    sys.meta_path.insert(0, _Finder())
+
+
+def _inner(config_path: str, sm: int) -> list[dict]:
+    """Runs inside the release's interpreter."""
+    import dataclasses
+    import importlib
+    import types
+
+    import torch
+    from transformers import AutoConfig
+
+    _stub_torchvision()
+    import vllm.v1.kv_cache_interface as K
+    from vllm.model_executor.models import ModelRegistry
+    from vllm.platforms.interface import Platform
+
+    try:
+        plan = importlib.import_module("vllm.v1.core.kv_cache_planning")
+    except ImportError:
+        plan = importlib.import_module("vllm.v1.core.kv_cache_utils")
+    utils = importlib.import_module("vllm.v1.core.kv_cache_utils")
+    from vllm.model_executor.models.registry import _VLLM_MODELS
+    abstract = importlib.import_module("vllm.model_executor.layers.mamba.abstract")
+    try:
+        gdn_alignment = importlib.import_module("vllm.v1.attention.backends.gdn_attn").FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
+    except (ImportError, AttributeError):
+        gdn_alignment = None
+    release = tuple(int(x) for x in os.environ["HFMEM_VLLM_RELEASE"].split(".")[:2])
+
+    def make(spec_cls, **kw):  # the release's own fields only
+        names = {f.name for f in dataclasses.fields(spec_cls)}
+        return spec_cls(**{k: v for k, v in kw.items() if k in names})
+
+    raw = json.loads(Path(config_path).read_text())
+    architecture = raw["architectures"][0]
+    module, cls_name = _VLLM_MODELS[architecture]  # the release's registry: where the model class lives
+    if not module.startswith("vllm."):
+        module = f"vllm.model_executor.models.{module}"
+    model_cls = getattr(importlib.import_module(module), cls_name)
+    hf_config = AutoConfig.for_model(**raw)
+    text = hf_config.get_text_config()
+    n = text.num_hidden_layers
+    if getattr(text, "linear_attn_config", None):  # Kimi-Linear: full_attn_layers (1-based) are MLA, the rest KDA
+        full = set(text.linear_attn_config["full_attn_layers"])
+        attention = [(i + 1) in full for i in range(n)]
+        family = "kda"
+    elif getattr(text, "hybrid_override_pattern", None):  # Nemotron-H: M mamba, * attention, - MLP, E MoE
+        attention = [c == "*" for c in text.hybrid_override_pattern if c in "M*"]
+        family = "mamba2"
+    else:  # Qwen3-Next / Qwen3.5: "full_attention" | "linear_attention"
+        attention = [t == "full_attention" for t in text.layer_types[:n]]
+        family = "gdn"
+    use_mla = family == "kda"
+    if use_mla:
+        backend = importlib.import_module("vllm.v1.attention.backends.mla.triton_mla").TritonMLABackend
+        # FLASH_ATTN_MLA (the first MLA choice on Hopper) cannot be imported without its CUDA extension; its
+        # get_supported_kernel_block_sizes is [MultipleOf(16)] in every release read (0.20-0.34), as TRITON_MLA's is
+        assert sm == 90
+    else:
+        backend = importlib.import_module("vllm.v1.attention.backends.flash_attn").FlashAttentionBackend
+    num_kv_heads_total = 1 if use_mla else text.num_key_value_heads
+    head_size = (text.kv_lora_rank + text.qk_rope_head_dim) if use_mla else (
+        getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads)
+
+    def ns(**kw):
+        return types.SimpleNamespace(**kw)
+
+    # the GDN layer's own choice (gdn/qwen_gdn_linear_attn.py: FlashInfer prefill on Hopper from 0.33, checkpoints in
+    # "align" mode), made when the layers are built, i.e. after MambaModelConfig has set the mode
+    gdn_flashinfer = family == "gdn" and sm == 90 and release >= (0, 33)
+    out = []
+    for tp, prefix_caching in SETTINGS:
+        parallel = ns(tensor_parallel_size=tp, pipeline_parallel_size=1, decode_context_parallel_size=1,
+                      prefill_context_parallel_size=1)
+        cache = ns(cache_dtype="auto", block_size=16, user_specified_block_size=False, mamba_cache_mode="none",
+                   mamba_block_size=None, user_specified_mamba_block_size=False, mamba_page_size_padded=None,
+                   mamba_cache_dtype="auto", mamba_ssm_cache_dtype="auto", kv_cache_dtype_skip_layers=None,
+                   enable_prefix_caching=prefix_caching, use_replayssm=False, use_kda_recoverssm=False, num_gpu_blocks_override=None,
+                   kv_offloading_size=None, kv_cache_layout=None, prefix_cache_retention_interval=None,
+                   kv_sharing_fast_prefill=False, prefix_match_unit=None, calculate_kv_scales=False)
+        try:  # 0.29 on; every page is the same size after the padding, so no layout packs groups (FLASH_ATTN: NHD)
+            from vllm.v1.kv_cache_layout import KVCacheLayout
+
+            cache.get_resolved_kv_cache_layout = lambda: KVCacheLayout.LBNHC
+        except ImportError:
+            pass
+        model = ns(dtype=torch.bfloat16, use_mla=use_mla, is_hybrid=True, architecture=architecture,
+                   hf_config=hf_config, hf_text_config=text,
+                   get_num_kv_heads=lambda pc: max(1, num_kv_heads_total // pc.tensor_parallel_size),
+                   get_head_size=lambda: head_size, get_mamba_chunk_size=lambda: getattr(text, "chunk_size", None),
+                   max_model_len=32_768, supports_kv_cache_grouping=False,
+                   supports_mamba_prefix_caching=getattr(model_cls, "supports_mamba_prefix_caching", False))
+        vc = ns(model_config=model, cache_config=cache, parallel_config=parallel, speculative_config=None,
+                additional_config={}, use_flashinfer_replayssm=False, num_speculative_tokens=0, compilation_config=ns(static_forward_context={}),
+                scheduler_config=ns(max_num_batched_tokens=8192, disable_hybrid_kv_cache_manager=False,
+                                    async_scheduling=True, enable_chunked_prefill=True),
+                kv_transfer_config=None, max_concurrent_batches=2, attention_config=ns(hisparse_config=None, backend=None))
+        ModelRegistry.resolve_model_cls = lambda *a, **k: (model_cls, architecture)
+        Platform._find_non_ssm_backends = classmethod(lambda c, v: [backend])
+        abstract.get_mamba_prefill_checkpoint_alignment = (
+            lambda v: gdn_alignment if gdn_flashinfer and v.cache_config.mamba_cache_mode == "align" else None)
+        import vllm.config.vllm as config_vllm
+
+        config_vllm.set_current_vllm_config = _no_context
+        backend_module = sys.modules[backend.__module__]
+        if hasattr(backend_module, "get_current_vllm_config"):  # FLASH_ATTN's kernel sizes read it (0.20-0.22)
+            backend_module.get_current_vllm_config = lambda vc=vc: vc
+        hooks = importlib.import_module("vllm.model_executor.models.config")
+        if hasattr(Platform, "_align_hybrid_block_size"):  # 0.20 on: the config hooks, then the platform's alignment
+            hooks.MambaModelConfig.verify_and_update_config(vc)  # mamba_cache_mode from prefix caching
+            if architecture in hooks.MODELS_CONFIG_MAP:  # the model's own hook (Qwen3.5, Nemotron-H: SSM state dtype)
+                hooks.MODELS_CONFIG_MAP[architecture].verify_and_update_config(vc)
+            Platform._align_hybrid_block_size(vc, backend)
+        else:  # up to 0.19 the architecture hook runs first, then the hybrid hook (with MambaModelConfig inside)
+            if architecture in hooks.MODELS_CONFIG_MAP:
+                hooks.MODELS_CONFIG_MAP[architecture].verify_and_update_config(vc)
+            hooks.HybridAttentionMambaModelConfig.verify_and_update_config(vc)
+        mode = cache.mamba_cache_mode
+        bs = cache.block_size
+        padded = cache.mamba_page_size_padded
+        shapes = model_cls.get_mamba_state_shape_from_config(vc)
+        dtypes = model_cls.get_mamba_state_dtype_from_config(vc)
+        checkpoint = 1 if mode == "align" and (
+            (family == "mamba2" and release >= (0, 32)) or gdn_flashinfer) else 0
+        specs: dict = {}
+        for i, is_attn in enumerate(attention):
+            if is_attn:
+                common = dict(block_size=bs, num_kv_heads=model.get_num_kv_heads(parallel), head_size=head_size,
+                              dtype=torch.bfloat16)
+                specs[f"l{i}.attn"] = (make(K.MLAAttentionSpec, cache_dtype_str="auto", **common) if use_mla
+                                       else make(K.FullAttentionSpec, **common))
+            else:
+                specs[f"l{i}.state"] = make(
+                    K.MambaSpec, block_size=cache.mamba_block_size or bs, shapes=tuple(shapes), dtypes=tuple(dtypes),
+                    page_size_padded=padded, mamba_cache_mode=mode, num_prefill_checkpoint_blocks=checkpoint)
+        points = []
+        for max_len, mbt, available in POINTS:
+            model.max_model_len = max_len
+            vc.scheduler_config.max_num_batched_tokens = mbt
+            vc.max_in_flight_tokens = 2 * mbt
+            if hasattr(plan, "DefaultKVCacheConfigBuilder"):
+                builder = plan.DefaultKVCacheConfigBuilder()
+                groups = builder.get_kv_cache_groups(vc, dict(specs))
+                per_block = plan._pool_bytes_per_block_from_builder(builder, vc, groups)
+                kv_config = builder.get_kv_cache_config_from_groups(vc, groups, available // per_block)
+                fit = plan._max_memory_usage_bytes_from_groups(builder, vc, groups)
+            else:
+                groups = plan.get_kv_cache_groups(vc, dict(specs))
+                kv_config = plan.get_kv_cache_config_from_groups(vc, groups, available)
+                fit = plan._max_memory_usage_bytes_from_groups(vc, groups)
+            points.append([max_len, mbt, available, kv_config.num_blocks, fit,
+                           utils.get_max_concurrency_for_kv_cache_config(vc, kv_config)])
+        out.append({"tp": tp, "prefix_caching": prefix_caching, "sm": sm, "block_size": bs,
+                    "state_page_padded": padded, "groups": [len(g.layer_names) for g in groups], "points": points})
+    return out
+
+
+class _no_context:  # set_current_vllm_config wants a real VllmConfig; the functions run read nothing through it
+    def __init__(self, *a, **k):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--inner":
+        print(json.dumps(_inner(sys.argv[2], int(sys.argv[3]))))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("releases", nargs="+")
+    ap.add_argument("--src", required=True, help="folder with one unpacked wheel per release: SRC/<release>/vllm")
+    ap.add_argument("--deps", required=True, help="folder with the pure-Python modules vLLM's imports need")
+    ap.add_argument("--python", default=sys.executable, help="an interpreter with torch (CPU is enough)")
+    args = ap.parse_args()
+    records = []
+    for release in args.releases:
+        env = dict(os.environ, PYTHONPATH=f"{Path(args.src) / release}{os.pathsep}{args.deps}",
+                   HFMEM_VLLM_RELEASE=release)
+        for case in CASES:
+            config = REPO / "fixtures" / "configs" / case / "config.json"
+            run = subprocess.run([args.python, __file__, "--inner", str(config), "90"], env=env,
+                                 capture_output=True, text=True, check=False)
+            if run.returncode:
+                print(f"{release} {case}: {run.stderr.strip().splitlines()[-1]}", file=sys.stderr)
+                continue
+            for rec in json.loads(run.stdout.strip().splitlines()[-1]):
+                records.append({"vllm": release, "model": case, **rec})
+            print(release, case, "done", file=sys.stderr)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text('{"how": "scripts/record_vllm_hybrid.py", "point_fields": ["max_model_len", '
+                   '"max_num_batched_tokens", "available_bytes", "num_blocks", "fit_bytes", "concurrency"], '
+                   '"records": [\n' + ",\n".join(json.dumps(r) for r in records) + "\n]}\n")
+
+
+if __name__ == "__main__":
+    main()
