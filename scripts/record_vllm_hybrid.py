@@ -40,7 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "fixtures" / "vllm" / "hybrid.json"
 CASES = ("Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3.5-4B", "Qwen/Qwen3.6-27B", "nvidia/Nemotron-H-56B-Base-8K",
-         "moonshotai/Kimi-Linear-48B-A3B-Instruct")
+         "moonshotai/Kimi-Linear-48B-A3B-Instruct", "moonshotai/Kimi-K3")  # Kimi-K3: vLLM 0.27 on
 # (tensor parallel size, prefix caching) x (max_model_len, max_num_batched_tokens, available bytes)
 SETTINGS = ((1, True), (1, False), (4, True), (4, False))
 POINTS = ((32_768, 8_192, 20_000_000_000), (262_144, 2_048, 40_000_000_000), (8_192, 8_192, 5_000_000_000))
@@ -109,12 +109,18 @@ def _inner(config_path: str, sm: int) -> list[dict]:
 
     raw = json.loads(Path(config_path).read_text())
     architecture = raw["architectures"][0]
-    module, cls_name = _VLLM_MODELS[architecture]  # the release's registry: where the model class lives
+    if architecture not in _VLLM_MODELS:  # the release's registry: where the model class lives (Kimi-K3 from 0.27)
+        return []
+    module, cls_name = _VLLM_MODELS[architecture]
     if not module.startswith("vllm."):
         module = f"vllm.model_executor.models.{module}"
     model_cls = getattr(importlib.import_module(module), cls_name)
-    hf_config = AutoConfig.for_model(**raw)
-    text = hf_config.get_text_config()
+    if raw.get("model_type") == "kimi_k3":  # a type transformers does not know, around a kimi_linear text config
+        text = AutoConfig.for_model(**raw["text_config"])
+        hf_config = types.SimpleNamespace(**{**raw, "text_config": text}, get_text_config=lambda: text)
+    else:
+        hf_config = AutoConfig.for_model(**raw)
+        text = hf_config.get_text_config()
     n = text.num_hidden_layers
     if getattr(text, "linear_attn_config", None):  # Kimi-Linear: full_attn_layers (1-based) are MLA, the rest KDA
         full = set(text.linear_attn_config["full_attn_layers"])
@@ -144,6 +150,11 @@ def _inner(config_path: str, sm: int) -> list[dict]:
     # the GDN layer's own choice (gdn/qwen_gdn_linear_attn.py: FlashInfer prefill on Hopper from 0.33, checkpoints in
     # "align" mode), made when the layers are built, i.e. after MambaModelConfig has set the mode
     gdn_flashinfer = family == "gdn" and sm == 90 and release >= (0, 33)
+    # the KDA layer's (models/kimi_k3/nvidia/kda.py resolve_kda_prefill_backend, "auto", from 0.29): FlashKDA, whose
+    # prefill exports a checkpoint, on SM 9x/10x/12x for bf16 models with 128-wide heads and a bounded gate
+    lin = getattr(text, "linear_attn_config", None) or {}
+    kda_flashkda = (family == "kda" and release >= (0, 29) and sm // 10 in (9, 10, 12) and lin.get("head_dim") == 128
+                    and lin.get("gate_lower_bound") is not None)
     out = []
     for tp, prefix_caching in SETTINGS:
         parallel = ns(tensor_parallel_size=tp, pipeline_parallel_size=1, decode_context_parallel_size=1,
@@ -171,6 +182,8 @@ def _inner(config_path: str, sm: int) -> list[dict]:
                 scheduler_config=ns(max_num_batched_tokens=8192, disable_hybrid_kv_cache_manager=False,
                                     async_scheduling=True, enable_chunked_prefill=True),
                 kv_transfer_config=None, max_concurrent_batches=2, attention_config=ns(hisparse_config=None, backend=None))
+        vc.with_hf_config = lambda hf, vc=vc: ns(**{  # Kimi-K3's state shape reads its text config through it
+            **vars(vc), "model_config": ns(**{**vars(vc.model_config), "hf_config": hf, "hf_text_config": hf})})
         ModelRegistry.resolve_model_cls = lambda *a, **k: (model_cls, architecture)
         Platform._find_non_ssm_backends = classmethod(lambda c, v: [backend])
         abstract.get_mamba_prefill_checkpoint_alignment = (
@@ -197,7 +210,7 @@ def _inner(config_path: str, sm: int) -> list[dict]:
         shapes = model_cls.get_mamba_state_shape_from_config(vc)
         dtypes = model_cls.get_mamba_state_dtype_from_config(vc)
         checkpoint = 1 if mode == "align" and (
-            (family == "mamba2" and release >= (0, 32)) or gdn_flashinfer) else 0
+            (family == "mamba2" and release >= (0, 32)) or gdn_flashinfer or kda_flashkda) else 0
         specs: dict = {}
         for i, is_attn in enumerate(attention):
             if is_attn:
@@ -263,9 +276,9 @@ def main() -> None:
             if run.returncode:
                 print(f"{release} {case}: {run.stderr.strip().splitlines()[-1]}", file=sys.stderr)
                 continue
-            for rec in json.loads(run.stdout.strip().splitlines()[-1]):
-                records.append({"vllm": release, "model": case, **rec})
-            print(release, case, "done", file=sys.stderr)
+            got = json.loads(run.stdout.strip().splitlines()[-1])
+            records += [{"vllm": release, "model": case, **rec} for rec in got]
+            print(release, case, "done" if got else "not in this release", file=sys.stderr)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text('{"how": "scripts/record_vllm_hybrid.py", "point_fields": ["max_model_len", '
                    '"max_num_batched_tokens", "available_bytes", "num_blocks", "fit_bytes", "concurrency"], '

@@ -116,12 +116,19 @@ def test_planner_concurrency_in_whole_blocks_per_group(stub_repo):
 def test_kimi_k3_reads_its_kimi_linear_text_config():
     """Kimi-K3's config.json wraps a kimi_linear text_config in a model_type transformers does not know (kimi_k3): the
     text config is still read with kimi_linear's rules, so its 1-indexed linear_attn_config lists give 69 KDA layers
-    and 24 MLA layers (before, all 93 were taken as MLA). Under vLLM 0.29 on, its KDA layers may keep a prefill
-    checkpoint page (FlashKDA prefill), which is said once with its bound, not counted."""
+    and 24 MLA layers (before, all 93 were taken as MLA). Under vLLM 0.29 on, with prefix caching, its KDA layers keep
+    a third state page, a prefill checkpoint, where vLLM runs FlashKDA's prefill (SM 9x/10x/12x: bf16, 128-wide heads,
+    a bounded gate): counted on those GPUs (tests/test_vllm_planning_truth.py holds the bytes to vLLM's code), said
+    once with its bound when the GPU is not known."""
     k3 = arch_of("moonshotai/Kimi-K3")
     assert k3.layer_types == {"linear_attention": 69, "full_attention": 24}
     est = estimate_kv(k3, 32_768)
     assert est.by_layer_type["linear_attention"]["layers"] == 69 and est.by_layer_type["mla"]["layers"] == 24
-    assert len([w for w in est.warnings if "FlashKDA" in w]) == 1
-    assert not [w for w in estimate_kv(k3, 32_768, vllm_release=(0, 28)).warnings if "FlashKDA" in w]
-    assert not [w for w in estimate_kv(k3, 32_768, prefix_caching=False).warnings if "FlashKDA" in w]
+    assert not est.warnings and any("three state pages" in a and "FlashKDA" in a for a in est.assumptions)
+    two = [estimate_kv(k3, 32_768, vllm_release=(0, 28)), estimate_kv(k3, 32_768, gpu_sm=89),
+           estimate_kv(k3, 32_768, gpu_sm=None)]
+    assert all(e.total_bytes < est.total_bytes and any("two state pages" in a for a in e.assumptions) for e in two)
+    assert [len([w for w in e.warnings if "FlashKDA" in w]) for e in two] == [0, 0, 1]
+    assert not [w for w in estimate_kv(k3, 32_768, prefix_caching=False, gpu_sm=None).warnings if "FlashKDA" in w]
+    linear = estimate_kv(arch_of("moonshotai/Kimi-Linear-48B-A3B-Instruct"), 32_768)  # no gate bound: Triton
+    assert any("two state pages" in a for a in linear.assumptions)

@@ -100,8 +100,8 @@ def test_default_is_the_newest_release():
 # fixtures/vllm/hybrid.json: the same, for hybrid attention/state models, from scripts/record_vllm_hybrid.py, which also
 # runs the release's own hybrid block-size alignment (Platform._align_hybrid_block_size from 0.20,
 # HybridAttentionMambaModelConfig before) and the model's config hooks (mamba_cache_mode, SSM state dtype) with the
-# model class's own state shapes: Qwen3-Next, Qwen3.5, Qwen3.6 (GDN), Nemotron-H (Mamba2), Kimi-Linear (KDA + MLA), at
-# TP 1 and 4, with and without prefix caching, on Hopper, 0.18 to 0.34.
+# model class's own state shapes: Qwen3-Next, Qwen3.5, Qwen3.6 (GDN), Nemotron-H (Mamba2), Kimi-Linear and Kimi-K3 (KDA +
+# MLA; K3 from 0.27, where vLLM has it), at TP 1 and 4, with and without prefix caching, on Hopper, 0.18 to 0.34.
 HYBRID = json.loads((FIXTURES / "vllm" / "hybrid.json").read_text())
 HYBRID_RECORDS = HYBRID["records"]
 
@@ -141,7 +141,8 @@ def test_hybrid_truth_covers_each_rule():
     """The fixture holds each hybrid rule where it changes, so a rule applied to the wrong releases fails above: the
     Mamba2 'all' mode's chunk-aligned blocks up to 0.27 (Nemotron-H 4,224 with prefix caching, 4,128 without), the
     MLA alignment (Kimi-Linear 1,920 = 64 x 30 up to 0.19, 1,888 = 16 x 118 in 0.20-0.26, 1,920 = 128 x 15 from
-    0.27), the GDN checkpoint alignment from 0.33 (Qwen3-Next 576 with prefix caching, 544 before)."""
+    0.27), the GDN checkpoint alignment from 0.33 (Qwen3-Next 576 with prefix caching, 544 before), Kimi-K3's FlashKDA
+    checkpoint page from 0.29 (a larger fit check than 0.28's with prefix caching, the same without)."""
     def bs(model: str, vllm: str, pc: bool, tp: int = 1) -> int:
         return next(r["block_size"] for r in HYBRID_RECORDS
                     if (r["model"], r["vllm"], r["prefix_caching"], r["tp"]) == (model, vllm, pc, tp))
@@ -150,3 +151,8 @@ def test_hybrid_truth_covers_each_rule():
     assert (bs(nemotron, "0.27.0", True), bs(nemotron, "0.28.0", True), bs(nemotron, "0.27.0", False)) == (4224, 4128, 4128)
     assert [bs(kimi, v, True) for v in ("0.19.0", "0.20.2", "0.26.0", "0.27.0")] == [1920, 1888, 1888, 1920]
     assert [bs(nxt, v, True) for v in ("0.32.0", "0.33.0")] == [544, 576] and bs(nxt, "0.33.0", False) == 544
+
+    def fit(vllm: str, pc: bool) -> int:
+        return next(r["points"][0][4] for r in HYBRID_RECORDS
+                    if (r["model"], r["vllm"], r["prefix_caching"], r["tp"]) == ("moonshotai/Kimi-K3", vllm, pc, 1))
+    assert fit("0.28.0", True) < fit("0.29.0", True) and fit("0.28.0", False) == fit("0.29.0", False)

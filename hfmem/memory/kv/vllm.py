@@ -26,10 +26,13 @@ IN_FLIGHT_BATCHES = 2
 # mamba_cache_mode "align" (MambaSpec.num_prefill_checkpoint_blocks: max_memory_usage_bytes = page x (2 + it)): Mamba2
 # mixers from 0.32 (model_executor/layers/mamba/mamba_mixer2.py get_kv_cache_spec), GDN layers (Qwen3-Next, Qwen3.5)
 # from 0.33 when their prefill runs FlashInfer's kernel (gdn/qwen_gdn_linear_attn.py _resolve_gdn_prefill_backend:
-# on Hopper; on Blackwell only with a CUDA 13 runtime, which the wheel's build decides and hfmem does not assume).
-# Read in the 0.30.0-0.34.0 wheels.
-CHECKPOINT_PAGE_FROM = {"mamba2": (0, 32), "gdn": (0, 33)}
+# on Hopper; on Blackwell only with a CUDA 13 runtime, which the wheel's build decides and hfmem does not assume), KDA
+# layers (Kimi-K3) from 0.29 when their prefill runs FlashKDA (models/kimi_k3/nvidia/kda.py resolve_kda_prefill_backend
+# "auto": SM 9x, 10x or 12x, a bf16 model, 128-wide heads and a bounded gate, linear_attn_config.gate_lower_bound;
+# Kimi-Linear declares no bound and stays on Triton). Read in the 0.29.0-0.34.0 wheels.
+CHECKPOINT_PAGE_FROM = {"mamba2": (0, 32), "gdn": (0, 33), "kda": (0, 29)}
 GDN_FLASHINFER_SM = 90
+FLASHKDA_SM_MAJORS = (9, 10, 12)
 
 
 # Automatic prefix caching is on by default for hybrid attention/state models from vLLM 0.26
@@ -86,15 +89,27 @@ def hybrid_alignment(mla: bool, mode: str, checkpoint: str | None, release: tupl
     return align
 
 
-def checkpoint_page(layers: list[_Layer], release: tuple[int, int] | None, gpu_sm: int | None) -> str | None:
+def flashkda_prefill(arch: Architecture, layers: list[_Layer], gpu_sm: int | None) -> bool:
+    """Whether vLLM's KDA layers run FlashKDA's prefill on this GPU (FLASHKDA rule above; gpu_sm None: not known)."""
+    raw = (arch.text_config or {}).get("linear_attn_config")
+    lin: dict = raw if isinstance(raw, dict) else {}
+    kda = next((l for l in layers if l.state_family == "kda"), None)
+    return (kda is not None and gpu_sm is not None and gpu_sm // 10 in FLASHKDA_SM_MAJORS and lin.get("head_dim") == 128
+            and lin.get("gate_lower_bound") is not None and kda.states[0].vllm_dtype == "bf16")  # conv: model dtype
+
+
+def checkpoint_page(layers: list[_Layer], release: tuple[int, int] | None, gpu_sm: int | None,
+                    flashkda: bool = False) -> str | None:
     """The state family that keeps a prefill-checkpoint page in this release on this GPU (compute capability x 10;
-    None: not known), else None."""
+    None: not known), else None. flashkda: flashkda_prefill's answer."""
     for family, first in CHECKPOINT_PAGE_FROM.items():
         if not any(l.state_family == family for l in layers):
             continue
         if release is not None and release < first:
             continue
         if family == "gdn" and gpu_sm != GDN_FLASHINFER_SM:
+            continue
+        if family == "kda" and not flashkda:
             continue
         return family
     return None
@@ -337,7 +352,8 @@ def _state_pages_note(layers: list[_Layer], pages: int, checkpoint: str | None, 
                 "speculative decoding)")
     if pages == 3 and checkpoint is not None:
         first = ".".join(map(str, CHECKPOINT_PAGE_FROM[checkpoint]))
-        gdn = ", FlashInfer's GDN prefill on Hopper" if checkpoint == "gdn" else ""
+        gdn = {"gdn": ", FlashInfer's GDN prefill on Hopper", "kda": ", FlashKDA's prefill (SM 9x, 10x, 12x)"}.get(
+            checkpoint, "")
         return (f"state layers: three state pages per request per state group (prefix caching on, {default}: "
                 f"mamba_cache_mode 'align', two pages, and the {checkpoint} layers' prefill-checkpoint page of vLLM "
                 f"{first} on{gdn}; no speculative decoding)")
@@ -412,7 +428,7 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     if prefix_caching is None:
         prefix_caching = prefix_caching_default(release)
     mode = mamba_cache_mode(arch.model_type, prefix_caching, release) if hybrid else "none"
-    checkpoint = checkpoint_page(layers, release, gpu_sm) if mode == "align" else None
+    checkpoint = checkpoint_page(layers, release, gpu_sm, flashkda_prefill(arch, layers, gpu_sm)) if mode == "align" else None
     alignment = hybrid_alignment(any(l.attn == "mla" for l in layers), mode, checkpoint, release, gpu_sm)
     chunk = None
     if mode == "all":  # ModelConfig.get_mamba_chunk_size: mamba_chunk_size, else chunk_size
@@ -430,14 +446,12 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         warnings.append("mamba_cache_mode 'all': the config names no Mamba2 chunk size (mamba_chunk_size or "
                         "chunk_size), which vLLM aligns the block size to; the block size here is only a multiple of "
                         f"{alignment}, so vLLM's may be larger by up to one chunk")
-    if (arch.model_type == "kimi_k3" and mode == "align" and (release is None or release >= (0, 29))
-            and any(l.state_family == "kda" for l in layers)):
-        # models/kimi_k3/nvidia/kda.py get_kv_cache_spec: a prefill-checkpoint page when its prefill backend is FlashKDA
-        # (resolve_kda_prefill_backend: by GPU, head size and dtype), which hfmem does not decide
+    if (mode == "align" and gpu_sm is None and (release is None or release >= CHECKPOINT_PAGE_FROM["kda"])
+            and flashkda_prefill(arch, layers, 90)):
         n_state = sum(1 for l in layers if l.state_family == "kda")
-        warnings.append(f"Kimi-K3 under vLLM 0.29 on: its {n_state} KDA layers keep a third state page per request "
-                        "(a prefill checkpoint) when vLLM picks the FlashKDA prefill kernel, not modelled: the figure "
-                        "counts two, so at most one more state page per state group may be reserved")
+        warnings.append(f"the GPU is not known: its {n_state} KDA layers keep a third state page per request (a "
+                        "prefill checkpoint) when vLLM runs FlashKDA's prefill, on SM 9x, 10x or 12x GPUs; the figure "
+                        "counts two, so one more state page per state group may be reserved")
     per_request, growing, by_req, bytes_per_block = _vllm_per_request(layout.groups, context, admitted, pages)
     reserved = per_request
     if layout.full_groups is not None:
