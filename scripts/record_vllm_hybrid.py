@@ -13,7 +13,8 @@ is reached). What is the engine's own code:
   MambaModelConfig (mamba_cache_mode from prefix caching) and the model's own config hook, fed the model
   class's own get_mamba_state_shape_from_config / get_mamba_state_dtype_from_config (the real model module is
   imported; no layer is built) and the attention backend class vLLM picks first on the GPU (FLASH_ATTN for GQA and
-  FLASH_ATTN_MLA for MLA on Hopper: platforms/cuda.py _get_backend_priorities) with its supported kernel block sizes
+  FLASH_ATTN_MLA for MLA on Hopper, FLASHINFER and FLASHINFER_MLA on Blackwell, with flashinfer's own kernels stubbed:
+  platforms/cuda.py _get_backend_priorities) with its supported kernel block sizes
   (FLASH_ATTN_MLA imports only with its CUDA extension; TRITON_MLA, whose kernel block sizes are the same in every
   release read, stands in for it);
 - the specs' page bytes: the release's FullAttentionSpec / MLAAttentionSpec / MambaSpec;
@@ -25,12 +26,11 @@ layers' checkpoint alignment in "align" mode (FLASHINFER_GDN_CHECKPOINT_ALIGNMEN
 The VllmConfig is a stand-in carrying the fields these functions read, with a `vllm serve` start's defaults.
 
     python scripts/record_vllm_hybrid.py --src /tmp/vllm-src --deps /tmp/vdeps 0.18.0 0.19.0 0.20.2 0.22.0 0.25.0 \
-        0.26.0 0.27.0 0.28.0 0.29.0 0.31.0 0.32.0 0.33.0 0.34.0   # 13 releases x 5 models: 10 minutes on 2 cores
+        0.26.0 0.27.0 0.28.0 0.29.0 0.31.0 0.32.0 0.33.0 0.34.0   # Hopper and Blackwell: 20 minutes on 2 cores
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -46,8 +46,10 @@ SETTINGS = ((1, True), (1, False), (4, True), (4, False))
 POINTS = ((32_768, 8_192, 20_000_000_000), (262_144, 2_048, 40_000_000_000), (8_192, 8_192, 5_000_000_000))
 
 
-def _stub_torchvision() -> None:
-    """Qwen3.5's module imports torchvision for its vision tower's transforms; no function of it runs here."""
+def _stub_packages(*names: str) -> None:
+    """Stand-ins for packages whose kernels or transforms the modules imported here import at module level and never
+    run here (Qwen3.5's torchvision; the FlashInfer backends' flashinfer): any attribute, call, base class, type union
+    or subscript of them is another stand-in."""
     import importlib.abc
     import importlib.machinery
     import types
@@ -61,9 +63,20 @@ def _stub_torchvision() -> None:
         def __call__(self, *a, **k):
             return self
 
+        def __mro_entries__(self, bases):
+            return (object,)
+
+        def __or__(self, other):
+            return object
+
+        __ror__ = __or__
+
+        def __getitem__(self, key):
+            return self
+
     class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(self, name, path, target=None):
-            if name == "torchvision" or name.startswith("torchvision."):
+            if name.split(".")[0] in names:
                 return importlib.machinery.ModuleSpec(name, self, is_package=True)
             return None
 
@@ -85,7 +98,7 @@ def _inner(config_path: str, sm: int) -> list[dict]:
     import torch
     from transformers import AutoConfig
 
-    _stub_torchvision()
+    _stub_packages("torchvision")
     import vllm.v1.kv_cache_interface as K
     from vllm.model_executor.models import ModelRegistry
     from vllm.platforms.interface import Platform
@@ -95,6 +108,7 @@ def _inner(config_path: str, sm: int) -> list[dict]:
     except ImportError:
         plan = importlib.import_module("vllm.v1.core.kv_cache_utils")
     utils = importlib.import_module("vllm.v1.core.kv_cache_utils")
+    from record_vllm_planning import plan_groups  # this folder is on sys.path: the script runs from it
     from vllm.model_executor.models.registry import _VLLM_MODELS
     abstract = importlib.import_module("vllm.model_executor.layers.mamba.abstract")
     try:
@@ -133,11 +147,18 @@ def _inner(config_path: str, sm: int) -> list[dict]:
         attention = [t == "full_attention" for t in text.layer_types[:n]]
         family = "gdn"
     use_mla = family == "kda"
-    if use_mla:
+    if sm // 10 == 10:  # Blackwell: FLASHINFER first, FLASHINFER_MLA for MLA (flashinfer itself stubbed: only the
+        # backend classes' kernel block sizes are read)
+        _stub_packages("flashinfer")
+        try:
+            backend = (importlib.import_module("vllm.v1.attention.backends.mla.flashinfer_mla").FlashInferMLABackend
+                       if use_mla else importlib.import_module("vllm.v1.attention.backends.flashinfer").FlashInferBackend)
+        except (ImportError, AssertionError, RuntimeError):  # 0.20's FlashInfer MLA module wants CUDA at import
+            return []
+    elif use_mla:
         backend = importlib.import_module("vllm.v1.attention.backends.mla.triton_mla").TritonMLABackend
         # FLASH_ATTN_MLA (the first MLA choice on Hopper) cannot be imported without its CUDA extension; its
         # get_supported_kernel_block_sizes is [MultipleOf(16)] in every release read (0.20-0.34), as TRITON_MLA's is
-        assert sm == 90
     else:
         backend = importlib.import_module("vllm.v1.attention.backends.flash_attn").FlashAttentionBackend
     num_kv_heads_total = 1 if use_mla else text.num_key_value_heads
@@ -227,16 +248,7 @@ def _inner(config_path: str, sm: int) -> list[dict]:
             model.max_model_len = max_len
             vc.scheduler_config.max_num_batched_tokens = mbt
             vc.max_in_flight_tokens = 2 * mbt
-            if hasattr(plan, "DefaultKVCacheConfigBuilder"):
-                builder = plan.DefaultKVCacheConfigBuilder()
-                groups = builder.get_kv_cache_groups(vc, dict(specs))
-                per_block = plan._pool_bytes_per_block_from_builder(builder, vc, groups)
-                kv_config = builder.get_kv_cache_config_from_groups(vc, groups, available // per_block)
-                fit = plan._max_memory_usage_bytes_from_groups(builder, vc, groups)
-            else:
-                groups = plan.get_kv_cache_groups(vc, dict(specs))
-                kv_config = plan.get_kv_cache_config_from_groups(vc, groups, available)
-                fit = plan._max_memory_usage_bytes_from_groups(vc, groups)
+            groups, kv_config, fit = plan_groups(plan, vc, specs, available)
             points.append([max_len, mbt, available, kv_config.num_blocks, fit,
                            utils.get_max_concurrency_for_kv_cache_config(vc, kv_config)])
         out.append({"tp": tp, "prefix_caching": prefix_caching, "sm": sm, "block_size": bs,
@@ -259,30 +271,44 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--inner":
         print(json.dumps(_inner(sys.argv[2], int(sys.argv[3]))))
         return
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("releases", nargs="+")
-    ap.add_argument("--src", required=True, help="folder with one unpacked wheel per release: SRC/<release>/vllm")
-    ap.add_argument("--deps", required=True, help="folder with the pure-Python modules vLLM's imports need")
-    ap.add_argument("--python", default=sys.executable, help="an interpreter with torch (CPU is enough)")
+    from record_vllm_planning import release_arguments
+
+    ap = release_arguments(__doc__)
+    ap.add_argument("--sm", default="90,100", help="GPUs (compute capability x 10): 90 Hopper, 100 Blackwell (from "
+                    "0.20, where the backend class decides the alignment)")
     args = ap.parse_args()
     records = []
     for release in args.releases:
         env = dict(os.environ, PYTHONPATH=f"{Path(args.src) / release}{os.pathsep}{args.deps}",
                    HFMEM_VLLM_RELEASE=release)
-        for case in CASES:
-            config = REPO / "fixtures" / "configs" / case / "config.json"
-            run = subprocess.run([args.python, __file__, "--inner", str(config), "90"], env=env,
-                                 capture_output=True, text=True, check=False)
-            if run.returncode:
-                print(f"{release} {case}: {run.stderr.strip().splitlines()[-1]}", file=sys.stderr)
-                continue
-            got = json.loads(run.stdout.strip().splitlines()[-1])
-            records += [{"vllm": release, "model": case, **rec} for rec in got]
-            print(release, case, "done" if got else "not in this release", file=sys.stderr)
+        for sm in (int(x) for x in args.sm.split(",")):
+            if sm != 90 and tuple(int(x) for x in release.split(".")[:2]) < (0, 20):
+                continue  # HybridAttentionMambaModelConfig: no backend class read, the same as on Hopper
+            for case in CASES:
+                config = REPO / "fixtures" / "configs" / case / "config.json"
+                run = subprocess.run([args.python, __file__, "--inner", str(config), str(sm)], env=env,
+                                     capture_output=True, text=True, check=False)
+                if run.returncode:
+                    print(f"{release} sm{sm} {case}: {run.stderr.strip().splitlines()[-1]}", file=sys.stderr)
+                    continue
+                got = json.loads(run.stdout.strip().splitlines()[-1])
+                records += [{"vllm": release, "model": case, **rec} for rec in got]
+                print(release, f"sm{sm}", case, "done" if got else "not in this release / backend not importable",
+                      file=sys.stderr)
+    write(records)
+
+
+def write(records: list[dict]) -> None:
+    """Merge into OUT: a new record replaces the one of the same release, model, GPU, TP and prefix caching."""
+    def key(r: dict) -> tuple:
+        return (tuple(int(x) for x in r["vllm"].split(".")), CASES.index(r["model"]), r["sm"], r["tp"],
+                not r["prefix_caching"])
+    merged = {key(r): r for r in (json.loads(OUT.read_text())["records"] if OUT.exists() else [])}
+    merged.update({key(r): r for r in records})
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text('{"how": "scripts/record_vllm_hybrid.py", "point_fields": ["max_model_len", '
                    '"max_num_batched_tokens", "available_bytes", "num_blocks", "fit_bytes", "concurrency"], '
-                   '"records": [\n' + ",\n".join(json.dumps(r) for r in records) + "\n]}\n")
+                   '"records": [\n' + ",\n".join(json.dumps(merged[k]) for k in sorted(merged)) + "\n]}\n")
 
 
 if __name__ == "__main__":

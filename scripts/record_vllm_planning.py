@@ -116,16 +116,7 @@ def _inner(config_path: str, points: list[list[int]]) -> list[dict]:
                                        pipeline_parallel_size=1, tensor_parallel_size=1),
                     kv_transfer_config=None, speculative_config=None, max_concurrent_batches=2,
                     max_in_flight_tokens=2 * mbt, attention_config=ns(hisparse_config=None))
-        if hasattr(plan, "DefaultKVCacheConfigBuilder"):  # 0.34: the platform's builder places the groups
-            builder = plan.DefaultKVCacheConfigBuilder()
-            groups = builder.get_kv_cache_groups(config, dict(specs))
-            per_block = plan._pool_bytes_per_block_from_builder(builder, config, groups)
-            kv_config = builder.get_kv_cache_config_from_groups(config, groups, available // per_block)
-            fit = plan._max_memory_usage_bytes_from_groups(builder, config, groups)
-        else:
-            groups = plan.get_kv_cache_groups(config, dict(specs))
-            kv_config = plan.get_kv_cache_config_from_groups(config, groups, available)
-            fit = plan._max_memory_usage_bytes_from_groups(config, groups)
+        groups, kv_config, fit = plan_groups(plan, config, specs, available)
         out.append({"max_model_len": max_len, "max_num_batched_tokens": mbt, "available_bytes": available,
                     "num_blocks": kv_config.num_blocks, "fit_bytes": fit,
                     "concurrency": utils.get_max_concurrency_for_kv_cache_config(config, kv_config),
@@ -133,15 +124,35 @@ def _inner(config_path: str, points: list[list[int]]) -> list[dict]:
     return out
 
 
-def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "--inner":
-        print(json.dumps(_inner(sys.argv[2], json.loads(sys.argv[3]))))
-        return
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def release_arguments(doc: str | None) -> argparse.ArgumentParser:
+    """The command line both recording scripts share: the releases and where their wheels and imports are."""
+    ap = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     ap.add_argument("releases", nargs="+")
     ap.add_argument("--src", required=True, help="folder with one unpacked wheel per release: SRC/<release>/vllm")
     ap.add_argument("--deps", required=True, help="folder with the pure-Python modules vLLM's imports need")
     ap.add_argument("--python", default=sys.executable, help="an interpreter with torch (CPU is enough)")
+    return ap
+
+
+def plan_groups(plan, config, specs: dict, available: int) -> tuple:
+    """(groups, KV cache config, fit-check bytes) from the release's own planning functions (record_vllm_hybrid.py
+    uses it too)."""
+    if hasattr(plan, "DefaultKVCacheConfigBuilder"):  # 0.34: the platform's builder places the groups
+        builder = plan.DefaultKVCacheConfigBuilder()
+        groups = builder.get_kv_cache_groups(config, dict(specs))
+        per_block = plan._pool_bytes_per_block_from_builder(builder, config, groups)
+        kv_config = builder.get_kv_cache_config_from_groups(config, groups, available // per_block)
+        return groups, kv_config, plan._max_memory_usage_bytes_from_groups(builder, config, groups)
+    groups = plan.get_kv_cache_groups(config, dict(specs))
+    kv_config = plan.get_kv_cache_config_from_groups(config, groups, available)
+    return groups, kv_config, plan._max_memory_usage_bytes_from_groups(config, groups)
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--inner":
+        print(json.dumps(_inner(sys.argv[2], json.loads(sys.argv[3]))))
+        return
+    ap = release_arguments(__doc__)
     args = ap.parse_args()
     records = []
     for release in args.releases:

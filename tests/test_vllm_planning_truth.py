@@ -101,7 +101,8 @@ def test_default_is_the_newest_release():
 # runs the release's own hybrid block-size alignment (Platform._align_hybrid_block_size from 0.20,
 # HybridAttentionMambaModelConfig before) and the model's config hooks (mamba_cache_mode, SSM state dtype) with the
 # model class's own state shapes: Qwen3-Next, Qwen3.5, Qwen3.6 (GDN), Nemotron-H (Mamba2), Kimi-Linear and Kimi-K3 (KDA +
-# MLA; K3 from 0.27, where vLLM has it), at TP 1 and 4, with and without prefix caching, on Hopper, 0.18 to 0.34.
+# MLA; K3 from 0.27, where vLLM has it), at TP 1 and 4, with and without prefix caching, on Hopper (0.18 to 0.34) and
+# Blackwell (0.20 on, where its backend classes decide the alignment).
 HYBRID = json.loads((FIXTURES / "vllm" / "hybrid.json").read_text())
 HYBRID_RECORDS = HYBRID["records"]
 
@@ -113,7 +114,7 @@ def _hybrid_kv(record: dict, max_len: int, mbt: int):
 
 
 @pytest.mark.parametrize("record", HYBRID_RECORDS, ids=[
-    f"{r['model'].split('/')[1]}-{r['vllm']}-tp{r['tp']}-{'pc' if r['prefix_caching'] else 'nopc'}"
+    f"{r['model'].split('/')[1]}-{r['vllm']}-sm{r['sm']}-tp{r['tp']}-{'pc' if r['prefix_caching'] else 'nopc'}"
     for r in HYBRID_RECORDS])
 def test_hybrid_block_size_blocks_fit_and_concurrency_are_vllms(record):
     """The block size vLLM's alignment picks, and at every point the pool blocks, the fit check's bytes and the
@@ -145,7 +146,7 @@ def test_hybrid_truth_covers_each_rule():
     checkpoint page from 0.29 (a larger fit check than 0.28's with prefix caching, the same without)."""
     def bs(model: str, vllm: str, pc: bool, tp: int = 1) -> int:
         return next(r["block_size"] for r in HYBRID_RECORDS
-                    if (r["model"], r["vllm"], r["prefix_caching"], r["tp"]) == (model, vllm, pc, tp))
+                    if (r["model"], r["vllm"], r["prefix_caching"], r["tp"], r["sm"]) == (model, vllm, pc, tp, 90))
     nemotron, kimi, nxt = ("nvidia/Nemotron-H-56B-Base-8K", "moonshotai/Kimi-Linear-48B-A3B-Instruct",
                            "Qwen/Qwen3-Next-80B-A3B-Instruct")
     assert (bs(nemotron, "0.27.0", True), bs(nemotron, "0.28.0", True), bs(nemotron, "0.27.0", False)) == (4224, 4128, 4128)
@@ -153,6 +154,6 @@ def test_hybrid_truth_covers_each_rule():
     assert [bs(nxt, v, True) for v in ("0.32.0", "0.33.0")] == [544, 576] and bs(nxt, "0.33.0", False) == 544
 
     def fit(vllm: str, pc: bool) -> int:
-        return next(r["points"][0][4] for r in HYBRID_RECORDS
-                    if (r["model"], r["vllm"], r["prefix_caching"], r["tp"]) == ("moonshotai/Kimi-K3", vllm, pc, 1))
+        return next(r["points"][0][4] for r in HYBRID_RECORDS if r["model"] == "moonshotai/Kimi-K3"
+                    and (r["vllm"], r["prefix_caching"], r["tp"], r["sm"]) == (vllm, pc, 1, 90))
     assert fit("0.28.0", True) < fit("0.29.0", True) and fit("0.28.0", False) == fit("0.29.0", False)
