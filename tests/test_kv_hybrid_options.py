@@ -132,3 +132,19 @@ def test_kimi_k3_reads_its_kimi_linear_text_config():
     assert not [w for w in estimate_kv(k3, 32_768, prefix_caching=False, gpu_sm=None).warnings if "FlashKDA" in w]
     linear = estimate_kv(arch_of("moonshotai/Kimi-Linear-48B-A3B-Instruct"), 32_768)  # no gate bound: Triton
     assert any("two state pages" in a for a in linear.assumptions)
+
+
+def test_mamba2_families_reserve_a_state_page_per_block_up_to_027():
+    """Nemotron-H with prefix caching up to vLLM 0.27 runs mamba_cache_mode 'all' (its vLLM class declares
+    SupportsMambaPrefixCaching): every group, attention or state, takes a page per 4,224-token block of context (the
+    block a multiple of its Mamba2 chunk of 128), so nothing is constant; from 0.28 'align': 4,128-token blocks and a
+    fixed two (0.32 on: three) state pages. The bytes are vLLM's own (tests/test_vllm_planning_truth.py)."""
+    n = arch_of("nvidia/Nemotron-H-56B-Base-8K")
+    for ctx in (8_192, 32_768):
+        e = estimate_kv(n, ctx, vllm_release=(0, 27))
+        assert e.block_size == 4_224 and e.constant_bytes == 0
+        assert e.total_bytes == e.kv_groups * e.bytes_per_block * cdiv(ctx, 4_224)
+        assert any("mamba_cache_mode 'all'" in a for a in e.assumptions)
+    later = estimate_kv(n, 32_768, vllm_release=(0, 28))
+    assert later.block_size == 4_128 and later.constant_bytes > 0
+    assert estimate_kv(n, 32_768, vllm_release=(0, 27), prefix_caching=False).block_size == 4_128

@@ -75,7 +75,7 @@ def mamba_cache_mode(model_type: str, prefix_caching: bool, release: tuple[int, 
 
 def hybrid_alignment(mla: bool, mode: str, checkpoint: str | None, release: tuple[int, int] | None,
                      gpu_sm: int | None) -> int:
-    """Tokens the hybrid attention block size is a multiple of (HYBRID alignment rules above)."""
+    """Tokens the hybrid attention block size is a multiple of (the kernel-block rules above)."""
     align = 16
     if mla:
         if release is not None and release < (0, 20):
@@ -289,7 +289,7 @@ def _vllm_per_request(g: _Groups, context: int, mbt: int, state_pages: int = 1) 
                 _add(by, label_of[key], bytes=spec.page * blocks,
                      tokens=blocks * spec.block_size if spec.kind != "mamba" else 0)
         total += group_bytes
-        if spec.kind == "full":
+        if spec.kind == "full" or (spec.kind == "mamba" and state_pages == 0):  # mode "all" grows with context too
             growing += group_bytes
     return total, growing, by, g.bytes_per_block
 
@@ -371,7 +371,8 @@ def _state_pages_note(layers: list[_Layer], pages: int, checkpoint: str | None, 
                 "hybrid models even when asked: mamba_cache_mode 'none'; no speculative decoding)")
     why = "prefix caching off" if prefix_caching_default(release) else (
         "prefix caching off, vLLM's default for hybrid models before 0.26")
-    return f"state layers: one state page per request per state group ({why}: mamba_cache_mode 'none'; no speculative decoding)"
+    return (f"state layers: one state page per request per state group ({why}: mamba_cache_mode 'none'; no "
+            "speculative decoding)")
 
 
 @dataclass(frozen=True)
@@ -428,7 +429,9 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     if prefix_caching is None:
         prefix_caching = prefix_caching_default(release)
     mode = mamba_cache_mode(arch.model_type, prefix_caching, release) if hybrid else "none"
-    checkpoint = checkpoint_page(layers, release, gpu_sm, flashkda_prefill(arch, layers, gpu_sm)) if mode == "align" else None
+    checkpoint = None
+    if mode == "align":
+        checkpoint = checkpoint_page(layers, release, gpu_sm, flashkda_prefill(arch, layers, gpu_sm))
     alignment = hybrid_alignment(any(l.attn == "mla" for l in layers), mode, checkpoint, release, gpu_sm)
     chunk = None
     if mode == "all":  # ModelConfig.get_mamba_chunk_size: mamba_chunk_size, else chunk_size
