@@ -148,3 +148,13 @@ def test_mamba2_families_reserve_a_state_page_per_block_up_to_027():
     later = estimate_kv(n, 32_768, vllm_release=(0, 28))
     assert later.block_size == 4_128 and later.constant_bytes > 0
     assert estimate_kv(n, 32_768, vllm_release=(0, 27), prefix_caching=False).block_size == 4_128
+
+
+def test_prefix_caching_on_a_state_only_model_is_said_not_dropped():
+    """vLLM leaves prefix caching off for attention-free models (config/model.py is_prefix_caching_supported); asked
+    for anyway, hfmem says once that it does not model it, and keeps the one-page figure."""
+    mamba = arch_of("state-spaces/mamba-2.8b-hf")
+    asked = estimate_kv(mamba, 4_096, prefix_caching=True)
+    default = estimate_kv(mamba, 4_096)
+    assert asked.total_bytes == default.total_bytes
+    assert len([w for w in asked.warnings if "state-only" in w]) == 1 and not default.warnings

@@ -426,6 +426,11 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
         return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, admitted, layout_for(release))
     hybrid = any(l.attn for l in layers) and any(l.states for l in layers)
+    if prefix_caching and not hybrid and any(l.states for l in layers):
+        # config/model.py is_prefix_caching_supported: off by default for attention-free models in every release read
+        warnings.append("prefix caching was asked for a state-only (attention-free) model: vLLM leaves it off for them "
+                        "by default, and what it reserves with it is not modelled: the figure is one state page per "
+                        "request, as without it")
     if prefix_caching is None:
         prefix_caching = prefix_caching_default(release)
     mode = mamba_cache_mode(arch.model_type, prefix_caching, release) if hybrid else "none"
