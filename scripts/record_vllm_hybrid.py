@@ -26,7 +26,7 @@ layers' checkpoint alignment in "align" mode (FLASHINFER_GDN_CHECKPOINT_ALIGNMEN
 The VllmConfig is a stand-in carrying the fields these functions read, with a `vllm serve` start's defaults.
 
     python scripts/record_vllm_hybrid.py --src /tmp/vllm-src --deps /tmp/vdeps 0.18.0 0.19.0 0.20.2 0.22.0 0.25.0 \
-        0.26.0 0.27.0 0.28.0 0.29.0 0.31.0 0.32.0 0.33.0 0.34.0   # Hopper and Blackwell: 20 minutes on 2 cores
+        0.26.0 0.27.0 0.28.0 0.29.0 0.31.0 0.32.0 0.33.0 0.34.0   # Hopper and Blackwell: 25 minutes on 2 cores
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "fixtures" / "vllm" / "hybrid.json"
-CASES = ("Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3.5-4B", "Qwen/Qwen3.6-27B", "nvidia/Nemotron-H-56B-Base-8K",
-         "moonshotai/Kimi-Linear-48B-A3B-Instruct", "moonshotai/Kimi-K3")  # Kimi-K3: vLLM 0.27 on
+CASES = ("Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3.5-4B", "Qwen/Qwen3.6-27B", "Qwen/Qwen3.5-35B-A3B",
+         "nvidia/Nemotron-H-56B-Base-8K", "moonshotai/Kimi-Linear-48B-A3B-Instruct",
+         "moonshotai/Kimi-K3")  # Kimi-K3: vLLM 0.27 on
 # (tensor parallel size, prefix caching) x (max_model_len, max_num_batched_tokens, available bytes)
 SETTINGS = ((1, True), (1, False), (4, True), (4, False))
 POINTS = ((32_768, 8_192, 20_000_000_000), (262_144, 2_048, 40_000_000_000), (8_192, 8_192, 5_000_000_000))
@@ -276,6 +277,7 @@ def main() -> None:
     ap = release_arguments(__doc__)
     ap.add_argument("--sm", default="90,100", help="GPUs (compute capability x 10): 90 Hopper, 100 Blackwell (from "
                     "0.20, where the backend class decides the alignment)")
+    ap.add_argument("--model", action="append", choices=CASES, help="only these models (default: every case)")
     args = ap.parse_args()
     records = []
     for release in args.releases:
@@ -284,7 +286,7 @@ def main() -> None:
         for sm in (int(x) for x in args.sm.split(",")):
             if sm != 90 and tuple(int(x) for x in release.split(".")[:2]) < (0, 20):
                 continue  # HybridAttentionMambaModelConfig: no backend class read, the same as on Hopper
-            for case in CASES:
+            for case in args.model or CASES:
                 config = REPO / "fixtures" / "configs" / case / "config.json"
                 run = subprocess.run([args.python, __file__, "--inner", str(config), str(sm)], env=env,
                                      capture_output=True, text=True, check=False)

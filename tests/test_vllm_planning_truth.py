@@ -100,8 +100,8 @@ def test_default_is_the_newest_release():
 # fixtures/vllm/hybrid.json: the same, for hybrid attention/state models, from scripts/record_vllm_hybrid.py, which also
 # runs the release's own hybrid block-size alignment (Platform._align_hybrid_block_size from 0.20,
 # HybridAttentionMambaModelConfig before) and the model's config hooks (mamba_cache_mode, SSM state dtype) with the
-# model class's own state shapes: Qwen3-Next, Qwen3.5, Qwen3.6 (GDN), Nemotron-H (Mamba2), Kimi-Linear and Kimi-K3 (KDA +
-# MLA; K3 from 0.27, where vLLM has it), at TP 1 and 4, with and without prefix caching, on Hopper (0.18 to 0.34) and
+# model class's own state shapes: Qwen3-Next, Qwen3.5, Qwen3.6, Qwen3.5-35B-A3B (GDN), Nemotron-H (Mamba2),
+# Kimi-Linear and Kimi-K3 (KDA + MLA; K3 from 0.27, where vLLM has it), at TP 1 and 4, with and without prefix caching, on Hopper (0.18 to 0.34) and
 # Blackwell (0.20 on, where its backend classes decide the alignment).
 HYBRID = json.loads((FIXTURES / "vllm" / "hybrid.json").read_text())
 HYBRID_RECORDS = HYBRID["records"]
