@@ -113,7 +113,8 @@ def _inner(config_path: str, sm: int) -> list[dict]:
     from vllm.model_executor.models.registry import _VLLM_MODELS
     abstract = importlib.import_module("vllm.model_executor.layers.mamba.abstract")
     try:
-        gdn_alignment = importlib.import_module("vllm.v1.attention.backends.gdn_attn").FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
+        gdn_attn = importlib.import_module("vllm.v1.attention.backends.gdn_attn")
+        gdn_alignment = gdn_attn.FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
     except (ImportError, AttributeError):
         gdn_alignment = None
     release = tuple(int(x) for x in os.environ["HFMEM_VLLM_RELEASE"].split(".")[:2])
@@ -152,8 +153,9 @@ def _inner(config_path: str, sm: int) -> list[dict]:
         # backend classes' kernel block sizes are read)
         _stub_packages("flashinfer")
         try:
-            backend = (importlib.import_module("vllm.v1.attention.backends.mla.flashinfer_mla").FlashInferMLABackend
-                       if use_mla else importlib.import_module("vllm.v1.attention.backends.flashinfer").FlashInferBackend)
+            backends = "vllm.v1.attention.backends"
+            backend = (importlib.import_module(f"{backends}.mla.flashinfer_mla").FlashInferMLABackend if use_mla
+                       else importlib.import_module(f"{backends}.flashinfer").FlashInferBackend)
         except (ImportError, AssertionError, RuntimeError):  # 0.20's FlashInfer MLA module wants CUDA at import
             return []
     elif use_mla:
@@ -184,8 +186,9 @@ def _inner(config_path: str, sm: int) -> list[dict]:
         cache = ns(cache_dtype="auto", block_size=16, user_specified_block_size=False, mamba_cache_mode="none",
                    mamba_block_size=None, user_specified_mamba_block_size=False, mamba_page_size_padded=None,
                    mamba_cache_dtype="auto", mamba_ssm_cache_dtype="auto", kv_cache_dtype_skip_layers=None,
-                   enable_prefix_caching=prefix_caching, use_replayssm=False, use_kda_recoverssm=False, num_gpu_blocks_override=None,
-                   kv_offloading_size=None, kv_cache_layout=None, prefix_cache_retention_interval=None,
+                   enable_prefix_caching=prefix_caching, use_replayssm=False, use_kda_recoverssm=False,
+                   num_gpu_blocks_override=None, kv_offloading_size=None, kv_cache_layout=None,
+                   prefix_cache_retention_interval=None,
                    kv_sharing_fast_prefill=False, prefix_match_unit=None, calculate_kv_scales=False)
         try:  # 0.29 on; every page is the same size after the padding, so no layout packs groups (FLASH_ATTN: NHD)
             from vllm.v1.kv_cache_layout import KVCacheLayout
@@ -196,14 +199,18 @@ def _inner(config_path: str, sm: int) -> list[dict]:
         model = ns(dtype=torch.bfloat16, use_mla=use_mla, is_hybrid=True, architecture=architecture,
                    hf_config=hf_config, hf_text_config=text,
                    get_num_kv_heads=lambda pc: max(1, num_kv_heads_total // pc.tensor_parallel_size),
-                   get_head_size=lambda: head_size, get_mamba_chunk_size=lambda: getattr(text, "chunk_size", None),
+                   get_head_size=lambda: head_size,  # ModelConfig.get_mamba_chunk_size's two names:
+                   get_mamba_chunk_size=lambda: (getattr(text, "mamba_chunk_size", None)
+                                                 or getattr(text, "chunk_size", None)),
                    max_model_len=32_768, supports_kv_cache_grouping=False,
                    supports_mamba_prefix_caching=getattr(model_cls, "supports_mamba_prefix_caching", False))
         vc = ns(model_config=model, cache_config=cache, parallel_config=parallel, speculative_config=None,
-                additional_config={}, use_flashinfer_replayssm=False, num_speculative_tokens=0, compilation_config=ns(static_forward_context={}),
+                additional_config={}, use_flashinfer_replayssm=False, num_speculative_tokens=0,
+                compilation_config=ns(static_forward_context={}),
                 scheduler_config=ns(max_num_batched_tokens=8192, disable_hybrid_kv_cache_manager=False,
                                     async_scheduling=True, enable_chunked_prefill=True),
-                kv_transfer_config=None, max_concurrent_batches=2, attention_config=ns(hisparse_config=None, backend=None))
+                kv_transfer_config=None, max_concurrent_batches=2,
+                attention_config=ns(hisparse_config=None, backend=None))
         vc.with_hf_config = lambda hf, vc=vc: ns(**{  # Kimi-K3's state shape reads its text config through it
             **vars(vc), "model_config": ns(**{**vars(vc.model_config), "hf_config": hf, "hf_text_config": hf})})
         ModelRegistry.resolve_model_cls = lambda *a, **k: (model_cls, architecture)
