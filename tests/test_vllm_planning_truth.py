@@ -138,15 +138,19 @@ def test_hybrid_block_size_blocks_fit_and_concurrency_are_vllms(record):
         assert blocks / est.blocks_per_request == pytest.approx(p["concurrency"], rel=1e-12), p
 
 
+def _hybrid_record(model: str, vllm: str, prefix_caching: bool, tp: int = 1, sm: int = 90) -> dict:
+    return next(r for r in HYBRID_RECORDS
+                if (r["model"], r["vllm"], r["prefix_caching"], r["tp"], r["sm"]) == (model, vllm, prefix_caching, tp, sm))
+
+
 def test_hybrid_truth_covers_each_rule():
     """The fixture holds each hybrid rule where it changes, so a rule applied to the wrong releases fails above: the
     Mamba2 'all' mode's chunk-aligned blocks up to 0.27 (Nemotron-H 4,224 with prefix caching, 4,128 without), the
     MLA alignment (Kimi-Linear 1,920 = 64 x 30 up to 0.19, 1,888 = 16 x 118 in 0.20-0.26, 1,920 = 128 x 15 from
     0.27), the GDN checkpoint alignment from 0.33 (Qwen3-Next 576 with prefix caching, 544 before), Kimi-K3's FlashKDA
     checkpoint page from 0.29 (a larger fit check than 0.28's with prefix caching, the same without)."""
-    def bs(model: str, vllm: str, pc: bool, tp: int = 1) -> int:
-        return next(r["block_size"] for r in HYBRID_RECORDS
-                    if (r["model"], r["vllm"], r["prefix_caching"], r["tp"], r["sm"]) == (model, vllm, pc, tp, 90))
+    def bs(model: str, vllm: str, pc: bool) -> int:
+        return _hybrid_record(model, vllm, pc)["block_size"]
     nemotron, kimi, nxt = ("nvidia/Nemotron-H-56B-Base-8K", "moonshotai/Kimi-Linear-48B-A3B-Instruct",
                            "Qwen/Qwen3-Next-80B-A3B-Instruct")
     assert (bs(nemotron, "0.27.0", True), bs(nemotron, "0.28.0", True), bs(nemotron, "0.27.0", False)) == (4224, 4128, 4128)
@@ -154,6 +158,5 @@ def test_hybrid_truth_covers_each_rule():
     assert [bs(nxt, v, True) for v in ("0.32.0", "0.33.0")] == [544, 576] and bs(nxt, "0.33.0", False) == 544
 
     def fit(vllm: str, pc: bool) -> int:
-        return next(r["points"][0][4] for r in HYBRID_RECORDS if r["model"] == "moonshotai/Kimi-K3"
-                    and (r["vllm"], r["prefix_caching"], r["tp"], r["sm"]) == (vllm, pc, 1, 90))
+        return _hybrid_record("moonshotai/Kimi-K3", vllm, pc)["points"][0][4]
     assert fit("0.28.0", True) < fit("0.29.0", True) and fit("0.28.0", False) == fit("0.29.0", False)

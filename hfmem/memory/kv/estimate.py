@@ -291,8 +291,9 @@ def estimate_kv(
     state layers of hybrid models then reserve two pages per request per group instead of one (a page per block of
     context for the Mamba/Mamba2 families up to 0.27); it also decides their block size. vllm_release: the vLLM
     release (major, minor) whose rules apply where they changed (a window's admission from 0.26, DeepSeek-V4's pool
-    layout, hybrid models' prefix caching, block alignment and state pages); None: the newest read. gpu_sm: the GPU's compute capability x 10 (90: Hopper, the default without a GPU;
-    None: not known), which decides vLLM's GDN and KDA prefill kernels and MLA backend."""
+    layout, hybrid models' prefix caching, block alignment and state pages); None: the newest read. gpu_sm: the GPU's
+    compute capability x 10 (90: Hopper, the default without a GPU; None: not known), which decides vLLM's GDN and
+    KDA prefill kernels and MLA backend."""
     if engine not in ENGINES:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     for name, value in (("context", context), ("batch", batch), ("tp", tp), ("block_size", block_size),

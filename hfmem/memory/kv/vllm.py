@@ -46,6 +46,7 @@ HYBRID_PREFIX_CACHING_POSSIBLE_FROM = (0, 12)
 # blocks aligned to the Mamba2 chunk size; every other hybrid, and all of them from 0.28, "align" (two pages)
 # (model_executor/models/config.py MambaModelConfig.verify_and_update_config; no speculative decoding).
 ALL_MODE_UNTIL = (0, 28)
+PAGE_PER_BLOCK = 0  # _Spec.usage's state_pages in mode "all": a page per block of context, not a fixed count
 ALL_MODE_TYPES = frozenset({"bamba", "falcon_h1", "granitemoehybrid", "jamba", "mamba", "mamba2", "nemotron_h",
                             "zamba2"})
 # The attention block a hybrid's state page is padded to is a whole number of kernel blocks of the attention backend
@@ -133,7 +134,8 @@ class _Spec:
 
     def usage(self, context: int, mbt: int, encoder_len: int | None, state_pages: int = 1) -> int:
         """max_memory_usage_bytes with max_model_len = context (vllm, v1/kv_cache_interface.py: each spec's
-        max_memory_usage_bytes). state_pages: pages a mamba/linear-attention spec reserves per request."""
+        max_memory_usage_bytes). state_pages: pages a mamba/linear-attention spec reserves per request
+        (PAGE_PER_BLOCK: one per block of context)."""
         bs = self.block_size
         if self.kind == "full":
             return cdiv(context, bs) * self.page
@@ -144,7 +146,7 @@ class _Spec:
             # ChunkedLocalAttentionSpec
             return cdiv(min(self.window + mbt, context), bs) * self.page
         if self.kind == "mamba":  # MambaSpec: page x (1 + spec) in mode "none", page x (2 + spec) in "align"
-            if state_pages == 0:  # mode "all": a page per block of context, as full attention
+            if state_pages == PAGE_PER_BLOCK:  # mode "all": a page per block of context, as full attention
                 return cdiv(context, bs) * self.page
             return self.page * state_pages
         if self.kind == "cross":  # CrossAttentionSpec: max_num_encoder_input_tokens
@@ -289,7 +291,7 @@ def _vllm_per_request(g: _Groups, context: int, mbt: int, state_pages: int = 1) 
                 _add(by, label_of[key], bytes=spec.page * blocks,
                      tokens=blocks * spec.block_size if spec.kind != "mamba" else 0)
         total += group_bytes
-        if spec.kind == "full" or (spec.kind == "mamba" and state_pages == 0):  # mode "all" grows with context too
+        if spec.kind == "full" or (spec.kind == "mamba" and state_pages == PAGE_PER_BLOCK):  # mode "all" grows too
             growing += group_bytes
     return total, growing, by, g.bytes_per_block
 
@@ -333,12 +335,11 @@ def _sparse_block_size(layers: list[_Layer], dtype: str, block_size: int, assump
     return forced
 
 
-def _state_pages(prefix_caching: bool) -> int:
-    """State pages one request reserves per mamba/linear-attention group (no speculative decoding): with prefix
-    caching (vLLM's default) hybrid models run mamba_cache_mode "align", where MambaSpec.max_memory_usage_bytes is
-    page x (2 + num_speculative_blocks); without it mode "none", page x (1 + num_speculative_blocks)
-    (vllm, v1/kv_cache_interface.py: MambaSpec.max_memory_usage_bytes; config/model.py: MambaModelConfig)."""
-    return 2 if prefix_caching else 1
+def _state_pages(mode: str) -> int:
+    """State pages one request reserves per mamba/linear-attention group in a mamba_cache_mode (no speculative
+    decoding): "align" page x (2 + num_speculative_blocks), "none" page x (1 + num_speculative_blocks), "all" one per
+    block of context, PAGE_PER_BLOCK (vllm, v1/kv_cache_interface.py: MambaSpec.max_memory_usage_bytes)."""
+    return {"all": PAGE_PER_BLOCK, "align": 2}.get(mode, 1)
 
 
 def _state_pages_note(layers: list[_Layer], pages: int, checkpoint: str | None, prefix_caching: bool, hybrid: bool,
@@ -346,7 +347,7 @@ def _state_pages_note(layers: list[_Layer], pages: int, checkpoint: str | None, 
     """The assumption line for the state pages one request reserves per state group."""
     default = ("vLLM's default for hybrid models from 0.26" if prefix_caching_default(release)
                else "not vLLM's default for hybrid models before 0.26, where it is off unless asked")
-    if pages == 0:
+    if pages == PAGE_PER_BLOCK:
         return ("state layers: one state page per block of context per state group (prefix caching on, "
                 f"{default}: mamba_cache_mode 'all', which vLLM up to 0.27 runs for the Mamba/Mamba2 families; no "
                 "speculative decoding)")
@@ -393,7 +394,7 @@ def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, mode: str, c
     """mode: the hybrid model's mamba_cache_mode ("none" for every other model), checkpoint: checkpoint_page's."""
     local: list[str] = []
     block_size = _sparse_block_size(layers, dtype, block_size, local)
-    pages = 0 if mode == "all" else _state_pages(mode == "align")  # align mode on hybrid models only (docs/kv.md)
+    pages = _state_pages(mode)  # "align" and "all" on hybrid models only (docs/kv.md)
     if checkpoint and mode == "align":
         pages += 1  # the prefill-checkpoint page (CHECKPOINT_PAGE_FROM)
     specs, bs = _vllm_specs(layers, dtype, block_size, False, local, alignment, chunk)

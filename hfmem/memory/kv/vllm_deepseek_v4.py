@@ -266,7 +266,7 @@ def deepseek_v4_vllm(arch: Architecture, layers: list[_Layer], dtype: str, conte
         # vLLM 0.20-0.26, kv_cache_utils.py get_max_concurrency_for_kv_cache_config: the largest group's layer count
         # x every group's max_memory_usage_bytes (UniformTypeKVCacheSpecs: its pages x the sum of its layers' page
         # bytes), over the first group's page bytes x that count; 0.27 sums the groups' pages (as `pages` does)
-        group_bytes = [sum(padded[index[id(c)]] for c in g) for g in groups]
+        group_bytes = [sum(page_of[id(c)] for c in g) for g in groups]
         before_027 = cdiv(sum(n * b for n, b in zip(group_pages, group_bytes)), group_bytes[0])
     per_request = pages * charge  # _max_memory_usage_bytes_from_groups
     growing = sum(n for g, n in zip(groups, group_pages) if g[0].full) * charge  # cdiv(context, 256) pages
