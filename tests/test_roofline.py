@@ -77,3 +77,20 @@ def test_the_cli_shows_the_bound_with_its_label(cli):  # noqa: F811
     assert speed["decode_tokens_per_s"] == pytest.approx(1008e9 / (weights + kv3), rel=1e-3)
     text = cli(["fixtures/models/Qwen/Qwen2-7B-Instruct", "--ctx", "32k", "--gpu", "4090"]).stdout.splitlines()
     assert text[5].split()[:3] == ["speed", "(at", "most)"] and "an upper bound" in text[5]
+
+
+
+def test_more_experts_per_token_than_experts_reads_every_expert_once():
+    """A hostile config (Mixtral with 20 experts per token of its 8) at a large batch: the roofline reads each expert
+    once, as at 8 of 8, instead of raising OverflowError on (1 - 20/8) ** batch (found by tests/test_fuzz.py's config
+    properties on a DeepSeek-V3 with num_local_experts 2)."""
+    from stubs import load_config
+
+    repo = "mistralai/Mixtral-8x7B-v0.1"
+    speeds = []
+    for k in (20, 8):
+        config = dict(load_config(repo), num_experts_per_tok=k)
+        report = analyze_files(model_files(repo, config))
+        assert report.architecture.moe.experts_per_token == k
+        speeds.append(roofline(report, Planner(report, "bf16"), 1, 62_722, 3350.0, 1979.0))
+    assert speeds[0].read_bytes == speeds[1].read_bytes > 0

@@ -81,7 +81,9 @@ def roofline(report: Report, planner: Planner, context: int, batch: int, bandwid
     touched = 1.0
     if arch.moe and arch.moe.num_experts and arch.moe.experts_per_token:
         e, k = arch.moe.num_experts, arch.moe.experts_per_token
-        touched = 1 - (1 - k / e) ** batch
+        # a config routing a token to more experts than it has touches them all (min: (1 - k/e) ** batch would
+        # overflow for k > 2e at large batches)
+        touched = 1 - (1 - min(k, e) / e) ** batch
     kv = planner.kv(context, batch).total_bytes
     read = int(other + experts * touched + kv)
     active = report.parameters.active or report.parameters.total
