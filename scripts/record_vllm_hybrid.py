@@ -27,6 +27,11 @@ The VllmConfig is a stand-in carrying the fields these functions read, with a `v
 
     python scripts/record_vllm_hybrid.py --src /tmp/vllm-src --deps /tmp/vdeps 0.18.0 0.19.0 0.20.2 0.22.0 0.25.0 \
         0.26.0 0.27.0 0.28.0 0.29.0 0.31.0 0.32.0 0.33.0 0.34.0   # Hopper and Blackwell: 25 minutes on 2 cores
+    python scripts/record_vllm_hybrid.py --src /tmp/vllm-src --deps /tmp/vdeps --sm 90 0.11.2 0.12.0 0.13.0 \
+        0.14.0 0.15.0 0.16.0 0.17.0   # before 0.20 only Hopper's rules exist: 20 minutes (older releases also want
+                                      # setproctitle, blake3, mistral-common and its imports)
+0.10.2's and 0.11.0's model modules call Triton at import (tl.exp), beyond the placeholder vLLM keeps without a GPU's
+Triton; they are read, not run.
 """
 
 from __future__ import annotations
@@ -181,84 +186,87 @@ def _inner(config_path: str, sm: int) -> list[dict]:
                     and lin.get("gate_lower_bound") is not None)
     out = []
     for tp, prefix_caching in SETTINGS:
-        parallel = ns(tensor_parallel_size=tp, pipeline_parallel_size=1, decode_context_parallel_size=1,
-                      prefill_context_parallel_size=1)
-        cache = ns(cache_dtype="auto", block_size=16, user_specified_block_size=False, mamba_cache_mode="none",
-                   mamba_block_size=None, user_specified_mamba_block_size=False, mamba_page_size_padded=None,
-                   mamba_cache_dtype="auto", mamba_ssm_cache_dtype="auto", kv_cache_dtype_skip_layers=None,
-                   enable_prefix_caching=prefix_caching, use_replayssm=False, use_kda_recoverssm=False,
-                   num_gpu_blocks_override=None, kv_offloading_size=None, kv_cache_layout=None,
-                   prefix_cache_retention_interval=None,
-                   kv_sharing_fast_prefill=False, prefix_match_unit=None, calculate_kv_scales=False)
-        try:  # 0.29 on; every page is the same size after the padding, so no layout packs groups (FLASH_ATTN: NHD)
-            from vllm.v1.kv_cache_layout import KVCacheLayout
-
-            cache.get_resolved_kv_cache_layout = lambda: KVCacheLayout.LBNHC
-        except ImportError:
-            pass
-        model = ns(dtype=torch.bfloat16, use_mla=use_mla, is_hybrid=True, architecture=architecture,
-                   hf_config=hf_config, hf_text_config=text,
-                   get_num_kv_heads=lambda pc: max(1, num_kv_heads_total // pc.tensor_parallel_size),
-                   get_head_size=lambda: head_size,  # ModelConfig.get_mamba_chunk_size's two names:
-                   get_mamba_chunk_size=lambda: (getattr(text, "mamba_chunk_size", None)
-                                                 or getattr(text, "chunk_size", None)),
-                   max_model_len=32_768, supports_kv_cache_grouping=False,
-                   supports_mamba_prefix_caching=getattr(model_cls, "supports_mamba_prefix_caching", False))
-        vc = ns(model_config=model, cache_config=cache, parallel_config=parallel, speculative_config=None,
-                additional_config={}, use_flashinfer_replayssm=False, num_speculative_tokens=0,
-                compilation_config=ns(static_forward_context={}),
-                scheduler_config=ns(max_num_batched_tokens=8192, disable_hybrid_kv_cache_manager=False,
-                                    async_scheduling=True, enable_chunked_prefill=True),
-                kv_transfer_config=None, max_concurrent_batches=2,
-                attention_config=ns(hisparse_config=None, backend=None))
-        vc.with_hf_config = lambda hf, vc=vc: ns(**{  # Kimi-K3's state shape reads its text config through it
-            **vars(vc), "model_config": ns(**{**vars(vc.model_config), "hf_config": hf, "hf_text_config": hf})})
-        ModelRegistry.resolve_model_cls = lambda *a, **k: (model_cls, architecture)
-        Platform._find_non_ssm_backends = classmethod(lambda c, v: [backend])
-        abstract.get_mamba_prefill_checkpoint_alignment = (
-            lambda v: gdn_alignment if gdn_flashinfer and v.cache_config.mamba_cache_mode == "align" else None)
-        import vllm.config.vllm as config_vllm
-
-        config_vllm.set_current_vllm_config = _no_context
-        backend_module = sys.modules[backend.__module__]
-        if hasattr(backend_module, "get_current_vllm_config"):  # FLASH_ATTN's kernel sizes read it (0.20-0.22)
-            backend_module.get_current_vllm_config = lambda vc=vc: vc
-        hooks = importlib.import_module("vllm.model_executor.models.config")
-        if hasattr(Platform, "_align_hybrid_block_size"):  # 0.20 on: the config hooks, then the platform's alignment
-            hooks.MambaModelConfig.verify_and_update_config(vc)  # mamba_cache_mode from prefix caching
-            if architecture in hooks.MODELS_CONFIG_MAP:  # the model's own hook (Qwen3.5, Nemotron-H: SSM state dtype)
-                hooks.MODELS_CONFIG_MAP[architecture].verify_and_update_config(vc)
-            Platform._align_hybrid_block_size(vc, backend)
-        else:  # up to 0.19 the architecture hook runs first, then the hybrid hook (with MambaModelConfig inside)
-            if architecture in hooks.MODELS_CONFIG_MAP:
-                hooks.MODELS_CONFIG_MAP[architecture].verify_and_update_config(vc)
-            hooks.HybridAttentionMambaModelConfig.verify_and_update_config(vc)
-        mode = cache.mamba_cache_mode
-        bs = cache.block_size
-        padded = cache.mamba_page_size_padded
-        shapes = model_cls.get_mamba_state_shape_from_config(vc)
-        dtypes = model_cls.get_mamba_state_dtype_from_config(vc)
-        checkpoint = 1 if mode == "align" and (
-            (family == "mamba2" and release >= (0, 32)) or gdn_flashinfer or kda_flashkda) else 0
-        specs: dict = {}
-        for i, is_attn in enumerate(attention):
-            if is_attn:
-                common = dict(block_size=bs, num_kv_heads=model.get_num_kv_heads(parallel), head_size=head_size,
-                              dtype=torch.bfloat16)
-                specs[f"l{i}.attn"] = (make(K.MLAAttentionSpec, cache_dtype_str="auto", **common) if use_mla
-                                       else make(K.FullAttentionSpec, **common))
-            else:
-                specs[f"l{i}.state"] = make(
-                    K.MambaSpec, block_size=cache.mamba_block_size or bs, shapes=tuple(shapes), dtypes=tuple(dtypes),
-                    page_size_padded=padded, mamba_cache_mode=mode, num_prefill_checkpoint_blocks=checkpoint)
-        points = []
+        points, layout = [], set()
+        # the hooks run at every point: they set mamba_block_size from max_model_len (without prefix caching), and up
+        # to 0.14 MambaSpec.max_memory_usage_bytes pages a request by it
         for max_len, mbt, available in POINTS:
-            model.max_model_len = max_len
-            vc.scheduler_config.max_num_batched_tokens = mbt
+            parallel = ns(tensor_parallel_size=tp, pipeline_parallel_size=1, decode_context_parallel_size=1,
+                          prefill_context_parallel_size=1)
+            cache = ns(cache_dtype="auto", block_size=16, user_specified_block_size=False, mamba_cache_mode="none",
+                       mamba_block_size=None, user_specified_mamba_block_size=False, mamba_page_size_padded=None,
+                       mamba_cache_dtype="auto", mamba_ssm_cache_dtype="auto", kv_cache_dtype_skip_layers=None,
+                       enable_prefix_caching=prefix_caching, use_replayssm=False, use_kda_recoverssm=False,
+                       num_gpu_blocks_override=None, kv_offloading_size=None, kv_cache_layout=None,
+                       prefix_cache_retention_interval=None,
+                       kv_sharing_fast_prefill=False, prefix_match_unit=None, calculate_kv_scales=False)
+            try:  # 0.29 on; every page is the same size after the padding, so no layout packs groups (FLASH_ATTN: NHD)
+                from vllm.v1.kv_cache_layout import KVCacheLayout
+
+                cache.get_resolved_kv_cache_layout = lambda: KVCacheLayout.LBNHC
+            except ImportError:
+                pass
+            model = ns(dtype=torch.bfloat16, use_mla=use_mla, is_hybrid=True, architecture=architecture,
+                       hf_config=hf_config, hf_text_config=text,
+                       get_num_kv_heads=lambda pc: max(1, num_kv_heads_total // pc.tensor_parallel_size),
+                       get_head_size=lambda: head_size,  # ModelConfig.get_mamba_chunk_size's two names:
+                       get_mamba_chunk_size=lambda: (getattr(text, "mamba_chunk_size", None)
+                                                     or getattr(text, "chunk_size", None)),
+                       max_model_len=max_len, supports_kv_cache_grouping=False,
+                       supports_mamba_prefix_caching=getattr(model_cls, "supports_mamba_prefix_caching", False))
+            vc = ns(model_config=model, cache_config=cache, parallel_config=parallel, speculative_config=None,
+                    additional_config={}, use_flashinfer_replayssm=False, num_speculative_tokens=0,
+                    compilation_config=ns(static_forward_context={}),
+                    scheduler_config=ns(max_num_batched_tokens=mbt, disable_hybrid_kv_cache_manager=False,
+                                        async_scheduling=True, enable_chunked_prefill=True),
+                    kv_transfer_config=None, max_concurrent_batches=2,
+                    attention_config=ns(hisparse_config=None, backend=None))
+            vc.with_hf_config = lambda hf, vc=vc: ns(**{  # Kimi-K3's state shape reads its text config through it
+                **vars(vc), "model_config": ns(**{**vars(vc.model_config), "hf_config": hf, "hf_text_config": hf})})
+            ModelRegistry.resolve_model_cls = lambda *a, **k: (model_cls, architecture)
+            Platform._find_non_ssm_backends = classmethod(lambda c, v: [backend])
+            abstract.get_mamba_prefill_checkpoint_alignment = (
+                lambda v: gdn_alignment if gdn_flashinfer and v.cache_config.mamba_cache_mode == "align" else None)
+            import vllm.config.vllm as config_vllm
+
+            config_vllm.set_current_vllm_config = _no_context
+            backend_module = sys.modules[backend.__module__]
+            if hasattr(backend_module, "get_current_vllm_config"):  # FLASH_ATTN's kernel sizes read it (0.20-0.22)
+                backend_module.get_current_vllm_config = lambda vc=vc: vc
+            hooks = importlib.import_module("vllm.model_executor.models.config")
+            if hasattr(Platform, "_align_hybrid_block_size"):  # 0.20 on: the config hooks, then the alignment
+                hooks.MambaModelConfig.verify_and_update_config(vc)  # mamba_cache_mode from prefix caching
+                if architecture in hooks.MODELS_CONFIG_MAP:  # the model's own (Qwen3.5, Nemotron-H: SSM state dtype)
+                    hooks.MODELS_CONFIG_MAP[architecture].verify_and_update_config(vc)
+                Platform._align_hybrid_block_size(vc, backend)
+            else:  # up to 0.19 the architecture hook runs first, then the hybrid hook (with MambaModelConfig inside)
+                if architecture in hooks.MODELS_CONFIG_MAP:
+                    hooks.MODELS_CONFIG_MAP[architecture].verify_and_update_config(vc)
+                hooks.HybridAttentionMambaModelConfig.verify_and_update_config(vc)
+            mode = cache.mamba_cache_mode
+            bs = cache.block_size
+            padded = cache.mamba_page_size_padded
+            shapes = model_cls.get_mamba_state_shape_from_config(vc)
+            dtypes = model_cls.get_mamba_state_dtype_from_config(vc)
+            checkpoint = 1 if mode == "align" and (
+                (family == "mamba2" and release >= (0, 32)) or gdn_flashinfer or kda_flashkda) else 0
+            specs: dict = {}
+            for i, is_attn in enumerate(attention):
+                if is_attn:
+                    common = dict(block_size=bs, num_kv_heads=model.get_num_kv_heads(parallel), head_size=head_size,
+                                  dtype=torch.bfloat16)
+                    specs[f"l{i}.attn"] = (make(K.MLAAttentionSpec, cache_dtype_str="auto", **common) if use_mla
+                                           else make(K.FullAttentionSpec, **common))
+                else:
+                    specs[f"l{i}.state"] = make(
+                        K.MambaSpec, block_size=cache.mamba_block_size or bs, shapes=tuple(shapes),
+                        dtypes=tuple(dtypes),
+                        page_size_padded=padded, mamba_cache_mode=mode, num_prefill_checkpoint_blocks=checkpoint)
             vc.max_in_flight_tokens = 2 * mbt
             groups, kv_config, fit = plan_groups(plan, vc, specs, available)
             points.append([max_len, mbt, available, kv_config.num_blocks, fit,
                            utils.get_max_concurrency_for_kv_cache_config(vc, kv_config)])
+            layout.add((bs, padded))
+        assert len(layout) == 1, layout  # the block size and state page do not depend on the point
         out.append({"tp": tp, "prefix_caching": prefix_caching, "sm": sm, "block_size": bs,
                     "state_page_padded": padded, "groups": [len(g.layer_names) for g in groups], "points": points})
     return out

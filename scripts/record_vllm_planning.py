@@ -17,11 +17,19 @@ carrying the fields these functions read, with vLLM's defaults for a `vllm serve
     pip install --no-deps --target /tmp/vdeps cbor2 msgspec ...
     python scripts/record_vllm_planning.py --src /tmp/vllm-src --deps /tmp/vdeps 0.20.2 0.22.0 0.23.0 0.25.0 \
         0.26.0 0.27.0 0.28.0 0.29.0 0.34.0
+    python scripts/record_vllm_planning.py --src /tmp/vllm-src --deps /tmp/vdeps 0.10.2 0.11.0 0.11.2 0.12.0 0.13.0 0.14.0 \
+        0.15.0 0.16.0 0.17.0 0.18.0 0.19.0 --model google/gemma-3-27b-it --model openai/gpt-oss-20b \
+        --model hfmem-stubs/gemma3-window-mix-12-10 --model hfmem-stubs/gemma3-window-mix-14-10
+A run merges its records into the file (one per release and model). DeepSeek-V4 is skipped before 0.20, where vLLM
+has no such model. The fit-check bytes are the release's start-up check: check_enough_kv_cache_memory over the
+per-layer specs up to 0.13 (inside get_kv_cache_config up to 0.10), _max_memory_usage_bytes_from_groups
+from 0.14.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import subprocess
@@ -30,9 +38,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "fixtures" / "vllm" / "planning.json"
-CASES = ("deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro", "google/gemma-3-27b-it", "openai/gpt-oss-20b")
+CASES = ("deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro", "google/gemma-3-27b-it", "openai/gpt-oss-20b",
+         # stubs whose layer counts tell the releases' group sizes apart (12 or 14 sliding-window layers, 10 full)
+         "hfmem-stubs/gemma3-window-mix-12-10", "hfmem-stubs/gemma3-window-mix-14-10")
 # (max_model_len, max_num_batched_tokens, available bytes): 30,000 / 16,384 / 5,554 V4-Flash blocks is
 # vllm-project/vllm#44376's start
+V4_FROM = (0, 20)  # the first release with DeepSeek-V4
 POINTS = ((32_768, 8_192, 10_000_000_000), (1_048_576, 8_192, 50_000_000_000), (30_000, 16_384, 5_841_563_904),
           (8_192, 2_048, 20_000_000_000), (800_000, 512, 21_000_000_000), (131_072, 8_192, 40_000_000_000))
 
@@ -89,7 +100,7 @@ def _inner(config_path: str, points: list[list[int]]) -> list[dict]:
             "full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(n)]  # Gemma 3's pattern
         for i, kind in enumerate(types_[:n]):
             common = dict(block_size=16, num_kv_heads=cfg["num_key_value_heads"], head_size=cfg["head_dim"],
-                          dtype=torch.bfloat16)
+                          dtype=torch.bfloat16, use_mla=False)  # use_mla: a field up to 0.10
             specs[f"model.layers.{i}.self_attn.attn"] = (
                 make(K.SlidingWindowSpec, sliding_window=cfg["sliding_window"], **common)
                 if kind == "sliding_attention" else make(K.FullAttentionSpec, **common))
@@ -143,9 +154,22 @@ def plan_groups(plan, config, specs: dict, available: int) -> tuple:
         per_block = plan._pool_bytes_per_block_from_builder(builder, config, groups)
         kv_config = builder.get_kv_cache_config_from_groups(config, groups, available // per_block)
         return groups, kv_config, plan._max_memory_usage_bytes_from_groups(builder, config, groups)
+    if not hasattr(plan, "get_kv_cache_groups"):  # up to 0.10: get_kv_cache_config checks, groups and sizes at once
+        check, plan.check_enough_kv_cache_memory = plan.check_enough_kv_cache_memory, lambda *a: None
+        try:  # the check's figure is recorded below, not raised on
+            kv_config = plan.get_kv_cache_config(config, dict(specs), available)
+        finally:
+            plan.check_enough_kv_cache_memory = check
+        return kv_config.kv_cache_groups, kv_config, plan.max_memory_usage_bytes(config, specs.values())
     groups = plan.get_kv_cache_groups(config, dict(specs))
-    kv_config = plan.get_kv_cache_config_from_groups(config, groups, available)
-    return groups, kv_config, plan._max_memory_usage_bytes_from_groups(config, groups)
+    if "kv_cache_specs" in inspect.signature(plan.get_kv_cache_config_from_groups).parameters:  # up to 0.15
+        kv_config = plan.get_kv_cache_config_from_groups(config, groups, dict(specs), available)
+    else:
+        kv_config = plan.get_kv_cache_config_from_groups(config, groups, available)
+    if hasattr(plan, "_max_memory_usage_bytes_from_groups"):  # 0.16 on: per group, padded to the largest
+        return groups, kv_config, plan._max_memory_usage_bytes_from_groups(config, groups)
+    # up to 0.15 check_enough_kv_cache_memory sums every layer's own max_memory_usage_bytes
+    return groups, kv_config, plan.max_memory_usage_bytes(config, specs.values())
 
 
 def main() -> None:
@@ -153,11 +177,14 @@ def main() -> None:
         print(json.dumps(_inner(sys.argv[2], json.loads(sys.argv[3]))))
         return
     ap = release_arguments(__doc__)
+    ap.add_argument("--model", action="append", choices=CASES, help="only these models (default: every case)")
     args = ap.parse_args()
     records = []
     for release in args.releases:
         env = dict(os.environ, PYTHONPATH=f"{Path(args.src) / release}{os.pathsep}{args.deps}")
-        for case in CASES:
+        for case in args.model or CASES:
+            if "DeepSeek-V4" in case and tuple(int(x) for x in release.split(".")[:2]) < V4_FROM:
+                continue
             config = REPO / "fixtures" / "configs" / case / "config.json"
             run = subprocess.run([args.python, __file__, "--inner", str(config), json.dumps(POINTS)], env=env,
                                  capture_output=True, text=True, check=False)
@@ -172,9 +199,14 @@ FIELDS = ("max_model_len", "max_num_batched_tokens", "available_bytes", "num_blo
 
 
 def write(records: list[dict]) -> None:
-    """One line per release and model, each point a row of FIELDS."""
-    rows = [json.dumps({"vllm": r["vllm"], "model": r["model"], "points": [[p[f] for f in FIELDS] for p in r["points"]]})
-            for r in records]
+    """Merge into OUT, one line per release and model (a new record replaces the one of the same release and model),
+    each point a row of FIELDS."""
+    def key(r: dict) -> tuple:
+        return tuple(int(x) for x in r["vllm"].split(".")), CASES.index(r["model"])
+    merged = {key(r): r for r in (json.loads(OUT.read_text())["records"] if OUT.exists() else [])}
+    merged.update({key(r): {"vllm": r["vllm"], "model": r["model"],
+                            "points": [[p[f] for f in FIELDS] for p in r["points"]]} for r in records})
+    rows = [json.dumps(merged[k]) for k in sorted(merged)]
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text('{"how": "scripts/record_vllm_planning.py", "fields": ' + json.dumps(list(FIELDS))
                    + ', "records": [\n' + ",\n".join(rows) + "\n]}\n")

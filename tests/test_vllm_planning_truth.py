@@ -3,8 +3,10 @@
 fixtures/vllm/planning.json holds what each vLLM wheel's kv_cache_utils.py / kv_cache_planning.py gives (run by
 scripts/record_vllm_planning.py on the specs the model's layers build in that release, no GPU): for an available
 memory and a max_model_len, the pool blocks, the bytes its fit check asks one request for, and the concurrency it logs.
-DeepSeek-V4-Flash / -Pro and two sliding-window models (Gemma 3, gpt-oss), at 0.20.2 to 0.34.0: the releases where V4's
-pool layout, the concurrency divisor or a window's admission changed, and one on each side."""
+DeepSeek-V4-Flash / -Pro at 0.20.2 to 0.34.0 (the releases where V4's pool layout, the concurrency divisor or a window's
+admission changed, and one on each side); two sliding-window models (Gemma 3, gpt-oss) and two stubs whose layer counts
+tell the group-size rules apart, at every minor release from 0.10.2 (the start-up check, the group size and the window
+admission each changed in between)."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ def _arch(repo: str):
     return build_architecture(json.loads((FIXTURES / "configs" / repo / "config.json").read_text()))[0]
 
 
-def _kv(repo: str, max_len: int, mbt: int, release: tuple[int, int]):
+def _kv(repo: str, max_len: int, mbt: int, release: tuple[int, int] | None):
     v4 = "DeepSeek-V4" in repo
     return estimate_kv(_arch(repo), max_len, kv_dtype="fp8" if v4 else "bf16", block_size=256 if v4 else 16,
                        max_batched_tokens=mbt, vllm_release=release)
@@ -48,16 +50,55 @@ def _divisor(est, release: tuple[int, int], repo: str) -> int:
 
 @pytest.mark.parametrize("record", RECORDS, ids=[f"{r['model'].split('/')[1]}-{r['vllm']}" for r in RECORDS])
 def test_blocks_fit_and_concurrency_are_vllms(record):
-    """Every point: num_blocks = available // bytes_per_block, the fit check's bytes = total_bytes, and the logged
-    concurrency = num_blocks / the release's divisor, all exactly."""
+    """Every point: num_blocks = available // bytes_per_block, the start-up check's bytes (from 0.19 the whole
+    request's, total_bytes; below it before), and the logged concurrency = num_blocks / the release's divisor, all
+    exactly."""
     release = _release(record["vllm"])
     for row in record["points"]:
         p = dict(zip(TRUTH["fields"], row))
         est = _kv(record["model"], p["max_model_len"], p["max_num_batched_tokens"], release)
         blocks = p["available_bytes"] // est.bytes_per_block
         assert blocks == p["num_blocks"], p
-        assert est.total_bytes == p["fit_bytes"], p
+        assert est.startup_check_bytes == p["fit_bytes"], p
+        if release >= (0, 19):
+            assert est.total_bytes == p["fit_bytes"], p
+        else:
+            assert est.total_bytes >= p["fit_bytes"], p
         assert blocks / _divisor(est, release, record["model"]) == pytest.approx(p["concurrency"], rel=1e-12), p
+
+
+def _record(model: str, release: str) -> list[dict]:
+    rec = next(r for r in RECORDS if r["model"] == model and r["vllm"] == release)
+    return [dict(zip(TRUTH["fields"], row)) for row in rec["points"]]
+
+
+def test_the_truth_tells_the_startup_checks_apart():
+    """Gemma 3 (52 window layers padded to 60 beside 10 full ones) asks three different start-up figures of the same
+    32k request: 0.13 every layer's own pages (no padding), 0.14-0.18 the first group's (a window group's) blocks for
+    every group, 0.19 on the whole request. Each below the next, and the last one is what hfmem calls the need."""
+    gemma = "google/gemma-3-27b-it"
+    asked = [_record(gemma, release)[0]["fit_bytes"] for release in ("0.13.0", "0.14.0", "0.18.0", "0.19.0")]
+    assert asked[1] == asked[2] < asked[0] < asked[3]
+    need = _kv(gemma, 32_768, 8_192, (0, 19)).total_bytes
+    assert asked[3] == need
+    assert _kv(gemma, 32_768, 8_192, (0, 13)).startup_check_bytes == asked[0]
+    assert _kv(gemma, 32_768, 8_192, (0, 18)).startup_check_bytes == asked[1]
+    older = _kv(gemma, 32_768, 8_192, (0, 18))
+    assert any("start-up check asks" in a and "first KV cache group" in a for a in older.assumptions)
+    assert not any("start-up check" in a for a in _kv(gemma, 32_768, 8_192, None).assumptions)
+
+
+def test_the_truth_tells_the_group_sizes_apart():
+    """vLLM's group size (the fewest layers of a type, or the most when within a factor): no factor up to 0.11, 1.25
+    in 0.12-0.17, 1.5 from 0.18. 12 window + 10 full layers form groups of 10 in 0.11 and 12 from 0.12; 14 + 10 form
+    groups of 10 up to 0.17 and 14 from 0.18: the pool's blocks change exactly there in vLLM's own records, and hfmem
+    follows them (test_blocks_fit_and_concurrency_are_vllms)."""
+    def blocks(stub: str, release: str) -> int:
+        return _record(f"hfmem-stubs/gemma3-window-mix-{stub}", release)[0]["num_blocks"]
+
+    assert blocks("12-10", "0.11.2") != blocks("12-10", "0.12.0") == blocks("12-10", "0.34.0")
+    assert blocks("14-10", "0.11.2") == blocks("14-10", "0.17.0") != blocks("14-10", "0.18.0")
+    assert blocks("14-10", "0.18.0") == blocks("14-10", "0.34.0")
 
 
 def test_the_truth_tells_the_layouts_apart():
@@ -101,8 +142,9 @@ def test_default_is_the_newest_release():
 # runs the release's own hybrid block-size alignment (Platform._align_hybrid_block_size from 0.20,
 # HybridAttentionMambaModelConfig before) and the model's config hooks (mamba_cache_mode, SSM state dtype) with the
 # model class's own state shapes: Qwen3-Next, Qwen3.5, Qwen3.6, Qwen3.5-35B-A3B (GDN), Nemotron-H (Mamba2),
-# Kimi-Linear and Kimi-K3 (KDA + MLA; K3 from 0.27, where vLLM has it), at TP 1 and 4, with and without prefix caching, on Hopper (0.18 to 0.34) and
-# Blackwell (0.20 on, where its backend classes decide the alignment).
+# Kimi-Linear and Kimi-K3 (KDA + MLA; K3 from 0.27, where vLLM has it; the Qwen3.5 family from 0.15-0.17, where vLLM
+# has them), at TP 1 and 4, with and without prefix caching, on Hopper (0.11.2 to 0.34) and Blackwell (0.20 on, where
+# its backend classes decide the alignment).
 HYBRID = json.loads((FIXTURES / "vllm" / "hybrid.json").read_text())
 HYBRID_RECORDS = HYBRID["records"]
 
@@ -117,10 +159,10 @@ def _hybrid_kv(record: dict, max_len: int, mbt: int):
     f"{r['model'].split('/')[1]}-{r['vllm']}-sm{r['sm']}-tp{r['tp']}-{'pc' if r['prefix_caching'] else 'nopc'}"
     for r in HYBRID_RECORDS])
 def test_hybrid_block_size_blocks_fit_and_concurrency_are_vllms(record):
-    """The block size vLLM's alignment picks, and at every point the pool blocks, the fit check's bytes and the
-    logged concurrency, all exactly. Up to 0.18 the fit check (kv_cache_utils.py _max_memory_usage_bytes_from_groups)
-    sized every group by the first one's spec, here a state group: its pages times one block across the groups, less
-    than a request takes; the pool and the concurrency were already a request's whole need."""
+    """The block size vLLM's alignment picks, and at every point the pool blocks, the start-up check's bytes and the
+    logged concurrency, all exactly. Up to 0.18 the start-up check asked less than a request takes (0.11-0.13 every
+    layer's own pages, 0.14-0.18 the first group's, here a state group's, for every group); the pool and the
+    concurrency were already a request's whole need."""
     release = _release(record["vllm"])
     for row in record["points"]:
         p = dict(zip(HYBRID["point_fields"], row))
@@ -128,14 +170,36 @@ def test_hybrid_block_size_blocks_fit_and_concurrency_are_vllms(record):
         assert est.block_size == record["block_size"], p
         blocks = p["available_bytes"] // est.bytes_per_block
         assert blocks == p["num_blocks"], p
-        if release < (0, 19):
-            all_mode = record["model"] == "nvidia/Nemotron-H-56B-Base-8K" and record["prefix_caching"]
-            first_group_pages = (cdiv(p["max_model_len"], est.block_size) if all_mode
-                                 else 2 if record["prefix_caching"] else 1)
-            assert p["fit_bytes"] == est.bytes_per_block * first_group_pages < est.total_bytes, p
-        else:
+        assert est.startup_check_bytes == p["fit_bytes"], p
+        if release >= (0, 19):
             assert est.total_bytes == p["fit_bytes"], p
+        elif release >= (0, 14):
+            assert est.total_bytes > p["fit_bytes"], p
         assert blocks / est.blocks_per_request == pytest.approx(p["concurrency"], rel=1e-12), p
+
+
+def test_hybrid_truth_tells_the_older_state_rules_apart():
+    """Read in 0.11.2-0.17.0 and held to vLLM's own records: with prefix caching asked for, Qwen3-Next keeps one state
+    page per request up to 0.14 (vLLM switches prefix caching off for hybrids outside the Mamba families) and two from
+    0.15; Nemotron-H keeps a page per block from 0.11.2; its SSM state is the model dtype before 0.13 (half the page,
+    about half the attention block) and the config's float32 from 0.13."""
+    def rec(model: str, release: str, pc: bool) -> dict:
+        return next(r for r in HYBRID_RECORDS if r["model"] == model and r["vllm"] == release and r["tp"] == 1
+                    and r["prefix_caching"] is pc and r["sm"] == 90)
+
+    def per_request(r: dict) -> float:  # blocks one request of the first point takes (32k)
+        p = dict(zip(HYBRID["point_fields"], r["points"][0]))
+        return p["num_blocks"] / p["concurrency"]
+
+    nxt = "Qwen/Qwen3-Next-80B-A3B-Instruct"
+    assert per_request(rec(nxt, "0.14.0", True)) == per_request(rec(nxt, "0.14.0", False))
+    assert per_request(rec(nxt, "0.15.0", True)) == per_request(rec(nxt, "0.15.0", False)) + 3  # 3 state groups
+    nem = "nvidia/Nemotron-H-56B-Base-8K"
+    assert per_request(rec(nem, "0.11.2", True)) == 7 * cdiv(32_768, rec(nem, "0.11.2", True)["block_size"])
+    assert 1.95 < rec(nem, "0.13.0", False)["block_size"] / rec(nem, "0.12.0", False)["block_size"] < 2
+    for r in (rec(nxt, "0.14.0", True), rec(nem, "0.11.2", True), rec(nem, "0.12.0", False)):
+        p = dict(zip(HYBRID["point_fields"], r["points"][0]))
+        assert _hybrid_kv(r, p["max_model_len"], p["max_num_batched_tokens"]).block_size == r["block_size"]
 
 
 def _hybrid_record(model: str, vllm: str, prefix_caching: bool, tp: int = 1, sm: int = 90) -> dict:

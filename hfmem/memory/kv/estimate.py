@@ -55,6 +55,9 @@ class KVCacheEstimate:
     kv_groups: int = 1  # vLLM: KV cache groups (kv_cache_utils.py get_kv_cache_groups); the older token log divides by it
     # ... and multiplies by the smallest group block size (DeepSeek-V4's state groups: 4; None: block_size)
     smallest_group_block: int | None = None
+    # vLLM: bytes its start-up check asks for ONE request of `context` tokens in the release planned; below the
+    # per-request need in 0.11-0.18 (kv/vllm.py STARTUP_CHECK_*), else equal to it
+    startup_check_bytes: int | None = None
     total_is: str = ""
     bookkeeping_bytes: int = 0
     storage_bytes: dict[str, int] | None = None
@@ -82,6 +85,7 @@ class KVCacheEstimate:
             out["page_reserved_total_bytes"] = self.page_reserved_total_bytes
             out["bytes_per_block"] = self.bytes_per_block
             out["blocks_per_request"] = self.blocks_per_request
+            out["startup_check_bytes"] = self.startup_check_bytes
             if self.blocks_per_request_before_027 is not None:
                 out["blocks_per_request_before_027"] = self.blocks_per_request_before_027
         else:

@@ -11,7 +11,7 @@ from hfmem.memory.kv.estimate import KVCacheEstimate
 from hfmem.memory.kv.layers import _add, _attn_bytes_per_token, _Layer, _state_bytes, index_bytes_per_token
 from hfmem.memory.kv.vllm_deepseek_v4 import deepseek_v4_vllm, layout_for
 from hfmem.model.architecture import Architecture
-from hfmem.units import cdiv
+from hfmem.units import cdiv, fmt_bytes
 
 # A sliding-window (or chunked) layer admits max_num_batched_tokens beyond its window up to vLLM 0.25; from 0.26
 # VllmConfig.max_in_flight_tokens, max_concurrent_batches x max_num_batched_tokens (kv_cache_interface.py
@@ -37,18 +37,43 @@ FLASHKDA_SM_MAJORS = (9, 10, 12)
 
 # Automatic prefix caching is on by default for hybrid attention/state models from vLLM 0.26
 # (config/model.py ModelConfig.is_prefix_caching_supported: up to 0.25 "Hybrid models do not support prefix caching",
-# so `vllm serve` starts them without it unless asked); 0.11's MambaModelConfig switched it off for them even when asked
-# (model_executor/models/config.py). Read in the 0.11.0 and 0.16.0-0.34.0 wheels.
+# so `vllm serve` starts them without it unless asked). Read in the 0.11.0-0.34.0 wheels.
 HYBRID_PREFIX_CACHING_FROM = (0, 26)
-HYBRID_PREFIX_CACHING_POSSIBLE_FROM = (0, 12)
-# With prefix caching, the models whose vLLM class declares SupportsMambaPrefixCaching (the Mamba/Mamba2 families)
-# ran mamba_cache_mode "all" up to 0.27: a state page for every block of context (MambaSpec.max_memory_usage_bytes) and
-# blocks aligned to the Mamba2 chunk size; every other hybrid, and all of them from 0.28, "align" (two pages)
-# (model_executor/models/config.py MambaModelConfig.verify_and_update_config; no speculative decoding).
+# Asked for, prefix caching of a hybrid's state (model_executor/models/config.py MambaModelConfig and
+# HybridAttentionMambaModelConfig.verify_and_update_config; no speculative decoding):
+# - the models whose vLLM class declares SupportsMambaPrefixCaching (the Mamba/Mamba2 families, ALL_MODE_TYPES) keep a
+#   state page for every block of context (MambaSpec.max_memory_usage_bytes with mamba_block_size = the attention
+#   block, aligned to the Mamba2 chunk size), from 0.11.1 (0.11.0 switched prefix caching off for every hybrid; 0.11
+#   here is 0.11.2, the newest 0.11) up to 0.27, named mamba_cache_mode "all" from 0.15;
+# - every other hybrid: prefix caching switched off ("Hybrid or mamba-based model detected without support for prefix
+#   caching: disabling") up to 0.14, mamba_cache_mode "align" (two pages) from 0.15, as all of them from 0.28.
+ALL_MODE_FROM = (0, 11)
+ALIGN_MODE_FROM = (0, 15)
 ALL_MODE_UNTIL = (0, 28)
 PAGE_PER_BLOCK = 0  # _Spec.usage's state_pages in mode "all": a page per block of context, not a fixed count
 ALL_MODE_TYPES = frozenset({"bamba", "falcon_h1", "granitemoehybrid", "jamba", "mamba", "mamba2", "nemotron_h",
                             "zamba2"})
+# Nemotron-H's SSM state takes the config's mamba_ssm_cache_dtype (float32 in transformers' NemotronHConfig) through the
+# model's own config hook (model_executor/models/config.py NemotronHForCausalLMConfig) from 0.13; before it, vLLM's
+# "auto": the model dtype, half the state page. Read in the 0.11.2-0.13.0 wheels.
+NEMOTRON_H_SSM_DTYPE_FROM = (0, 13)
+
+
+def _release_states(arch: Architecture, layers: list[_Layer], release: tuple[int, int] | None) -> list[_Layer]:
+    """The layers with the state dtypes the release gives them (the rule above); the same list where nothing changes."""
+    if arch.model_type != "nemotron_h" or release is None or release >= NEMOTRON_H_SSM_DTYPE_FROM:
+        return layers
+    out = []
+    for layer in layers:
+        conv = next((st for st in layer.states if st.name == "conv"), None)
+        if conv is None:
+            out.append(layer)
+            continue
+        states = [replace(st, vllm_dtype=conv.vllm_dtype) if st.name == "ssm" else st for st in layer.states]
+        out.append(replace(layer, states=states))
+    return out
+
+
 # The attention block a hybrid's state page is padded to is a whole number of kernel blocks of the attention backend
 # vLLM picks first (platforms/interface.py Platform._align_hybrid_block_size from 0.20, model_executor/models/config.py
 # HybridAttentionMambaModelConfig before): 16 for FLASH_ATTN / FLASHINFER (GQA) and for FLASH_ATTN_MLA (MLA on Hopper);
@@ -66,12 +91,12 @@ def prefix_caching_default(release: tuple[int, int] | None) -> bool:
 
 
 def mamba_cache_mode(model_type: str, prefix_caching: bool, release: tuple[int, int] | None) -> str:
-    """vLLM's mamba_cache_mode for a hybrid model: "none", "align" or "all"."""
-    if not prefix_caching or (release is not None and release < HYBRID_PREFIX_CACHING_POSSIBLE_FROM):
+    """vLLM's mamba_cache_mode for a hybrid model: "none", "align" or "all" (as named from 0.15; the rules above)."""
+    if not prefix_caching:
         return "none"
     if model_type in ALL_MODE_TYPES and release is not None and release < ALL_MODE_UNTIL:
-        return "all"
-    return "align"
+        return "all" if release >= ALL_MODE_FROM else "none"
+    return "align" if release is None or release >= ALIGN_MODE_FROM else "none"
 
 
 def hybrid_alignment(mla: bool, mode: str, checkpoint: str | None, release: tuple[int, int] | None,
@@ -121,6 +146,34 @@ def admission_tokens(max_batched_tokens: int, release: tuple[int, int] | None) -
     if release is None or release >= IN_FLIGHT_ADMISSION_FROM:
         return IN_FLIGHT_BATCHES * max_batched_tokens
     return max_batched_tokens
+
+
+# Layers of several KV types are split into groups of one size (kv_cache_utils.py
+# _get_kv_cache_groups_uniform_page_size): the fewest layers of any type, or the most when that is less than a factor
+# above it (fewer padding layers): no factor up to 0.11, 1.25 in 0.12-0.17, 1.5 from 0.18. Read in the 0.10.2-0.34.0
+# wheels.
+GROUP_SIZE_FACTORS = (((0, 12), None), ((0, 18), 1.25))
+GROUP_SIZE_FACTOR = 1.5
+
+
+def group_size_factor(release: tuple[int, int] | None) -> float | None:
+    """The release's factor (above); None: the group size is always the fewest layers of any type."""
+    for until, factor in GROUP_SIZE_FACTORS:
+        if release is not None and release < until:
+            return factor
+    return GROUP_SIZE_FACTOR
+
+
+# The start-up check ("To serve at least one request with the model's max seq len ... KV cache is needed") asks, by
+# release (kv_cache_utils.py get_kv_cache_configs, get_kv_cache_config up to 0.10; read in the 0.10.2-0.34.0 wheels):
+# - up to 0.13, check_enough_kv_cache_memory: every layer's own max_memory_usage_bytes, summed over the layers
+#   before grouping: no padding layers;
+# - 0.14-0.18, _max_memory_usage_bytes_from_groups: the group size x the page x the blocks of the first group's spec
+#   only, for every group;
+# - from 0.19, the same sum over every group: what a request reserves.
+# The pool and the concurrency it logs are the request's whole need in every release.
+STARTUP_CHECK_PER_LAYER_UNTIL = (0, 14)
+STARTUP_CHECK_FIRST_GROUP_UNTIL = (0, 19)
 
 
 @dataclass(frozen=True)
@@ -198,9 +251,10 @@ def _vllm_specs(layers: list[_Layer], dtype: str, block_size: int, full_only: bo
     return specs, bs
 
 
-def _vllm_groups(specs: dict[int, _Spec], assumptions: list[str]) -> tuple[list[tuple[_Spec, list[int]]], int, bool]:
+def _vllm_groups(specs: dict[int, _Spec], assumptions: list[str],
+                 factor: float | None = GROUP_SIZE_FACTOR) -> tuple[list[tuple[_Spec, list[int]]], int, bool]:
     """(groups as (spec, member layer keys), group_size, general_case) following vllm, v1/core/kv_cache_utils.py:
-    get_kv_cache_groups."""
+    get_kv_cache_groups; factor: group_size_factor's."""
     values = list(specs.values())
     if not values:
         return [], 0, False
@@ -225,7 +279,7 @@ def _vllm_groups(specs: dict[int, _Spec], assumptions: list[str]) -> tuple[list[
         same.setdefault(v, []).append(key)
     counts = [len(m) for m in same.values()]
     group_size = min(counts)
-    if max(counts) < group_size * 1.5:
+    if factor is not None and max(counts) < group_size * factor:
         group_size = max(counts)
     groups: list[tuple[_Spec, list[int]]] = []
     for spec, members in same.items():
@@ -256,8 +310,9 @@ class _Groups:
         return len(self.groups) if self.general else 1
 
 
-def _groups_of(layers: list[_Layer], specs: dict[int, _Spec], assumptions: list[str]) -> _Groups:
-    groups, group_size, general = _vllm_groups(specs, assumptions)
+def _groups_of(layers: list[_Layer], specs: dict[int, _Spec], assumptions: list[str],
+               factor: float | None = GROUP_SIZE_FACTOR) -> _Groups:
+    groups, group_size, general = _vllm_groups(specs, assumptions, factor)
     label_of = {}
     for l in layers:
         if l.attn:
@@ -367,9 +422,10 @@ def _state_pages_note(layers: list[_Layer], pages: int, checkpoint: str | None, 
     if not hybrid:
         return ("state layers: one state page per request (state-only model: mamba_cache_mode 'none' assumed; the "
                 "two-page 'align' rule is applied to hybrid attention/state models)")
-    if prefix_caching:  # asked for, in a release that switches it off for hybrids
-        return ("state layers: one state page per request per state group (vLLM up to 0.11 turns prefix caching off for "
-                "hybrid models even when asked: mamba_cache_mode 'none'; no speculative decoding)")
+    if prefix_caching:  # asked for, in a release that switches it off for this hybrid
+        return ("state layers: one state page per request per state group (prefix caching asked for, which this vLLM "
+                "release switches off for this model: 0.11.0 for every hybrid, up to 0.14 for those outside the "
+                "Mamba/Mamba2 families; no speculative decoding)")
     why = "prefix caching off" if prefix_caching_default(release) else (
         "prefix caching off, vLLM's default for hybrid models before 0.26")
     return (f"state layers: one state page per request per state group ({why}: mamba_cache_mode 'none'; no "
@@ -383,6 +439,7 @@ class _VllmLayout:
     notes: list[str]  # block-size and padding notes, in the order vLLM's rules apply
     block_size: int
     pages: int
+    specs: dict[int, _Spec]  # each layer's own spec, before the groups unify page sizes (the old start-up check)
     groups: _Groups
     full_groups: _Groups | None  # sliding/chunked layers as full attention (page_reserved_total_bytes); None: none
     by: dict[str, dict[str, int]]  # per label: layers, bytes per token, state bytes
@@ -390,19 +447,21 @@ class _VllmLayout:
 
 
 def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, mode: str, checkpoint: str | None = None,
-                 alignment: int = 16, chunk: int | None = None) -> _VllmLayout:
-    """mode: the hybrid model's mamba_cache_mode ("none" for every other model), checkpoint: checkpoint_page's."""
+                 alignment: int = 16, chunk: int | None = None,
+                 factor: float | None = GROUP_SIZE_FACTOR) -> _VllmLayout:
+    """mode: the hybrid model's mamba_cache_mode ("none" for every other model), checkpoint: checkpoint_page's,
+    factor: group_size_factor's."""
     local: list[str] = []
     block_size = _sparse_block_size(layers, dtype, block_size, local)
     pages = _state_pages(mode)  # "align" and "all" on hybrid models only (docs/kv.md)
     if checkpoint and mode == "align":
         pages += 1  # the prefill-checkpoint page (CHECKPOINT_PAGE_FROM)
     specs, bs = _vllm_specs(layers, dtype, block_size, False, local, alignment, chunk)
-    groups = _groups_of(layers, specs, local)
+    groups = _groups_of(layers, specs, local, factor)
     full_groups = None
     if any(l.attn in ("sliding", "chunked") for l in layers):
         full_specs, _ = _vllm_specs(layers, dtype, block_size, True, [], alignment, chunk)
-        full_groups = _groups_of(layers, full_specs, [])
+        full_groups = _groups_of(layers, full_specs, [], factor)
     by: dict[str, dict[str, int]] = {}
     per_token = 0
     for l in layers:
@@ -413,7 +472,23 @@ def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, mode: str, c
         if l.attn in ("full", "mla"):
             per_token += bpt
         _add(by, l.label, layers=1, bytes_per_token=bpt, state_bytes=_state_bytes(l, "vllm"))
-    return _VllmLayout(local, bs, pages, groups, full_groups, by, per_token)
+    return _VllmLayout(local, bs, pages, specs, groups, full_groups, by, per_token)
+
+
+def _startup_check_bytes(layout: _VllmLayout, context: int, mbt: int, release: tuple[int, int] | None,
+                         per_request: int) -> tuple[int, str]:
+    """(bytes the release's start-up check asks for one request of `context` tokens, how: the rules above)."""
+    if release is None or release >= STARTUP_CHECK_FIRST_GROUP_UNTIL:
+        return per_request, ""
+    g = layout.groups
+    if release < STARTUP_CHECK_PER_LAYER_UNTIL:
+        got = sum(spec.usage(context, mbt, g.encoder_tokens, layout.pages) for spec in layout.specs.values())
+        return got, "each layer's own pages summed, without the padding layers"
+    if not g.general:
+        return per_request, ""
+    spec = g.groups[0][0]
+    got = g.group_size * spec.page * cdiv(spec.usage(context, mbt, g.encoder_tokens, layout.pages), spec.page)
+    return got, f"the first KV cache group's {spec.kind} blocks only, for all {len(g.groups)} groups"
 
 
 def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, batch: int, block_size: int, mbt: int,
@@ -444,10 +519,12 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         cfg = arch.text_config or {}
         raw = cfg.get("mamba_chunk_size") or cfg.get("chunk_size")
         chunk = raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else None
-    key = ("vllm", dtype, block_size, mode, checkpoint, alignment, chunk)
+    factor = group_size_factor(release)
+    released = _release_states(arch, layers, release)
+    key = ("vllm", dtype, block_size, mode, checkpoint, alignment, chunk, factor, released is layers)
     layout = memo.get(key) if memo is not None else None
     if layout is None:
-        layout = _vllm_layout(layers, dtype, block_size, mode, checkpoint, alignment, chunk)
+        layout = _vllm_layout(released, dtype, block_size, mode, checkpoint, alignment, chunk, factor)
         if memo is not None:
             memo[key] = layout
     bs, pages, has_window = layout.block_size, layout.pages, layout.full_groups is not None
@@ -488,6 +565,13 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     if any(l.states for l in layers):
         assumptions_v.append(_state_pages_note(layers, pages, checkpoint, prefix_caching, hybrid, release))
     blocks_per_request = cdiv(per_request, bytes_per_block) if bytes_per_block else 0
+    startup, how = _startup_check_bytes(layout, context, admitted, release, per_request)
+    if startup < per_request:
+        assert release is not None  # the newest release's check is the whole need
+        assumptions_v.append(
+            f"vLLM {release[0]}.{release[1]}'s start-up check asks {fmt_bytes(startup)} for one request of "
+            f"{context:,} tokens ({how}), less than the {fmt_bytes(per_request)} the request reserves: vLLM starts "
+            "even where its pool cannot hold one request that long (0.19 on check the whole request)")
     total_is = ("window-capped: hybrid KV cache manager on (vLLM default)" if has_window
                 else "blocks vLLM reserves for the requests")
     return KVCacheEstimate(
@@ -495,5 +579,5 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         constant_bytes=max(0, per_request - growing), total_bytes=batch * per_request, by_layer_type=by, block_size=bs,
         page_reserved_total_bytes=batch * reserved, bytes_per_block=bytes_per_block,
         blocks_per_request=blocks_per_request, total_is=total_is, assumptions=assumptions_v + list(layout.notes),
-        kv_groups=layout.groups.count,
+        kv_groups=layout.groups.count, startup_check_bytes=startup,
     )

@@ -322,7 +322,7 @@ def deepseek_v4_vllm(arch: Architecture, layers: list[_Layer], dtype: str, conte
         bytes_per_token=bytes_per_block // BLOCK, constant_bytes=per_request - growing,
         total_bytes=batch * per_request, by_layer_type=by, block_size=BLOCK, page_reserved_total_bytes=None,
         bytes_per_block=bytes_per_block, blocks_per_request=pages, blocks_per_request_before_027=before_027,
-        kv_groups=n_groups, smallest_group_block=min(g[0].block_size for g in groups),
+        kv_groups=n_groups, smallest_group_block=min(g[0].block_size for g in groups), startup_check_bytes=per_request,
         total_is="pool blocks vLLM reserves for the requests (DeepSeek-V4: one pool block per page of every group)",
         formulas=formulas, assumptions=assumptions,
     )
