@@ -40,10 +40,14 @@ REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "fixtures" / "vllm" / "planning.json"
 CASES = ("deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro", "google/gemma-3-27b-it", "openai/gpt-oss-20b",
          # stubs whose layer counts tell the releases' group sizes apart (12 or 14 sliding-window layers, 10 full)
-         "hfmem-stubs/gemma3-window-mix-12-10", "hfmem-stubs/gemma3-window-mix-14-10")
+         "hfmem-stubs/gemma3-window-mix-12-10", "hfmem-stubs/gemma3-window-mix-14-10",
+         "openai/whisper-large-v3")  # cross attention: SchedulerConfig sets max_num_encoder_input_tokens = max_num_batched_tokens
 # (max_model_len, max_num_batched_tokens, available bytes): 30,000 / 16,384 / 5,554 V4-Flash blocks is
 # vllm-project/vllm#44376's start
 V4_FROM = (0, 20)  # the first release with DeepSeek-V4
+# Whisper's decoder takes 448 tokens; the points vary the batched tokens, which its cross-attention spec charges
+WHISPER_POINTS = ((448, 8_192, 10_000_000_000), (448, 2_048, 2_000_000_000), (448, 16_384, 20_000_000_000),
+                  (448, 448, 1_000_000_000))
 POINTS = ((32_768, 8_192, 10_000_000_000), (1_048_576, 8_192, 50_000_000_000), (30_000, 16_384, 5_841_563_904),
           (8_192, 2_048, 20_000_000_000), (800_000, 512, 21_000_000_000), (131_072, 8_192, 40_000_000_000))
 
@@ -95,6 +99,16 @@ def _inner(config_path: str, points: list[list[int]]) -> list[dict]:
                 specs[f"{p}.compressor.state_cache"] = make(
                     K.SlidingWindowMLASpec, block_size=4 if r == 4 else 8, num_kv_heads=1, head_size=2 * coff * hd,
                     dtype=torch.float32, sliding_window=coff * r, alignment=576, max_tp_shards=1)
+    elif cfg.get("is_encoder_decoder") and cfg.get("decoder_layers"):  # Whisper: each decoder layer's self and cross
+        heads = cfg["decoder_attention_heads"]  # attention, in the order WhisperDecoderLayer builds them
+        common = dict(block_size=16, num_kv_heads=heads, head_size=cfg["d_model"] // heads, dtype=torch.bfloat16,
+                      use_mla=False)
+        for i in range(cfg["decoder_layers"]):
+            specs[f"model.decoder.layers.{i}.self_attn.attn"] = make(K.FullAttentionSpec, **common)
+            specs[f"model.decoder.layers.{i}.encoder_attn.attn"] = make(K.CrossAttentionSpec, **common)
+        if hasattr(K, "MULTIMODAL_REGISTRY"):  # up to 0.10 the spec asks the registry for the encoder's length, which
+            # Whisper's processing info gives as its 1,500 audio frames: max_source_positions stands in for it here
+            K.MULTIMODAL_REGISTRY.get_encdec_max_encoder_len = lambda model_config: cfg["max_source_positions"]
     else:
         types_ = cfg.get("layer_types") or [
             "full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(n)]  # Gemma 3's pattern
@@ -119,10 +133,11 @@ def _inner(config_path: str, points: list[list[int]]) -> list[dict]:
             cache.get_resolved_kv_cache_layout = lambda: KVCacheLayout.BLHNC
         except ImportError:
             pass
-        config = ns(model_config=ns(max_model_len=max_len, supports_kv_cache_grouping=False, is_hybrid=True),
+        config = ns(model_config=ns(max_model_len=max_len, supports_kv_cache_grouping=False, is_hybrid=True,
+                                     is_encoder_decoder=bool(cfg.get("is_encoder_decoder")), is_multimodal_model=False),
                     cache_config=cache,
                     scheduler_config=ns(max_num_batched_tokens=mbt, disable_hybrid_kv_cache_manager=False,
-                                        async_scheduling=True),
+                                        async_scheduling=True, max_num_encoder_input_tokens=mbt),
                     parallel_config=ns(decode_context_parallel_size=1, prefill_context_parallel_size=1,
                                        pipeline_parallel_size=1, tensor_parallel_size=1),
                     kv_transfer_config=None, speculative_config=None, max_concurrent_batches=2,
@@ -186,7 +201,8 @@ def main() -> None:
             if "DeepSeek-V4" in case and tuple(int(x) for x in release.split(".")[:2]) < V4_FROM:
                 continue
             config = REPO / "fixtures" / "configs" / case / "config.json"
-            run = subprocess.run([args.python, __file__, "--inner", str(config), json.dumps(POINTS)], env=env,
+            points = WHISPER_POINTS if "whisper" in case else POINTS
+            run = subprocess.run([args.python, __file__, "--inner", str(config), json.dumps(points)], env=env,
                                  capture_output=True, text=True, check=False)
             if run.returncode:
                 sys.exit(f"{release} {case}: {run.stderr.strip().splitlines()[-1]}")

@@ -1059,6 +1059,10 @@ class Planner:
 
     # -- answers --------------------------------------------------------------------------------------------
     def context_limit(self) -> int:
+        # an encoder-decoder's decoder is capped by max_target_positions (Whisper: 448), as the KV estimate's limit
+        target = (self.arch.text_config or {}).get("max_target_positions")
+        if isinstance(target, int) and not isinstance(target, bool) and target > 0:
+            return target
         return self.arch.max_position_embeddings or 2**24
 
     def max_context(self, budget: int, batch: int) -> tuple[int | None, bool]:

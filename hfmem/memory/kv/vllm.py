@@ -173,6 +173,7 @@ def group_size_factor(release: tuple[int, int] | None) -> float | None:
 # - from 0.19, the same sum over every group: what a request reserves.
 # The pool and the concurrency it logs are the request's whole need in every release.
 STARTUP_CHECK_PER_LAYER_UNTIL = (0, 14)
+CROSS_CHARGES_BATCHED_TOKENS_FROM = (0, 11)  # cross attention's charge: below, at _vllm's use
 STARTUP_CHECK_FIRST_GROUP_UNTIL = (0, 19)
 
 
@@ -327,11 +328,14 @@ def _groups_of(layers: list[_Layer], specs: dict[int, _Spec], assumptions: list[
     return _Groups(groups, group_size, general, label_of, enc, bytes_per_block)
 
 
-def _vllm_per_request(g: _Groups, context: int, mbt: int, state_pages: int = 1) -> tuple[int, int, dict[str, dict[str, int]], int]:
+def _vllm_per_request(g: _Groups, context: int, mbt: int, state_pages: int = 1,
+                      encoder_tokens: int | None = None) -> tuple[int, int, dict[str, dict[str, int]], int]:
     """(bytes one request of `context` tokens reserves, of which in growing full-attention pages, per-label split,
     bytes of one pool block across layers: the divisor of kv_cache_utils.py: get_num_blocks and
-    get_max_concurrency_for_kv_cache_config)."""
-    groups, group_size, general, label_of, enc = g.groups, g.group_size, g.general, g.label_of, g.encoder_tokens
+    get_max_concurrency_for_kv_cache_config). encoder_tokens: the cross-attention tokens charged, if not the
+    encoder's own."""
+    groups, group_size, general, label_of = g.groups, g.group_size, g.general, g.label_of
+    enc = g.encoder_tokens if encoder_tokens is None else encoder_tokens
     by: dict[str, dict[str, int]] = {}
     total = growing = 0
     for spec, members in groups:
@@ -476,18 +480,22 @@ def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, mode: str, c
 
 
 def _startup_check_bytes(layout: _VllmLayout, context: int, mbt: int, release: tuple[int, int] | None,
-                         per_request: int) -> tuple[int, str]:
-    """(bytes the release's start-up check asks for one request of `context` tokens, how: the rules above)."""
+                         per_request: int, encoder_tokens: int | None) -> tuple[int, str]:
+    """(bytes the release's start-up check asks for one request of `context` tokens, how: the rules above).
+    per_request: the groups' sum as vLLM's specs charge it; encoder_tokens: the cross-attention tokens they charge
+    (None: the encoder's own)."""
     if release is None or release >= STARTUP_CHECK_FIRST_GROUP_UNTIL:
         return per_request, ""
     g = layout.groups
+    if encoder_tokens is None:
+        encoder_tokens = g.encoder_tokens
     if release < STARTUP_CHECK_PER_LAYER_UNTIL:
-        got = sum(spec.usage(context, mbt, g.encoder_tokens, layout.pages) for spec in layout.specs.values())
+        got = sum(spec.usage(context, mbt, encoder_tokens, layout.pages) for spec in layout.specs.values())
         return got, "each layer's own pages summed, without the padding layers"
     if not g.general:
         return per_request, ""
     spec = g.groups[0][0]
-    got = g.group_size * spec.page * cdiv(spec.usage(context, mbt, g.encoder_tokens, layout.pages), spec.page)
+    got = g.group_size * spec.page * cdiv(spec.usage(context, mbt, encoder_tokens, layout.pages), spec.page)
     return got, f"the first KV cache group's {spec.kind} blocks only, for all {len(g.groups)} groups"
 
 
@@ -564,10 +572,26 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         assumptions_v.append("MLA backends that force a larger block size (FlashMLA: 64) round to that instead")
     if any(l.states for l in layers):
         assumptions_v.append(_state_pages_note(layers, pages, checkpoint, prefix_caching, hybrid, release))
-    blocks_per_request = cdiv(per_request, bytes_per_block) if bytes_per_block else 0
-    startup, how = _startup_check_bytes(layout, context, admitted, release, per_request)
+    # From 0.11 CrossAttentionSpec.max_memory_usage_bytes charges scheduler max_num_encoder_input_tokens, which
+    # SchedulerConfig sets to max_num_batched_tokens (config/scheduler.py __post_init__), in the start-up check and the
+    # logged concurrency (up to 0.10 the encoder's length, MULTIMODAL_REGISTRY.get_encdec_max_encoder_len); at run
+    # time a request holds its encoder's own tokens (single_type_kv_cache_manager.py CrossAttentionManager,
+    # num_encoder_tokens), which per_request counts
+    charged, charged_encoder = per_request, None
+    if layout.groups.encoder_tokens is not None and (release is None or release >= CROSS_CHARGES_BATCHED_TOKENS_FROM):
+        charged_encoder = mbt
+        charged, _, _, _ = _vllm_per_request(layout.groups, context, admitted, pages, encoder_tokens=mbt)
+        if charged != per_request:
+            assumptions_v.append(
+                f"cross attention: vLLM's start-up check and logged concurrency charge each request "
+                f"max_num_batched_tokens ({mbt:,}) encoder tokens of pages (CrossAttentionSpec: "
+                f"max_num_encoder_input_tokens), {fmt_bytes(charged)} per request, and refuse to start with a smaller "
+                f"pool; a request holds its encoder's {layout.groups.encoder_tokens:,} ({fmt_bytes(per_request)}, "
+                f"the total here), so about {charged / per_request:.2f}x the logged concurrency fits at run time")
+    blocks_per_request = cdiv(charged, bytes_per_block) if bytes_per_block else 0
+    startup, how = _startup_check_bytes(layout, context, admitted, release, charged, charged_encoder)
     if startup < per_request:
-        assert release is not None  # the newest release's check is the whole need
+        assert release is not None  # the newest release's check charges every group
         assumptions_v.append(
             f"vLLM {release[0]}.{release[1]}'s start-up check asks {fmt_bytes(startup)} for one request of "
             f"{context:,} tokens ({how}), less than the {fmt_bytes(per_request)} the request reserves: vLLM starts "
