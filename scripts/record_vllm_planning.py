@@ -17,9 +17,10 @@ carrying the fields these functions read, with vLLM's defaults for a `vllm serve
     pip install --no-deps --target /tmp/vdeps cbor2 msgspec ...
     python scripts/record_vllm_planning.py --src /tmp/vllm-src --deps /tmp/vdeps 0.20.2 0.22.0 0.23.0 0.25.0 \
         0.26.0 0.27.0 0.28.0 0.29.0 0.34.0
-    python scripts/record_vllm_planning.py --src /tmp/vllm-src --deps /tmp/vdeps 0.10.2 0.11.0 0.11.2 0.12.0 0.13.0 0.14.0 \
-        0.15.0 0.16.0 0.17.0 0.18.0 0.19.0 --model google/gemma-3-27b-it --model openai/gpt-oss-20b \
-        --model hfmem-stubs/gemma3-window-mix-12-10 --model hfmem-stubs/gemma3-window-mix-14-10
+    python scripts/record_vllm_planning.py --src /tmp/vllm-src --deps /tmp/vdeps 0.10.2 0.11.0 0.11.2 0.12.0 \
+        0.13.0 0.14.0 0.15.0 0.16.0 0.17.0 0.18.0 0.19.0 --model google/gemma-3-27b-it --model openai/gpt-oss-20b \
+        --model hfmem-stubs/gemma3-window-mix-12-10 --model hfmem-stubs/gemma3-window-mix-14-10 \
+        --model openai/whisper-large-v3   # Whisper in every release above and those of the first command
 A run merges its records into the file (one per release and model). DeepSeek-V4 is skipped before 0.20, where vLLM
 has no such model. The fit-check bytes are the release's start-up check: check_enough_kv_cache_memory over the
 per-layer specs up to 0.13 (inside get_kv_cache_config up to 0.10), _max_memory_usage_bytes_from_groups
@@ -41,7 +42,8 @@ OUT = REPO / "fixtures" / "vllm" / "planning.json"
 CASES = ("deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro", "google/gemma-3-27b-it", "openai/gpt-oss-20b",
          # stubs whose layer counts tell the releases' group sizes apart (12 or 14 sliding-window layers, 10 full)
          "hfmem-stubs/gemma3-window-mix-12-10", "hfmem-stubs/gemma3-window-mix-14-10",
-         "openai/whisper-large-v3")  # cross attention: SchedulerConfig sets max_num_encoder_input_tokens = max_num_batched_tokens
+         # cross attention, whose spec charges max_num_encoder_input_tokens (max_num_batched_tokens from 0.11)
+         "openai/whisper-large-v3")
 # (max_model_len, max_num_batched_tokens, available bytes): 30,000 / 16,384 / 5,554 V4-Flash blocks is
 # vllm-project/vllm#44376's start
 V4_FROM = (0, 20)  # the first release with DeepSeek-V4

@@ -173,8 +173,12 @@ def group_size_factor(release: tuple[int, int] | None) -> float | None:
 # - from 0.19, the same sum over every group: what a request reserves.
 # The pool and the concurrency it logs are the request's whole need in every release.
 STARTUP_CHECK_PER_LAYER_UNTIL = (0, 14)
-CROSS_CHARGES_BATCHED_TOKENS_FROM = (0, 11)  # cross attention's charge: below, at _vllm's use
 STARTUP_CHECK_FIRST_GROUP_UNTIL = (0, 19)
+# From 0.11 CrossAttentionSpec.max_memory_usage_bytes charges scheduler max_num_encoder_input_tokens, which
+# SchedulerConfig sets to max_num_batched_tokens (config/scheduler.py __post_init__), in the start-up check and the
+# logged concurrency (up to 0.10 the encoder's length, MULTIMODAL_REGISTRY.get_encdec_max_encoder_len); at run time a
+# request holds its encoder's own tokens (single_type_kv_cache_manager.py CrossAttentionManager, num_encoder_tokens).
+CROSS_CHARGES_BATCHED_TOKENS_FROM = (0, 11)
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,7 @@ class _Spec:
             if state_pages == PAGE_PER_BLOCK:  # mode "all": a page per block of context, as full attention
                 return cdiv(context, bs) * self.page
             return self.page * state_pages
-        if self.kind == "cross":  # CrossAttentionSpec: max_num_encoder_input_tokens
+        if self.kind == "cross":  # CrossAttentionSpec: the encoder tokens given (a request's own, or vLLM's charge)
             return cdiv(encoder_len or 0, bs) * self.page
         raise AssertionError(self.kind)
 
@@ -572,11 +576,7 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         assumptions_v.append("MLA backends that force a larger block size (FlashMLA: 64) round to that instead")
     if any(l.states for l in layers):
         assumptions_v.append(_state_pages_note(layers, pages, checkpoint, prefix_caching, hybrid, release))
-    # From 0.11 CrossAttentionSpec.max_memory_usage_bytes charges scheduler max_num_encoder_input_tokens, which
-    # SchedulerConfig sets to max_num_batched_tokens (config/scheduler.py __post_init__), in the start-up check and the
-    # logged concurrency (up to 0.10 the encoder's length, MULTIMODAL_REGISTRY.get_encdec_max_encoder_len); at run
-    # time a request holds its encoder's own tokens (single_type_kv_cache_manager.py CrossAttentionManager,
-    # num_encoder_tokens), which per_request counts
+    # what vLLM's specs charge a request (CROSS_CHARGES_BATCHED_TOKENS_FROM); per_request is what it holds
     charged, charged_encoder = per_request, None
     if layout.groups.encoder_tokens is not None and (release is None or release >= CROSS_CHARGES_BATCHED_TOKENS_FROM):
         charged_encoder = mbt
