@@ -5,8 +5,8 @@ scripts/record_vllm_planning.py on the specs the model's layers build in that re
 memory and a max_model_len, the pool blocks, the bytes its fit check asks one request for, and the concurrency it logs.
 DeepSeek-V4-Flash / -Pro at 0.20.2 to 0.34.0 (the releases where V4's pool layout, the concurrency divisor or a window's
 admission changed, and one on each side); two sliding-window models (Gemma 3, gpt-oss), two stubs whose layer counts
-tell the group-size rules apart and Whisper (cross attention), at every minor release from 0.10.2 (the start-up check, the group size and the window
-admission each changed in between)."""
+tell the group-size rules apart and Whisper (cross attention), at every minor release from 0.10.2 (the start-up check,
+the group size and the window admission each changed in between)."""
 
 from __future__ import annotations
 
@@ -209,9 +209,9 @@ def test_hybrid_truth_tells_the_older_state_rules_apart():
         return next(r for r in HYBRID_RECORDS if r["model"] == model and r["vllm"] == release and r["tp"] == 1
                     and r["prefix_caching"] is pc and r["sm"] == 90)
 
-    def per_request(r: dict) -> float:  # blocks one request of the first point takes (32k)
+    def per_request(r: dict) -> int:  # blocks one request of the first point takes (32k)
         p = dict(zip(HYBRID["point_fields"], r["points"][0]))
-        return p["num_blocks"] / p["concurrency"]
+        return round(p["num_blocks"] / p["concurrency"])
 
     nxt = "Qwen/Qwen3-Next-80B-A3B-Instruct"
     assert per_request(rec(nxt, "0.14.0", True)) == per_request(rec(nxt, "0.14.0", False))
