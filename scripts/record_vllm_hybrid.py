@@ -184,6 +184,16 @@ def _inner(config_path: str, sm: int) -> list[dict]:
     lin = getattr(text, "linear_attn_config", None) or {}
     kda_flashkda = (family == "kda" and release >= (0, 29) and sm // 10 in (9, 10, 12) and lin.get("head_dim") == 128
                     and lin.get("gate_lower_bound") is not None)
+    # what every point's hooks see of the model, the backend and the layers' checkpoint choice
+    ModelRegistry.resolve_model_cls = lambda *a, **k: (model_cls, architecture)
+    Platform._find_non_ssm_backends = classmethod(lambda c, v: [backend])
+    abstract.get_mamba_prefill_checkpoint_alignment = (
+        lambda v: gdn_alignment if gdn_flashinfer and v.cache_config.mamba_cache_mode == "align" else None)
+    import vllm.config.vllm as config_vllm
+
+    config_vllm.set_current_vllm_config = _no_context
+    backend_module = sys.modules[backend.__module__]
+    hooks = importlib.import_module("vllm.model_executor.models.config")
     out = []
     for tp, prefix_caching in SETTINGS:
         points, layout = [], set()
@@ -222,17 +232,8 @@ def _inner(config_path: str, sm: int) -> list[dict]:
                     attention_config=ns(hisparse_config=None, backend=None))
             vc.with_hf_config = lambda hf, vc=vc: ns(**{  # Kimi-K3's state shape reads its text config through it
                 **vars(vc), "model_config": ns(**{**vars(vc.model_config), "hf_config": hf, "hf_text_config": hf})})
-            ModelRegistry.resolve_model_cls = lambda *a, **k: (model_cls, architecture)
-            Platform._find_non_ssm_backends = classmethod(lambda c, v: [backend])
-            abstract.get_mamba_prefill_checkpoint_alignment = (
-                lambda v: gdn_alignment if gdn_flashinfer and v.cache_config.mamba_cache_mode == "align" else None)
-            import vllm.config.vllm as config_vllm
-
-            config_vllm.set_current_vllm_config = _no_context
-            backend_module = sys.modules[backend.__module__]
             if hasattr(backend_module, "get_current_vllm_config"):  # FLASH_ATTN's kernel sizes read it (0.20-0.22)
                 backend_module.get_current_vllm_config = lambda vc=vc: vc
-            hooks = importlib.import_module("vllm.model_executor.models.config")
             if hasattr(Platform, "_align_hybrid_block_size"):  # 0.20 on: the config hooks, then the alignment
                 hooks.MambaModelConfig.verify_and_update_config(vc)  # mamba_cache_mode from prefix caching
                 if architecture in hooks.MODELS_CONFIG_MAP:  # the model's own (Qwen3.5, Nemotron-H: SSM state dtype)

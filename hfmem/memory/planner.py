@@ -20,7 +20,7 @@ from hfmem.errors import UsageError
 from hfmem.hub.disk import folder_size
 from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
 from hfmem.memory.kv import ENGINES, SPECULATIVE
-from hfmem.memory.kv.estimate import KVLayout, estimate_at, kv_layout
+from hfmem.memory.kv.estimate import KVLayout, estimate_at, kv_layout, position_limit
 from hfmem.memory.kv.layers import state_and_attention
 from hfmem.memory.precision import (
     CHECKPOINT,
@@ -1059,11 +1059,7 @@ class Planner:
 
     # -- answers --------------------------------------------------------------------------------------------
     def context_limit(self) -> int:
-        # an encoder-decoder's decoder is capped by max_target_positions (Whisper: 448), as the KV estimate's limit
-        target = (self.arch.text_config or {}).get("max_target_positions")
-        if isinstance(target, int) and not isinstance(target, bool) and target > 0:
-            return target
-        return self.arch.max_position_embeddings or 2**24
+        return position_limit(self.arch) or 2**24
 
     def max_context(self, budget: int, batch: int) -> tuple[int | None, bool]:
         """Longest context (tokens) that fits at ``batch``, capped at the model's limit (then flagged)."""

@@ -56,7 +56,8 @@ class KVCacheEstimate:
     # ... and multiplies by the smallest group block size (DeepSeek-V4's state groups: 4; None: block_size)
     smallest_group_block: int | None = None
     # vLLM: bytes its start-up check asks for ONE request of `context` tokens in the release planned; below the
-    # per-request need in 0.11-0.18 (kv/vllm.py STARTUP_CHECK_*), else equal to it
+    # per-request need up to 0.18 for models with several KV cache groups (kv/vllm.py STARTUP_CHECK_*), above it
+    # for cross attention from 0.11 (CROSS_CHARGES_BATCHED_TOKENS_FROM), else equal to it
     startup_check_bytes: int | None = None
     total_is: str = ""
     bookkeeping_bytes: int = 0
@@ -307,6 +308,13 @@ def estimate_kv(
     return estimate_at(layout, context, batch, block_size, max_batched_tokens, prefix_caching, vllm_release, gpu_sm)
 
 
+def position_limit(arch: Architecture) -> int | None:
+    """The most positions a request may take: an encoder-decoder's decoder is capped by max_target_positions
+    (Whisper: 448), every other model by max_position_embeddings; None: not given."""
+    target = _int((arch.text_config or {}).get("max_target_positions"))
+    return target if target is not None and target > 0 else arch.max_position_embeddings
+
+
 def estimate_at(layout: KVLayout, context: int, batch: int = 1, block_size: int = 16, max_batched_tokens: int = 8192,
                 prefix_caching: bool | None = None, vllm_release: tuple[int, int] | None = None,
                 gpu_sm: int | None = 90) -> KVCacheEstimate:
@@ -316,7 +324,7 @@ def estimate_at(layout: KVLayout, context: int, batch: int = 1, block_size: int 
         _check_positive(name, value)
     arch, engine, layers, dtype = layout.arch, layout.engine, layout.layers, layout.dtype
     warnings = list(layout.warnings)
-    limit = _int((arch.text_config or {}).get("max_target_positions")) or arch.max_position_embeddings
+    limit = position_limit(arch)
     if limit and context > limit:
         warnings.append(f"context {context:,} exceeds the model's {limit:,} positions (vLLM refuses it unless overridden)")
     # The engines build KVCacheEstimate (defined here), so they are imported when called.

@@ -59,10 +59,13 @@ ALL_MODE_TYPES = frozenset({"bamba", "falcon_h1", "granitemoehybrid", "jamba", "
 NEMOTRON_H_SSM_DTYPE_FROM = (0, 13)
 
 
-def _release_states(arch: Architecture, layers: list[_Layer], release: tuple[int, int] | None) -> list[_Layer]:
-    """The layers with the state dtypes the release gives them (the rule above); the same list where nothing changes."""
-    if arch.model_type != "nemotron_h" or release is None or release >= NEMOTRON_H_SSM_DTYPE_FROM:
-        return layers
+def _ssm_in_model_dtype(arch: Architecture, release: tuple[int, int] | None) -> bool:
+    """Whether the release keeps the SSM state in the model dtype where the config names another (the rule above)."""
+    return arch.model_type == "nemotron_h" and release is not None and release < NEMOTRON_H_SSM_DTYPE_FROM
+
+
+def _ssm_states_in_model_dtype(layers: list[_Layer]) -> list[_Layer]:
+    """Copies of the layers whose SSM state takes the conv state's dtype (the model dtype)."""
     out = []
     for layer in layers:
         conv = next((st for st in layer.states if st.name == "conv"), None)
@@ -257,7 +260,7 @@ def _vllm_specs(layers: list[_Layer], dtype: str, block_size: int, full_only: bo
 
 
 def _vllm_groups(specs: dict[int, _Spec], assumptions: list[str],
-                 factor: float | None = GROUP_SIZE_FACTOR) -> tuple[list[tuple[_Spec, list[int]]], int, bool]:
+                 factor: float | None) -> tuple[list[tuple[_Spec, list[int]]], int, bool]:
     """(groups as (spec, member layer keys), group_size, general_case) following vllm, v1/core/kv_cache_utils.py:
     get_kv_cache_groups; factor: group_size_factor's."""
     values = list(specs.values())
@@ -316,7 +319,7 @@ class _Groups:
 
 
 def _groups_of(layers: list[_Layer], specs: dict[int, _Spec], assumptions: list[str],
-               factor: float | None = GROUP_SIZE_FACTOR) -> _Groups:
+               factor: float | None) -> _Groups:
     groups, group_size, general = _vllm_groups(specs, assumptions, factor)
     label_of = {}
     for l in layers:
@@ -454,9 +457,8 @@ class _VllmLayout:
     per_token: int
 
 
-def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, mode: str, checkpoint: str | None = None,
-                 alignment: int = 16, chunk: int | None = None,
-                 factor: float | None = GROUP_SIZE_FACTOR) -> _VllmLayout:
+def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, mode: str, checkpoint: str | None,
+                 alignment: int, chunk: int | None, factor: float | None) -> _VllmLayout:
     """mode: the hybrid model's mamba_cache_mode ("none" for every other model), checkpoint: checkpoint_page's,
     factor: group_size_factor's."""
     local: list[str] = []
@@ -486,13 +488,10 @@ def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, mode: str, c
 def _startup_check_bytes(layout: _VllmLayout, context: int, mbt: int, release: tuple[int, int] | None,
                          per_request: int, encoder_tokens: int | None) -> tuple[int, str]:
     """(bytes the release's start-up check asks for one request of `context` tokens, how: the rules above).
-    per_request: the groups' sum as vLLM's specs charge it; encoder_tokens: the cross-attention tokens they charge
-    (None: the encoder's own)."""
+    per_request: the groups' sum as vLLM's specs charge it; encoder_tokens: the cross-attention tokens they charge."""
     if release is None or release >= STARTUP_CHECK_FIRST_GROUP_UNTIL:
         return per_request, ""
     g = layout.groups
-    if encoder_tokens is None:
-        encoder_tokens = g.encoder_tokens
     if release < STARTUP_CHECK_PER_LAYER_UNTIL:
         got = sum(spec.usage(context, mbt, encoder_tokens, layout.pages) for spec in layout.specs.values())
         return got, "each layer's own pages summed, without the padding layers"
@@ -532,11 +531,12 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         raw = cfg.get("mamba_chunk_size") or cfg.get("chunk_size")
         chunk = raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else None
     factor = group_size_factor(release)
-    released = _release_states(arch, layers, release)
-    key = ("vllm", dtype, block_size, mode, checkpoint, alignment, chunk, factor, released is layers)
+    model_dtype_ssm = _ssm_in_model_dtype(arch, release)
+    key = ("vllm", dtype, block_size, mode, checkpoint, alignment, chunk, factor, model_dtype_ssm)
     layout = memo.get(key) if memo is not None else None
     if layout is None:
-        layout = _vllm_layout(released, dtype, block_size, mode, checkpoint, alignment, chunk, factor)
+        layout = _vllm_layout(_ssm_states_in_model_dtype(layers) if model_dtype_ssm else layers, dtype, block_size,
+                              mode, checkpoint, alignment, chunk, factor)
         if memo is not None:
             memo[key] = layout
     bs, pages, has_window = layout.block_size, layout.pages, layout.full_groups is not None
@@ -577,8 +577,8 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     if any(l.states for l in layers):
         assumptions_v.append(_state_pages_note(layers, pages, checkpoint, prefix_caching, hybrid, release))
     # what vLLM's specs charge a request (CROSS_CHARGES_BATCHED_TOKENS_FROM); per_request is what it holds
-    charged, charged_encoder = per_request, None
-    if layout.groups.encoder_tokens is not None and (release is None or release >= CROSS_CHARGES_BATCHED_TOKENS_FROM):
+    charged, charged_encoder = per_request, layout.groups.encoder_tokens
+    if charged_encoder is not None and (release is None or release >= CROSS_CHARGES_BATCHED_TOKENS_FROM):
         charged_encoder = mbt
         charged, _, _, _ = _vllm_per_request(layout.groups, context, admitted, pages, encoder_tokens=mbt)
         if charged != per_request:
