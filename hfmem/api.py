@@ -148,6 +148,7 @@ def attach_sections(
     device: str = "cuda",
     prefix_caching: bool | None = None,
     speculative: str | None = None,
+    num_speculative_tokens: int | None = None,
     every_tp: bool = False,
     train: str | None = None,
     train_precision: str = "mixed-bf16",
@@ -160,7 +161,7 @@ def attach_sections(
     ``dtype`` is the CLI's name (``--dtype``) for the weight ``precision``; give one of the two."""
     from hfmem.memory.gpus import parse_size, resolve_gpu
     from hfmem.memory.kv import estimate_kv, parse_context, stored_float_dtype
-    from hfmem.memory.planner import DEFAULT_MAX_BATCHED_TOKENS, attach, gpu_sm, mtp_layer_count, profile_tokens
+    from hfmem.memory.planner import DEFAULT_MAX_BATCHED_TOKENS, attach, gpu_sm, mtp_layer_count, profile_tokens, speculative_tokens
     from hfmem.memory.vllm_versions import release_of, resolve_version
 
     unknown = sorted(set(training_options) - set(TRAINING_OPTIONS))
@@ -194,6 +195,8 @@ def attach_sections(
     if cudagraph_memory is not None:
         planner_kwargs["cudagraph_memory"] = (cudagraph_memory if isinstance(cudagraph_memory, int)
                                               else parse_size(str(cudagraph_memory), allow_zero=True))
+    if num_speculative_tokens is not None:
+        planner_kwargs["num_speculative_tokens"] = num_speculative_tokens
     if vllm_sampler is not None:
         planner_kwargs["sampler"] = vllm_sampler
     if interconnect is not None:
@@ -211,13 +214,14 @@ def attach_sections(
     if contexts is not None:
         weights_dtype = stored_float_dtype(report.parameters.by_dtype)
         mtp_layers = mtp_layer_count(report) if speculative == "mtp" else 0
+        drafts = speculative_tokens(report, speculative, num_speculative_tokens)[0]
         # per GPU, split like the planner's: tensor parallel over ``gpus`` (one process on the CPU device)
         kv_tp = 1 if device == "cpu" else gpus
         report.kv_cache = [
             estimate_kv(report.architecture, c, batch=batch, kv_dtype=kv_dtype, engine=engine, encoder_len=encoder_len,
                         weights_dtype=weights_dtype, mtp_layers=mtp_layers, tp=kv_tp, prefix_caching=prefix_caching,
                         max_batched_tokens=mbt(c), vllm_release=release,
-                        gpu_sm=gpu_sm(gpu_spec))
+                        gpu_sm=gpu_sm(gpu_spec), speculative_tokens=drafts)
             for c in contexts
         ]
     plan = attach(report, precision=precision, context=plan_context, batch=batch, gpu=gpu_spec, tp=gpus, **planner_kwargs)
@@ -454,7 +458,7 @@ def analyze(
     "4k,32k", "max") adds the KV cache; other keyword options are those of :func:`attach_sections` (kv_dtype,
     engine, precision, gpu, gpus, gpu_util, overhead, max_batched_tokens, max_num_seqs, vllm_version, cudagraph, cudagraph_memory,
     vllm_sampler, interconnect, vllm_runner, mm_encoder_tp_mode, device,
-    prefix_caching, speculative, train
+    prefix_caching, speculative, num_speculative_tokens, train
     and the training options; GGUF models also take ``llamacpp_defaults``: "llama-server" or "llama-cpp-python", and
     with ``gpu`` get llama.cpp's partial-offload plan as ``report.offload`` and its llama-server command as ``report.serve``).
     The KV cache is per GPU at tensor parallel size ``gpus``; ``prefix_caching`` (None: the vLLM release's default,

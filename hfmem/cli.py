@@ -212,6 +212,9 @@ def planner_options(f: Callable) -> Callable:
                      help="vLLM CUDA graphs (default on); --enforce-eager: none captured, nothing deducted for them.")(f)
     f = click.option("--speculative", type=click.Choice([s for s in SPECULATIVE if s]), default=None,
                      help="Speculative decoding: mtp loads the checkpoint's multi-token-prediction layers (weights + KV), as vLLM does.")(f)
+    f = click.option("--num-speculative-tokens", type=click.IntRange(min=1), default=None,
+                     help="vLLM's num_speculative_tokens (default: the checkpoint's MTP layers); hybrid mamba/linear-attention "
+                          "models keep one more state page per draft token per request.")(f)
     f = click.option("--device", type=click.Choice(DEVICES), default="cuda", show_default=True, help="cpu: RAM = weights + KV + activations + overhead.")(f)
     f = click.option("--prefix-caching/--no-prefix-caching", "prefix_caching", default=None,
                      help="vLLM's automatic prefix caching (default: the release's, on for hybrid models from 0.26). Hybrid mamba/linear-attention models reserve one state page per request per group without it, two with it (up to 0.27 the Mamba2 families a page per block of context), and it sets their block size (docs/kv.md).")(f)

@@ -30,6 +30,9 @@ The VllmConfig is a stand-in carrying the fields these functions read, with a `v
     python scripts/record_vllm_hybrid.py --src /tmp/vllm-src --deps /tmp/vdeps --sm 90 0.11.2 0.12.0 0.13.0 \
         0.14.0 0.15.0 0.16.0 0.17.0   # before 0.20 only Hopper's rules exist: 20 minutes (older releases also want
                                       # setproctitle, blake3, mistral-common and its imports)
+    python scripts/record_vllm_hybrid.py --src /tmp/vllm-src --deps /tmp/vdeps --speculative 0.11.2 0.12.0 0.13.0 \
+        0.14.0 0.15.0 0.16.0 0.17.0 0.18.0 0.19.0 0.20.2 0.21.0 0.22.0 0.25.0 0.26.0 0.27.0 0.28.0 0.29.0 0.31.0 \
+        0.32.0 0.33.0 0.34.0   # SPECULATIVE_SETTINGS on Hopper: 25 minutes
 0.10.2's and 0.11.0's model modules call Triton at import (tl.exp), beyond the placeholder vLLM keeps without a GPU's
 Triton; they are read, not run.
 """
@@ -47,8 +50,15 @@ OUT = REPO / "fixtures" / "vllm" / "hybrid.json"
 CASES = ("Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3.5-4B", "Qwen/Qwen3.6-27B", "Qwen/Qwen3.5-35B-A3B",
          "nvidia/Nemotron-H-56B-Base-8K", "moonshotai/Kimi-Linear-48B-A3B-Instruct",
          "moonshotai/Kimi-K3")  # Kimi-K3: vLLM 0.27 on
-# (tensor parallel size, prefix caching) x (max_model_len, max_num_batched_tokens, available bytes)
-SETTINGS = ((1, True), (1, False), (4, True), (4, False))
+# (tensor parallel size, prefix caching, num_speculative_tokens) x (max_model_len, max_num_batched_tokens, available
+# bytes)
+SETTINGS = ((1, True, 0), (1, False, 0), (4, True, 0), (4, False, 0))
+# speculative decoding (--speculative; Hopper only): the state layers' MambaSpec.num_speculative_blocks, the release's
+# mode hooks seeing a speculative config, and the checkpoint's MTP layers as full-attention specs (those of
+# qwen3_next_mtp.py / qwen3_5_mtp.py: num_nextn_predict_layers / mtp_num_hidden_layers, default 1; none for the models
+# without MTP layers, as with an n-gram drafter)
+SPECULATIVE_SETTINGS = ((1, True, 2), (1, False, 2), (4, True, 1))
+MTP_LAYER_KEYS = {"gdn": ("mtp_num_hidden_layers", "num_nextn_predict_layers")}
 POINTS = ((32_768, 8_192, 20_000_000_000), (262_144, 2_048, 40_000_000_000), (8_192, 8_192, 5_000_000_000))
 
 
@@ -95,7 +105,7 @@ def _stub_packages(*names: str) -> None:
     sys.meta_path.insert(0, _Finder())
 
 
-def _inner(config_path: str, sm: int) -> list[dict]:
+def _inner(config_path: str, sm: int, speculative: bool) -> list[dict]:
     """Runs inside the release's interpreter."""
     import dataclasses
     import importlib
@@ -194,9 +204,11 @@ def _inner(config_path: str, sm: int) -> list[dict]:
     config_vllm.set_current_vllm_config = _no_context
     backend_module = sys.modules[backend.__module__]
     hooks = importlib.import_module("vllm.model_executor.models.config")
+    keys = MTP_LAYER_KEYS.get(family, ())
+    mtp = next((getattr(text, k) for k in keys if isinstance(getattr(text, k, None), int)), 1 if keys else 0)
     out = []
-    for tp, prefix_caching in SETTINGS:
-        points, layout = [], set()
+    for tp, prefix_caching, drafts in SPECULATIVE_SETTINGS if speculative else SETTINGS:
+        points, layout, refused = [], set(), None
         # the hooks run at every point: they set mamba_block_size from max_model_len (without prefix caching), and up
         # to 0.14 MambaSpec.max_memory_usage_bytes pages a request by it
         for max_len, mbt, available in POINTS:
@@ -223,8 +235,11 @@ def _inner(config_path: str, sm: int) -> list[dict]:
                                                      or getattr(text, "chunk_size", None)),
                        max_model_len=max_len, supports_kv_cache_grouping=False,
                        supports_mamba_prefix_caching=getattr(model_cls, "supports_mamba_prefix_caching", False))
-            vc = ns(model_config=model, cache_config=cache, parallel_config=parallel, speculative_config=None,
-                    additional_config={}, use_flashinfer_replayssm=False, num_speculative_tokens=0,
+            vc = ns(model_config=model, cache_config=cache, parallel_config=parallel,
+                    speculative_config=ns(method="mtp", num_speculative_tokens=drafts, use_eagle=lambda: True,
+                                          use_eagle_block_drop=lambda: True, use_dflash=lambda: False, uses_draft_model=lambda: False,
+                                          use_multi_module_mtp=lambda: False) if drafts else None,
+                    additional_config={}, use_flashinfer_replayssm=False, num_speculative_tokens=drafts,
                     compilation_config=ns(static_forward_context={}),
                     scheduler_config=ns(max_num_batched_tokens=mbt, disable_hybrid_kv_cache_manager=False,
                                         async_scheduling=True, enable_chunked_prefill=True),
@@ -234,15 +249,21 @@ def _inner(config_path: str, sm: int) -> list[dict]:
                 **vars(vc), "model_config": ns(**{**vars(vc.model_config), "hf_config": hf, "hf_text_config": hf})})
             if hasattr(backend_module, "get_current_vllm_config"):  # FLASH_ATTN's kernel sizes read it (0.20-0.22)
                 backend_module.get_current_vllm_config = lambda vc=vc: vc
-            if hasattr(Platform, "_align_hybrid_block_size"):  # 0.20 on: the config hooks, then the alignment
-                hooks.MambaModelConfig.verify_and_update_config(vc)  # mamba_cache_mode from prefix caching
-                if architecture in hooks.MODELS_CONFIG_MAP:  # the model's own (Qwen3.5, Nemotron-H: SSM state dtype)
-                    hooks.MODELS_CONFIG_MAP[architecture].verify_and_update_config(vc)
-                Platform._align_hybrid_block_size(vc, backend)
-            else:  # up to 0.19 the architecture hook runs first, then the hybrid hook (with MambaModelConfig inside)
-                if architecture in hooks.MODELS_CONFIG_MAP:
-                    hooks.MODELS_CONFIG_MAP[architecture].verify_and_update_config(vc)
-                hooks.HybridAttentionMambaModelConfig.verify_and_update_config(vc)
+            try:
+                if hasattr(Platform, "_align_hybrid_block_size"):  # 0.20 on: the config hooks, then the alignment
+                    hooks.MambaModelConfig.verify_and_update_config(vc)  # mamba_cache_mode from prefix caching
+                    if architecture in hooks.MODELS_CONFIG_MAP:  # the model's own (Qwen3.5, Nemotron-H: SSM dtype)
+                        hooks.MODELS_CONFIG_MAP[architecture].verify_and_update_config(vc)
+                    Platform._align_hybrid_block_size(vc, backend)
+                else:  # up to 0.19 the architecture hook runs first, then the hybrid hook (MambaModelConfig inside)
+                    if architecture in hooks.MODELS_CONFIG_MAP:
+                        hooks.MODELS_CONFIG_MAP[architecture].verify_and_update_config(vc)
+                    hooks.HybridAttentionMambaModelConfig.verify_and_update_config(vc)
+            except AssertionError as e:  # 0.15-0.16: "align" with speculative decoding
+                if not drafts:
+                    raise
+                refused = str(e)
+                break
             mode = cache.mamba_cache_mode
             bs = cache.block_size
             padded = cache.mamba_page_size_padded
@@ -261,14 +282,23 @@ def _inner(config_path: str, sm: int) -> list[dict]:
                     specs[f"l{i}.state"] = make(
                         K.MambaSpec, block_size=cache.mamba_block_size or bs, shapes=tuple(shapes),
                         dtypes=tuple(dtypes),
-                        page_size_padded=padded, mamba_cache_mode=mode, num_prefill_checkpoint_blocks=checkpoint)
+                        page_size_padded=padded, mamba_cache_mode=mode, num_prefill_checkpoint_blocks=checkpoint,
+                        num_speculative_blocks=drafts)
+            for j in range(mtp if drafts else 0):  # the drafter's layers, after the model's
+                specs[f"mtp{j}.attn"] = make(K.FullAttentionSpec, block_size=bs,
+                                             num_kv_heads=model.get_num_kv_heads(parallel), head_size=head_size,
+                                             dtype=torch.bfloat16)
             vc.max_in_flight_tokens = 2 * mbt
             groups, kv_config, fit = plan_groups(plan, vc, specs, available)
             points.append([max_len, mbt, available, kv_config.num_blocks, fit,
                            utils.get_max_concurrency_for_kv_cache_config(vc, kv_config)])
             layout.add((bs, padded))
+        spec = {"speculative_tokens": drafts, "mtp_layers": mtp} if drafts else {}
+        if refused is not None:
+            out.append({"tp": tp, "prefix_caching": prefix_caching, "sm": sm, **spec, "refused": refused})
+            continue
         assert len(layout) == 1, layout  # the block size and state page do not depend on the point
-        out.append({"tp": tp, "prefix_caching": prefix_caching, "sm": sm, "block_size": bs,
+        out.append({"tp": tp, "prefix_caching": prefix_caching, "sm": sm, **spec, "block_size": bs,
                     "state_page_padded": padded, "groups": [len(g.layer_names) for g in groups], "points": points})
     return out
 
@@ -286,7 +316,7 @@ class _no_context:  # set_current_vllm_config wants a real VllmConfig; the funct
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--inner":
-        print(json.dumps(_inner(sys.argv[2], int(sys.argv[3]))))
+        print(json.dumps(_inner(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1")))
         return
     from record_vllm_planning import release_arguments
 
@@ -294,17 +324,20 @@ def main() -> None:
     ap.add_argument("--sm", default="90,100", help="GPUs (compute capability x 10): 90 Hopper, 100 Blackwell (from "
                     "0.20, where the backend class decides the alignment)")
     ap.add_argument("--model", action="append", choices=CASES, help="only these models (default: every case)")
+    ap.add_argument("--speculative", action="store_true", help="the SPECULATIVE_SETTINGS (on Hopper) in place of "
+                    "SETTINGS")
     args = ap.parse_args()
     records = []
     for release in args.releases:
         env = dict(os.environ, PYTHONPATH=f"{Path(args.src) / release}{os.pathsep}{args.deps}",
                    HFMEM_VLLM_RELEASE=release)
         for sm in (int(x) for x in args.sm.split(",")):
-            if sm != 90 and tuple(int(x) for x in release.split(".")[:2]) < (0, 20):
+            if sm != 90 and (args.speculative or tuple(int(x) for x in release.split(".")[:2]) < (0, 20)):
                 continue  # HybridAttentionMambaModelConfig: no backend class read, the same as on Hopper
             for case in args.model or CASES:
                 config = REPO / "fixtures" / "configs" / case / "config.json"
-                run = subprocess.run([args.python, __file__, "--inner", str(config), str(sm)], env=env,
+                run = subprocess.run([args.python, __file__, "--inner", str(config), str(sm),
+                                      "1" if args.speculative else "0"], env=env,
                                      capture_output=True, text=True, check=False)
                 if run.returncode:
                     print(f"{release} sm{sm} {case}: {run.stderr.strip().splitlines()[-1]}", file=sys.stderr)
@@ -320,7 +353,7 @@ def write(records: list[dict]) -> None:
     """Merge into OUT: a new record replaces the one of the same release, model, GPU, TP and prefix caching."""
     def key(r: dict) -> tuple:
         return (tuple(int(x) for x in r["vllm"].split(".")), CASES.index(r["model"]), r["sm"], r["tp"],
-                not r["prefix_caching"])
+                not r["prefix_caching"], r.get("speculative_tokens", 0))
     merged = {key(r): r for r in (json.loads(OUT.read_text())["records"] if OUT.exists() else [])}
     merged.update({key(r): r for r in records})
     OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -158,3 +158,62 @@ def test_prefix_caching_on_a_state_only_model_is_said_not_dropped():
     default = estimate_kv(mamba, 4_096)
     assert asked.total_bytes == default.total_bytes
     assert len([w for w in asked.warnings if "state-only" in w]) == 1 and not default.warnings
+
+
+def test_speculative_tokens_add_state_pages_through_the_cli(stub_repo):
+    """--speculative mtp on Qwen3-Next-80B at 64k, vLLM 0.32 (prefix caching on): the CLI's KV section is the KV
+    estimate with the checkpoint's MTP layer and --num-speculative-tokens (default 1, said in a note: Qwen3-Next's
+    config names no MTP layer count, so vLLM asks for it), whose arithmetic vLLM's own planning code checks
+    (tests/test_vllm_planning_truth.py) as do real logs (tests/test_vllm_logs.py). The MTP layer joins the 12
+    full-attention layers (13: three GDN groups of 13, one padding layer each); each draft token adds a state page per
+    group slot; the conv rows it adds outgrow the 544-token block at 3 drafts (560)."""
+    repo = "Qwen/Qwen3-Next-80B-A3B-Instruct"
+    args = ("--ctx", "64k", "--vllm-version", "0.32")
+    plain = _kv(stub_repo, repo, *args)
+    one = _kv(stub_repo, repo, *args, "--speculative", "mtp")
+    three = _kv(stub_repo, repo, *args, "--speculative", "mtp", "--num-speculative-tokens", "3")
+    arch = arch_of(repo)
+    for got, drafts in ((one, 1), (three, 3)):
+        est = estimate_kv(arch, 65_536, prefix_caching=True, vllm_release=(0, 32), speculative_tokens=drafts,
+                          mtp_layers=1, weights_dtype="BF16")
+        assert (got["total_bytes"], got["blocks_per_request"], got["block_size"]) == (
+            est.total_bytes, est.blocks_per_request, est.block_size)
+    assert (plain["block_size"], one["block_size"], three["block_size"]) == (544, 544, 560)
+    # one draft: 1 more state block per group (3) beside the same 121 attention blocks of 544 tokens
+    assert one["blocks_per_request"] - plain["blocks_per_request"] == 3
+    assert any("3 more for the 3 speculative token(s)" in a for a in three["assumptions"])
+    result = CliRunner().invoke(main, [str(stub_repo(repo)), *args, "--speculative", "mtp", "--gpu", "h200",
+                                       "--format", "json"])
+    notes = json.loads(result.output)["inference"]["notes"]
+    assert any("names no MTP layer count" in n for n in notes)
+    assert any("drafter's share of vLLM's profile" in n for n in notes)
+
+
+def test_num_speculative_tokens_needs_speculative(stub_repo):
+    """Without --speculative the option means nothing: one line, the usage exit code, no traceback."""
+    result = CliRunner().invoke(main, [str(stub_repo("Qwen/Qwen3-Next-80B-A3B-Instruct")), "--ctx", "4k",
+                                       "--num-speculative-tokens", "2"])
+    assert result.exit_code == 2 and "needs --speculative" in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_speculative_tokens_follow_vllms_mtp_rules():
+    """vLLM's MTP default is the config's layer count (Qwen3.5: mtp_num_hidden_layers); more tokens than layers must
+    be a multiple of them (speculator_config.py resolve_num_speculative_tokens)."""
+    import pytest
+    from stubs import model_files
+
+    from hfmem.api import analyze_files
+    from hfmem.errors import UsageError
+    from hfmem.memory.planner import speculative_tokens
+
+    report = analyze_files(model_files("Qwen/Qwen3.5-4B"))
+    assert speculative_tokens(report, "mtp", None) == (1, None)
+    assert speculative_tokens(report, None, None) == (0, None)
+    assert speculative_tokens(report, "mtp", 4) == (4, None)
+    config = json.loads((FIXTURES / "configs" / "Qwen" / "Qwen3.5-4B" / "config.json").read_text())
+    config["text_config"]["mtp_num_hidden_layers"] = 2
+    two = analyze_files(model_files("Qwen/Qwen3.5-4B", config=config))
+    assert speculative_tokens(two, "mtp", None) == (2, None) and speculative_tokens(two, "mtp", 4)[0] == 4
+    with pytest.raises(UsageError, match="multiple"):
+        speculative_tokens(two, "mtp", 3)

@@ -1608,6 +1608,54 @@ def test_hybrid_tokens_from_the_logged_pool(ctx, prefix_caching, pool_gib, concu
     assert f"{concurrency:.2f}" == concurrency_line and int(concurrency * ctx) == tokens
 
 
+# Qwen3.6-27B with MTP speculative decoding (3 draft tokens), five real starts in noonghunna/club-3090 (found with
+# search; held out: nothing was taken from them): two RTX 3090s at TP 2 (SM 8.6), kv_cache_dtype fp8 / fp8_e5m2,
+# prefix caching on (mode "align"), max_model_len 262,144. vLLM's "GPU KV cache size" is int(num_blocks /
+# blocks_per_request x max_model_len), so each count pins the blocks per request: all five are 179, which needs the
+# MTP layer among the full-attention layers (17: three GDN groups of 17), three draft state pages per state group and
+# the conv state widened by the three draft rows (a 1,600-token block, not 1,568). Without speculative decoding hfmem
+# would say 174 blocks of 1,568 tokens, on whose lattice none of the five lies.
+# (name, release, logged "Available KV cache memory" GiB or None, logged tokens)
+SPECULATIVE_TOKEN_LOGS = [
+    ("club-3090#91-v0.20.1", (0, 20), None, 619_479),  # issues/91, "Initializing a V1 LLM engine (v0.20.1)"
+    # issues/294 and /295: the same rig and image; their log lines (kv_cache_utils.py:1733) lie between 0.20.1's
+    # (1708) and 0.24.0's (2146); every release from 0.20 to 0.27 has the same rules here (no checkpoint page on SM 8.6)
+    ("club-3090#294", (0, 22), None, 622_408),
+    ("club-3090#295", (0, 22), None, 620_944),
+    ("club-3090#594-v0.24.0", (0, 24), 5.33, 300_220),  # pull/594, "version 0.24.0", qwen3.6-27b-fp8
+    ("club-3090#642-v0.24.0", (0, 24), 11.05, 623_873),  # issues/642, autoround int4, float16
+]
+
+
+def _qwen36_mtp_kv(release, drafts: int, mtp_layers: int):
+    from hfmem.memory.kv import estimate_kv
+    from hfmem.model.architecture import build_architecture
+
+    arch = build_architecture(load_config("Qwen/Qwen3.6-27B"))[0]
+    return estimate_kv(arch, 262_144, kv_dtype="fp8", tp=2, prefix_caching=True, vllm_release=release, gpu_sm=86,
+                       speculative_tokens=drafts, mtp_layers=mtp_layers)
+
+
+def _on_lattice(tokens: int, blocks_per_request: int, ctx: int = 262_144) -> int | None:
+    """The pool blocks whose logged token count is `tokens` (int(blocks / blocks_per_request x ctx)), if any."""
+    return next((b for b in range(1, 4 * tokens // ctx * blocks_per_request) if int(b / blocks_per_request * ctx) == tokens),
+                None)
+
+
+@pytest.mark.parametrize("name, release, pool_gib, tokens", SPECULATIVE_TOKEN_LOGS, ids=[r[0] for r in SPECULATIVE_TOKEN_LOGS])
+def test_speculative_tokens_from_the_logged_pool(name, release, pool_gib, tokens):
+    est = _qwen36_mtp_kv(release, 3, 1)
+    assert (est.block_size, est.blocks_per_request) == (1600, 179)
+    blocks = _on_lattice(tokens, est.blocks_per_request)
+    assert blocks is not None, name
+    if pool_gib is not None:  # the pool printed to 0.01 GiB holds those blocks
+        low, high = (int((pool_gib + d) * GiB) // est.bytes_per_block for d in (-0.005, 0.005))
+        assert low <= blocks <= high, (low, blocks, high)
+    plain = _qwen36_mtp_kv(release, 0, 0)  # the same starts planned without the drafter
+    assert (plain.block_size, plain.blocks_per_request) == (1568, 174)
+    assert _on_lattice(tokens, plain.blocks_per_request) is None
+
+
 def test_non_peak_terms_of_the_l4_row_are_the_logged_ones():
     """The 0.29.0 L4 log prints every term: requested 20.27 GiB, weights + non-torch 9.01, 'peak activation' 2.17 and
     'CUDAGraph memory' 0.24. From 0.27, gpu_worker.py determine_available_memory logs the pool as requested - consumed

@@ -96,6 +96,31 @@ def mtp_layer_count(report: Report) -> int:
     return len(layers - {None}) or (1 if layers else 0)
 
 
+def speculative_tokens(report: Report, speculative: str | None, asked: int | None) -> tuple[int, str | None]:
+    """(vLLM's num_speculative_tokens, a note when it was assumed) for --speculative and --num-speculative-tokens.
+    vLLM's MTP default is the draft config's n_predict, the checkpoint's MTP layer count where its config names one;
+    more tokens than layers must be a multiple of them, the layers reused in turn (v1/worker/gpu/spec_decode/
+    speculator_config.py resolve_num_speculative_tokens)."""
+    if asked is not None and speculative is None:
+        raise UsageError("--num-speculative-tokens needs --speculative")
+    if speculative is None:
+        return 0, None
+    if asked is not None and asked < 1:
+        raise UsageError(f"--num-speculative-tokens must be at least 1, got {asked}")
+    layers = mtp_layer_count(report)
+    if asked is not None:
+        if layers and asked > layers and asked % layers:
+            raise UsageError(f"--num-speculative-tokens {asked} is not a multiple of this checkpoint's {layers} MTP "
+                             "layers (vLLM requires it when asking more tokens than layers)")
+        return asked, None
+    cfg = report.architecture.text_config or {}
+    if layers and not any(isinstance(cfg.get(k), int) and cfg[k] > 0 for k in _MTP_CONFIG_KEYS):
+        return layers, (f"--speculative mtp: this config names no MTP layer count, so vLLM asks for "
+                        f"num_speculative_tokens; {layers} assumed (the checkpoint's MTP layers), "
+                        "--num-speculative-tokens sets it")
+    return layers, None
+
+
 def _act_bytes_of(arch: Architecture) -> int:
     return 4 if (arch.torch_dtype or "").replace("torch.", "") in ("float32", "fp32") else 2
 
@@ -663,7 +688,7 @@ class Planner:
                  prefix_caching: bool | None = None, vllm_version: str | None = None, cudagraph: bool = True,
                  cudagraph_memory: int | None = None, gpu: GPU | None = None, sampler: str | None = None,
                  interconnect: str | None = None, model_runner: str | None = None,
-                 encoder_tp_mode: str | None = None):
+                 encoder_tp_mode: str | None = None, num_speculative_tokens: int | None = None):
         self.arch: Architecture = report.architecture
         if encoder_tp_mode not in (None, *ENCODER_TP_MODES):
             raise UsageError(f"unknown --mm-encoder-tp-mode {encoder_tp_mode!r}; use one of: {', '.join(ENCODER_TP_MODES)}")
@@ -676,6 +701,8 @@ class Planner:
         self.mtp_layers = mtp_layer_count(report) if speculative == "mtp" else 0
         self.mtp_parameters = report.parameters.by_component.get("mtp", 0)
         self.speculative = speculative
+        # vLLM's num_speculative_tokens: state layers keep a page per draft token per request
+        self.speculative_tokens, self._speculative_note = speculative_tokens(report, speculative, num_speculative_tokens)
         self.precision = resolve_precision(precision)
         if engine not in ENGINES:
             raise UsageError(f"unknown engine {engine!r}; use one of: {', '.join(ENGINES)}")
@@ -1045,7 +1072,8 @@ class Planner:
             self._kv_layout = kv_layout(self.arch, self.kv_dtype, self.engine, self.encoder_len, self.tp,
                                         mtp_layers=self.mtp_layers)
         return estimate_at(self._kv_layout, context, batch, self.block_size, self.profile_tokens(context),
-                           self.prefix_caching, self._release() if self.engine == "vllm" else None, gpu_sm(self.gpu))
+                           self.prefix_caching, self._release() if self.engine == "vllm" else None, gpu_sm(self.gpu),
+                           self.speculative_tokens)
 
     def need(self, context: int, batch: int) -> int:
         # Memoised: the catalog asks every GPU's row the same few points (the model limit, 1 token, one block, the
@@ -1348,6 +1376,14 @@ class Planner:
                               "MTP speculative decoding; --speculative mtp adds their weights and KV cache)")
         elif self.speculative == "mtp" and not self.mtp_parameters:
             plan.notes.append("--speculative mtp: this checkpoint stores no multi-token-prediction layers")
+        if self._speculative_note:
+            plan.notes.append(self._speculative_note)
+        if self.speculative and self.engine == "vllm":
+            plan.notes.append(f"--speculative {self.speculative}: the drafter's share of vLLM's profile (its dummy run "
+                              f"and the rejection sampler over {self.speculative_tokens} draft token(s) per "
+                              "sequence) is not modelled, nor the CUDA graphs' larger capture sizes (vLLM sizes them "
+                              f"by decode_query_len {1 + self.speculative_tokens}; counted as 1): the torch peak and "
+                              "graph estimate here are the target model's without drafts")
         if gpu is not None:
             self._fill_fit(plan, gpu)
         elif with_catalog:

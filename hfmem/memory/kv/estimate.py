@@ -286,6 +286,7 @@ def estimate_kv(
     prefix_caching: bool | None = None,
     vllm_release: tuple[int, int] | None = None,
     gpu_sm: int | None = 90,
+    speculative_tokens: int = 0,
 ) -> KVCacheEstimate:
     """KV cache for `batch` sequences of `context` tokens under `engine`; exact integer bytes (per GPU if tp > 1).
 
@@ -298,14 +299,16 @@ def estimate_kv(
     release (major, minor) whose rules apply where they changed (a window's admission from 0.26, DeepSeek-V4's pool
     layout, hybrid models' prefix caching, block alignment and state pages); None: the newest read. gpu_sm: the GPU's
     compute capability x 10 (90: Hopper, the default without a GPU; None: not known), which decides vLLM's GDN and
-    KDA prefill kernels and MLA backend."""
+    KDA prefill kernels and MLA backend. speculative_tokens: vLLM's num_speculative_tokens (0: no speculative
+    decoding): state layers keep a page per draft token per request."""
     if engine not in ENGINES:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     for name, value in (("context", context), ("batch", batch), ("tp", tp), ("block_size", block_size),
                         ("max_batched_tokens", max_batched_tokens)):
         _check_positive(name, value)
     layout = kv_layout(arch, kv_dtype, engine, encoder_len, tp, weights_dtype, mtp_layers)
-    return estimate_at(layout, context, batch, block_size, max_batched_tokens, prefix_caching, vllm_release, gpu_sm)
+    return estimate_at(layout, context, batch, block_size, max_batched_tokens, prefix_caching, vllm_release, gpu_sm,
+                       speculative_tokens)
 
 
 def position_limit(arch: Architecture) -> int | None:
@@ -317,11 +320,13 @@ def position_limit(arch: Architecture) -> int | None:
 
 def estimate_at(layout: KVLayout, context: int, batch: int = 1, block_size: int = 16, max_batched_tokens: int = 8192,
                 prefix_caching: bool | None = None, vllm_release: tuple[int, int] | None = None,
-                gpu_sm: int | None = 90) -> KVCacheEstimate:
+                gpu_sm: int | None = 90, speculative_tokens: int = 0) -> KVCacheEstimate:
     """:func:`estimate_kv` at one context and batch, from the layout it describes the layers with."""
     for name, value in (("context", context), ("batch", batch), ("block_size", block_size),
                         ("max_batched_tokens", max_batched_tokens)):
         _check_positive(name, value)
+    if speculative_tokens < 0:
+        raise UsageError(f"num_speculative_tokens must be 0 or more, got {speculative_tokens}")
     arch, engine, layers, dtype = layout.arch, layout.engine, layout.layers, layout.dtype
     warnings = list(layout.warnings)
     limit = position_limit(arch)
@@ -336,7 +341,7 @@ def estimate_at(layout: KVLayout, context: int, batch: int = 1, block_size: int 
         from hfmem.memory.kv.vllm import _vllm
 
         est = _vllm(arch, layers, dtype, context, batch, block_size, max_batched_tokens, [], warnings,
-                    prefix_caching, layout.memo, vllm_release, gpu_sm)
+                    prefix_caching, layout.memo, vllm_release, gpu_sm, speculative_tokens)
         if arch.is_encoder_decoder and arch.model_type not in ("whisper",):
             warnings.append(f"vLLM V1 may not serve {arch.model_type} (encoder-decoder support is limited to a few models)")
     est.tp, est.encoder_len = layout.tp, layout.encoder_len if arch.is_encoder_decoder else None

@@ -84,6 +84,7 @@ class _State:
     hf_dtype: str  # short dtype: bf16 / fp16 / fp32
     vllm_elements: int
     vllm_dtype: str
+    vllm_rows: int = 0  # a conv state's window rows in vLLM (kernel - 1), which speculative tokens widen; 0: not one
 
 
 @dataclass
@@ -189,7 +190,7 @@ def _state_dims(arch: Architecture, family: str, cfg: dict[str, Any], tp: int, a
         n = _int(_first(cfg, "state_size", "mamba_d_state")) or 16
         k = _int(_first(cfg, "conv_kernel", "mamba_d_conv")) or 4
         return [
-            _State("conv", inter * k, act, div(inter, "mamba intermediate size") * (k - 1), act),
+            _State("conv", inter * k, act, div(inter, "mamba intermediate size") * (k - 1), act, k - 1),
             _State("ssm", inter * n, "fp32", div(inter, "mamba intermediate size") * n, ssm_vllm),
         ]
     if family == "mamba2":
@@ -211,7 +212,7 @@ def _state_dims(arch: Architecture, family: str, cfg: dict[str, Any], tp: int, a
         conv_hf = inter + 2 * groups * n
         conv_vllm = div(inter + 2 * (groups + extra) * n, "mamba conv channels")
         return [
-            _State("conv", conv_hf * k, act, conv_vllm * (k - 1), act),
+            _State("conv", conv_hf * k, act, conv_vllm * (k - 1), act, k - 1),
             _State("ssm", heads * head_dim * n, "fp32", div(heads, "mamba heads") * head_dim * n, ssm_vllm),
         ]
     if family == "gdn":
@@ -222,7 +223,7 @@ def _state_dims(arch: Architecture, family: str, cfg: dict[str, Any], tp: int, a
         k = _int(cfg.get("linear_conv_kernel_dim")) or 4
         conv = 2 * kh * kd + vh * vd
         return [
-            _State("conv", conv * k, act, div(conv, "gated-DeltaNet conv channels") * (k - 1), act),
+            _State("conv", conv * k, act, div(conv, "gated-DeltaNet conv channels") * (k - 1), act, k - 1),
             _State("recurrent", vh * kd * vd, "fp32", div(vh, "linear value heads") * vd * kd, ssm_vllm),
         ]
     if family == "kda":
@@ -233,7 +234,7 @@ def _state_dims(arch: Architecture, family: str, cfg: dict[str, Any], tp: int, a
         k = _int(_first(cfg, "linear_conv_kernel_dim")) or _int(lin.get("short_conv_kernel_size")) or 4
         conv = 3 * h * d  # q, k and v short convolutions
         return [
-            _State("conv", conv * k, act, div(conv, "KDA conv channels") * (k - 1), act),
+            _State("conv", conv * k, act, div(conv, "KDA conv channels") * (k - 1), act, k - 1),
             _State("recurrent", h * d * d, "fp32", div(h, "KDA heads") * d * d, "fp32"),  # vLLM kda_state_dtype
         ]
     if family == "linear":  # MiniMax-Text-01 lightning attention: one [heads, d, d] state in the model dtype
@@ -242,7 +243,7 @@ def _state_dims(arch: Architecture, family: str, cfg: dict[str, Any], tp: int, a
         return [_State("recurrent", h * d * d, act, div(h, "attention heads") * d * d, act)]
     if family == "short_conv":  # LFM2: one conv window of conv_L_cache over hidden channels
         k = _int(cfg.get("conv_L_cache")) or 3
-        return [_State("conv", hidden * k, act, div(hidden, "hidden size") * (k - 1), act)]
+        return [_State("conv", hidden * k, act, div(hidden, "hidden size") * (k - 1), act, k - 1)]
     return []
 
 

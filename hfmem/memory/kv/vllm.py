@@ -53,6 +53,63 @@ ALL_MODE_UNTIL = (0, 28)
 PAGE_PER_BLOCK = 0  # _Spec.usage's state_pages in mode "all": a page per block of context, not a fixed count
 ALL_MODE_TYPES = frozenset({"bamba", "falcon_h1", "granitemoehybrid", "jamba", "mamba", "mamba2", "nemotron_h",
                             "zamba2"})
+# Speculative decoding (MambaSpec.num_speculative_blocks = num_speculative_tokens, from the state layers'
+# get_kv_cache_spec, model_executor/layers/mamba/abstract.py; 0 only with --use-replayssm, off by default): at run time
+# every release keeps one more state page per draft token per request (single_type_kv_cache_manager.py MambaManager
+# allocate_new_blocks); what its planning charges (MambaSpec.max_memory_usage_bytes) varies by release:
+# - up to 0.14 nothing (a page, or pages by mamba_block_size);
+# - 0.15-0.21 the pages in mamba_cache_mode "none" (1 + k) and "align" (2 + k), none in "all";
+# - from 0.22 in "all" too (a page per block + k).
+# The mode itself (model_executor/models/config.py MambaModelConfig): 0.15-0.16 assert that "align" is not run with
+# speculative decoding (vLLM does not start); 0.20-0.21 give the Mamba/Mamba2 families "align", not "all", when a
+# drafter runs. Read in the 0.10.2-0.34.0 wheels.
+SPEC_PAGES_CHARGED_FROM = (0, 15)
+SPEC_PAGES_CHARGED_IN_ALL_MODE_FROM = (0, 22)
+SPEC_REFUSED_IN_ALIGN = ((0, 15), (0, 17))
+SPEC_ALIGN_NOT_ALL = ((0, 20), (0, 22))
+
+
+def _in(release: tuple[int, int] | None, span: tuple[tuple[int, int], tuple[int, int]]) -> bool:
+    return release is not None and span[0] <= release < span[1]
+
+
+# Draft tokens also widen every conv state by one row each (MambaStateShapeCalculator: conv_kernel - 1 + num_spec
+# columns, model_executor/layers/mamba/mamba_utils.py), where the model's get_mamba_state_shape_from_config passes
+# num_speculative_tokens and the shape function uses it: GDN models in every release read, KDA from 0.27
+# (kda_state_shape took num_spec unused before), the Mamba2 models from these releases (read in the 0.10.2-0.34.0
+# wheels). A larger state page, so a larger hybrid attention block.
+CONV_DRAFT_ROWS_FROM = {"qwen3_next": (0, 0), "qwen3_5": (0, 0), "qwen3_5_text": (0, 0), "qwen3_5_moe": (0, 0),
+                        "qwen3_5_moe_text": (0, 0), "kimi_linear": (0, 27), "kimi_k3": (0, 27),
+                        "nemotron_h": (0, 17), "mamba2": (0, 17),
+                        "granitemoehybrid": (0, 32), "zamba2": (0, 32), "falcon_h1": (0, 32)}
+
+
+def conv_draft_rows(model_type: str, release: tuple[int, int] | None, drafts: int) -> int:
+    """Rows the release adds to this model's conv states for `drafts` speculative tokens (the rule above)."""
+    first = CONV_DRAFT_ROWS_FROM.get(model_type)
+    return drafts if first is not None and (release is None or release >= first) else 0
+
+
+def _with_conv_rows(layers: list[_Layer], rows: int) -> list[_Layer]:
+    """Copies of the layers whose conv states are `rows` rows wider (the channels: elements / window rows)."""
+    out = []
+    for layer in layers:
+        if not any(st.vllm_rows for st in layer.states):
+            out.append(layer)
+            continue
+        states = [replace(st, vllm_elements=st.vllm_elements // st.vllm_rows * (st.vllm_rows + rows),
+                          vllm_rows=st.vllm_rows + rows) if st.vllm_rows else st for st in layer.states]
+        out.append(replace(layer, states=states))
+    return out
+
+
+def speculative_pages_charged(mode: str, release: tuple[int, int] | None) -> bool:
+    """Whether the release's planning charges the draft tokens' state pages (the rules above)."""
+    if release is not None and release < SPEC_PAGES_CHARGED_FROM:
+        return False
+    return mode != "all" or release is None or release >= SPEC_PAGES_CHARGED_IN_ALL_MODE_FROM
+
+
 # Nemotron-H's SSM state takes the config's mamba_ssm_cache_dtype (float32 in transformers' NemotronHConfig) through the
 # model's own config hook (model_executor/models/config.py NemotronHForCausalLMConfig) from 0.13; before it, vLLM's
 # "auto": the model dtype, half the state page. Read in the 0.11.2-0.13.0 wheels.
@@ -93,11 +150,14 @@ def prefix_caching_default(release: tuple[int, int] | None) -> bool:
     return release is None or release >= HYBRID_PREFIX_CACHING_FROM
 
 
-def mamba_cache_mode(model_type: str, prefix_caching: bool, release: tuple[int, int] | None) -> str:
+def mamba_cache_mode(model_type: str, prefix_caching: bool, release: tuple[int, int] | None,
+                     speculative_tokens: int = 0) -> str:
     """vLLM's mamba_cache_mode for a hybrid model: "none", "align" or "all" (as named from 0.15; the rules above)."""
     if not prefix_caching:
         return "none"
     if model_type in ALL_MODE_TYPES and release is not None and release < ALL_MODE_UNTIL:
+        if speculative_tokens and _in(release, SPEC_ALIGN_NOT_ALL):
+            return "align"
         return "all" if release >= ALL_MODE_FROM else "none"
     return "align" if release is None or release >= ALIGN_MODE_FROM else "none"
 
@@ -193,10 +253,10 @@ class _Spec:
     page: int  # bytes of one block of this layer
     window: int | None = None
 
-    def usage(self, context: int, mbt: int, encoder_len: int | None, state_pages: int = 1) -> int:
+    def usage(self, context: int, mbt: int, encoder_len: int | None, state_pages: int = 1, draft_pages: int = 0) -> int:
         """max_memory_usage_bytes with max_model_len = context (vllm, v1/kv_cache_interface.py: each spec's
         max_memory_usage_bytes). state_pages: pages a mamba/linear-attention spec reserves per request
-        (PAGE_PER_BLOCK: one per block of context)."""
+        (PAGE_PER_BLOCK: one per block of context); draft_pages: its pages for speculative tokens, on top."""
         bs = self.block_size
         if self.kind == "full":
             return cdiv(context, bs) * self.page
@@ -208,8 +268,8 @@ class _Spec:
             return cdiv(min(self.window + mbt, context), bs) * self.page
         if self.kind == "mamba":  # MambaSpec: page x (1 + spec) in mode "none", page x (2 + spec) in "align"
             if state_pages == PAGE_PER_BLOCK:  # mode "all": a page per block of context, as full attention
-                return cdiv(context, bs) * self.page
-            return self.page * state_pages
+                return (cdiv(context, bs) + draft_pages) * self.page
+            return self.page * (state_pages + draft_pages)
         if self.kind == "cross":  # CrossAttentionSpec: the encoder tokens given (a request's own, or vLLM's charge)
             return cdiv(encoder_len or 0, bs) * self.page
         raise AssertionError(self.kind)
@@ -336,17 +396,19 @@ def _groups_of(layers: list[_Layer], specs: dict[int, _Spec], assumptions: list[
 
 
 def _vllm_per_request(g: _Groups, context: int, mbt: int, state_pages: int = 1,
-                      encoder_tokens: int | None = None) -> tuple[int, int, dict[str, dict[str, int]], int]:
+                      encoder_tokens: int | None = None,
+                      draft_pages: int = 0) -> tuple[int, int, dict[str, dict[str, int]], int]:
     """(bytes one request of `context` tokens reserves, of which in growing full-attention pages, per-label split,
     bytes of one pool block across layers: the divisor of kv_cache_utils.py: get_num_blocks and
     get_max_concurrency_for_kv_cache_config). encoder_tokens: the cross-attention tokens charged, if not the
-    encoder's own."""
+    encoder's own; draft_pages: the state pages of speculative tokens per state layer."""
     groups, group_size, general, label_of = g.groups, g.group_size, g.general, g.label_of
     enc = g.encoder_tokens if encoder_tokens is None else encoder_tokens
     by: dict[str, dict[str, int]] = {}
     total = growing = 0
     for spec, members in groups:
-        blocks = cdiv(spec.usage(context, mbt, enc, state_pages), spec.page)  # whole blocks per request per group
+        # whole blocks per request per group
+        blocks = cdiv(spec.usage(context, mbt, enc, state_pages, draft_pages), spec.page)
         if general:  # kv_cache_utils.py: _max_memory_usage_bytes_from_groups: group_size pools, one layer of every group each
             group_bytes = group_size * spec.page * blocks
             _add(by, label_of[members[0]], bytes=group_bytes, padding_slots=group_size - len(members),
@@ -357,8 +419,10 @@ def _vllm_per_request(g: _Groups, context: int, mbt: int, state_pages: int = 1,
                 _add(by, label_of[key], bytes=spec.page * blocks,
                      tokens=blocks * spec.block_size if spec.kind != "mamba" else 0)
         total += group_bytes
-        if spec.kind == "full" or (spec.kind == "mamba" and state_pages == PAGE_PER_BLOCK):  # mode "all" grows too
+        if spec.kind == "full":
             growing += group_bytes
+        elif spec.kind == "mamba" and state_pages == PAGE_PER_BLOCK:  # mode "all" grows too, but for the draft pages
+            growing += group_bytes * (blocks - draft_pages) // blocks
     return total, growing, by, g.bytes_per_block
 
 
@@ -402,45 +466,47 @@ def _sparse_block_size(layers: list[_Layer], dtype: str, block_size: int, assump
 
 
 def _state_pages(mode: str) -> int:
-    """State pages one request reserves per mamba/linear-attention group in a mamba_cache_mode (no speculative
-    decoding): "align" page x (2 + num_speculative_blocks), "none" page x (1 + num_speculative_blocks), "all" one per
+    """State pages one request reserves per mamba/linear-attention group in a mamba_cache_mode, before those of
+    speculative tokens (num_speculative_blocks, added in _Spec.usage): "align" page x 2, "none" page x 1, "all" one per
     block of context, PAGE_PER_BLOCK (vllm, v1/kv_cache_interface.py: MambaSpec.max_memory_usage_bytes)."""
     return {"all": PAGE_PER_BLOCK, "align": 2}.get(mode, 1)
 
 
 def _state_pages_note(layers: list[_Layer], pages: int, checkpoint: str | None, prefix_caching: bool, hybrid: bool,
-                      release: tuple[int, int] | None) -> str:
-    """The assumption line for the state pages one request reserves per state group."""
+                      release: tuple[int, int] | None, drafts: int = 0) -> str:
+    """The assumption line for the state pages one request reserves per state group (drafts: speculative tokens, a
+    page each)."""
+    spec = (f"and {drafts} more for the {drafts} speculative token(s), MambaSpec.num_speculative_blocks" if drafts
+            else "no speculative decoding")
     default = ("vLLM's default for hybrid models from 0.26" if prefix_caching_default(release)
                else "not vLLM's default for hybrid models before 0.26, where it is off unless asked")
     if pages == PAGE_PER_BLOCK:
         return ("state layers: one state page per block of context per state group (prefix caching on, "
-                f"{default}: mamba_cache_mode 'all', which vLLM up to 0.27 runs for the Mamba/Mamba2 families; no "
-                "speculative decoding)")
+                f"{default}: mamba_cache_mode 'all', which vLLM up to 0.27 runs for the Mamba/Mamba2 families; "
+                f"{spec})")
     if pages == 3 and checkpoint is not None:
         first = ".".join(map(str, CHECKPOINT_PAGE_FROM[checkpoint]))
         gdn = {"gdn": ", FlashInfer's GDN prefill on Hopper", "kda": ", FlashKDA's prefill (SM 9x, 10x, 12x)"}.get(
             checkpoint, "")
         return (f"state layers: three state pages per request per state group (prefix caching on, {default}: "
                 f"mamba_cache_mode 'align', two pages, and the {checkpoint} layers' prefill-checkpoint page of vLLM "
-                f"{first} on{gdn}; no speculative decoding)")
+                f"{first} on{gdn}; {spec})")
     if pages == 2:
         gdn = ("; a GDN layer keeps a third, its prefill-checkpoint page, in vLLM 0.33 on with FlashInfer's GDN "
                "prefill, which vLLM picks on Hopper GPUs (on Blackwell with a CUDA 13 runtime)"
                if any(l.state_family == "gdn" for l in layers) else "")
         return (f"state layers: two state pages per request per state group (prefix caching on, {default}: "
-                f"mamba_cache_mode 'align'; no speculative decoding{gdn})")
+                f"mamba_cache_mode 'align'; {spec}{gdn})")
     if not hybrid:
         return ("state layers: one state page per request (state-only model: mamba_cache_mode 'none' assumed; the "
-                "two-page 'align' rule is applied to hybrid attention/state models)")
+                "two-page 'align' rule is applied to hybrid attention/state models" + (f"; {spec}" if drafts else "") + ")")
     if prefix_caching:  # asked for, in a release that switches it off for this hybrid
         return ("state layers: one state page per request per state group (prefix caching asked for, which this vLLM "
                 "release switches off for this model: 0.11.0 for every hybrid, up to 0.14 for those outside the "
-                "Mamba/Mamba2 families; no speculative decoding)")
+                f"Mamba/Mamba2 families; {spec})")
     why = "prefix caching off" if prefix_caching_default(release) else (
         "prefix caching off, vLLM's default for hybrid models before 0.26")
-    return (f"state layers: one state page per request per state group ({why}: mamba_cache_mode 'none'; no "
-            "speculative decoding)")
+    return f"state layers: one state page per request per state group ({why}: mamba_cache_mode 'none'; {spec})"
 
 
 @dataclass(frozen=True)
@@ -486,29 +552,31 @@ def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, mode: str, c
 
 
 def _startup_check_bytes(layout: _VllmLayout, context: int, mbt: int, release: tuple[int, int] | None,
-                         per_request: int, encoder_tokens: int | None) -> tuple[int, str]:
+                         per_request: int, encoder_tokens: int | None, draft_pages: int) -> tuple[int, str]:
     """(bytes the release's start-up check asks for one request of `context` tokens, how: the rules above).
-    per_request: the groups' sum as vLLM's specs charge it; encoder_tokens: the cross-attention tokens they charge."""
+    per_request: the groups' sum as vLLM's specs charge it; encoder_tokens and draft_pages: the cross-attention
+    tokens and speculative state pages they charge."""
     if release is None or release >= STARTUP_CHECK_FIRST_GROUP_UNTIL:
         return per_request, ""
     g = layout.groups
     if release < STARTUP_CHECK_PER_LAYER_UNTIL:
-        got = sum(spec.usage(context, mbt, encoder_tokens, layout.pages) for spec in layout.specs.values())
+        got = sum(spec.usage(context, mbt, encoder_tokens, layout.pages, draft_pages) for spec in layout.specs.values())
         return got, "each layer's own pages summed, without the padding layers"
     if not g.general:
         return per_request, ""
     spec = g.groups[0][0]
-    got = g.group_size * spec.page * cdiv(spec.usage(context, mbt, encoder_tokens, layout.pages), spec.page)
+    got = g.group_size * spec.page * cdiv(spec.usage(context, mbt, encoder_tokens, layout.pages, draft_pages), spec.page)
     return got, f"the first KV cache group's {spec.kind} blocks only, for all {len(g.groups)} groups"
 
 
 def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, batch: int, block_size: int, mbt: int,
           assumptions: list[str], warnings: list[str], prefix_caching: bool | None = None,
           memo: dict | None = None, release: tuple[int, int] | None = None,
-          gpu_sm: int | None = 90) -> KVCacheEstimate:
+          gpu_sm: int | None = 90, speculative_tokens: int = 0) -> KVCacheEstimate:
     """memo: a dict kept with `layers` (KVLayout.memo) for the context-free part of the estimate. mbt:
     max_num_batched_tokens; release: the vLLM release (major, minor) whose window admission, DeepSeek-V4 layout and
-    state checkpoint page apply (None: the newest read); gpu_sm: the GPU's compute capability x 10 (None: not known)."""
+    state checkpoint page apply (None: the newest read); gpu_sm: the GPU's compute capability x 10 (None: not known);
+    speculative_tokens: vLLM's num_speculative_tokens (0: no speculative decoding)."""
     admitted = admission_tokens(mbt, release)
     if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
         return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, admitted, layout_for(release))
@@ -520,7 +588,15 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
                         "request, as without it")
     if prefix_caching is None:
         prefix_caching = prefix_caching_default(release)
-    mode = mamba_cache_mode(arch.model_type, prefix_caching, release) if hybrid else "none"
+    mode = mamba_cache_mode(arch.model_type, prefix_caching, release, speculative_tokens) if hybrid else "none"
+    # the speculative tokens' state pages a request holds, and those the release's planning charges (the rules above)
+    held_draft = speculative_tokens if any(l.states for l in layers) else 0
+    charged_draft = held_draft if speculative_pages_charged(mode, release) else 0
+    if held_draft and mode == "align" and _in(release, SPEC_REFUSED_IN_ALIGN):
+        assert release is not None
+        warnings.append(f"vLLM {release[0]}.{release[1]} does not start this: with prefix caching on a hybrid model "
+                        "(mamba_cache_mode 'align') it asserts that speculative decoding is off (MambaModelConfig); "
+                        "the figures are what 'align' would reserve")
     checkpoint = None
     if mode == "align":
         checkpoint = checkpoint_page(layers, release, gpu_sm, flashkda_prefill(arch, layers, gpu_sm))
@@ -532,11 +608,13 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         chunk = raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else None
     factor = group_size_factor(release)
     model_dtype_ssm = _ssm_in_model_dtype(arch, release)
-    key = ("vllm", dtype, block_size, mode, checkpoint, alignment, chunk, factor, model_dtype_ssm)
+    rows = conv_draft_rows(arch.model_type, release, held_draft)
+    key = ("vllm", dtype, block_size, mode, checkpoint, alignment, chunk, factor, model_dtype_ssm, rows)
     layout = memo.get(key) if memo is not None else None
     if layout is None:
-        layout = _vllm_layout(_ssm_states_in_model_dtype(layers) if model_dtype_ssm else layers, dtype, block_size,
-                              mode, checkpoint, alignment, chunk, factor)
+        described = _ssm_states_in_model_dtype(layers) if model_dtype_ssm else layers
+        layout = _vllm_layout(_with_conv_rows(described, rows) if rows else described, dtype, block_size, mode,
+                              checkpoint, alignment, chunk, factor)
         if memo is not None:
             memo[key] = layout
     bs, pages, has_window = layout.block_size, layout.pages, layout.full_groups is not None
@@ -550,10 +628,11 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         warnings.append(f"the GPU is not known: its {n_state} KDA layers keep a third state page per request (a "
                         "prefill checkpoint) when vLLM runs FlashKDA's prefill, on SM 9x, 10x or 12x GPUs; the figure "
                         "counts two, so one more state page per state group may be reserved")
-    per_request, growing, by_req, bytes_per_block = _vllm_per_request(layout.groups, context, admitted, pages)
+    per_request, growing, by_req, bytes_per_block = _vllm_per_request(layout.groups, context, admitted, pages,
+                                                                      draft_pages=held_draft)
     reserved = per_request
     if layout.full_groups is not None:
-        reserved, _, _, _ = _vllm_per_request(layout.full_groups, context, admitted, pages)
+        reserved, _, _, _ = _vllm_per_request(layout.full_groups, context, admitted, pages, draft_pages=held_draft)
     by = {label: dict(entry) for label, entry in layout.by.items()}
     for label, entry in by_req.items():
         target = by.setdefault(label, {"layers": 0})
@@ -575,13 +654,26 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     if arch.mla is not None and not any(l.index_kind for l in layers):
         assumptions_v.append("MLA backends that force a larger block size (FlashMLA: 64) round to that instead")
     if any(l.states for l in layers):
-        assumptions_v.append(_state_pages_note(layers, pages, checkpoint, prefix_caching, hybrid, release))
-    # what vLLM's specs charge a request (CROSS_CHARGES_BATCHED_TOKENS_FROM); per_request is what it holds
-    charged, charged_encoder = per_request, layout.groups.encoder_tokens
-    if charged_encoder is not None and (release is None or release >= CROSS_CHARGES_BATCHED_TOKENS_FROM):
+        assumptions_v.append(_state_pages_note(layers, pages, checkpoint, prefix_caching, hybrid, release, held_draft))
+    # what vLLM's specs charge a request (CROSS_CHARGES_BATCHED_TOKENS_FROM, speculative_pages_charged); per_request
+    # is what it holds
+    encoder = charged_encoder = layout.groups.encoder_tokens
+    if encoder is not None and (release is None or release >= CROSS_CHARGES_BATCHED_TOKENS_FROM):
         charged_encoder = mbt
-        charged, _, _, _ = _vllm_per_request(layout.groups, context, admitted, pages, encoder_tokens=mbt)
-        if charged != per_request:
+    charged = per_request
+    if charged_encoder != encoder or charged_draft != held_draft:
+        charged, _, _, _ = _vllm_per_request(layout.groups, context, admitted, pages, encoder_tokens=charged_encoder,
+                                             draft_pages=charged_draft)
+        if charged_draft != held_draft:
+            assert release is not None  # the newest release charges them
+            assumptions_v.append(
+                f"speculative decoding: vLLM {release[0]}.{release[1]}'s start-up check and logged concurrency charge "
+                f"no state pages for the {held_draft} draft token(s)"
+                + (" in mamba_cache_mode 'all'" if mode == "all" else "")
+                + f" (MambaSpec.max_memory_usage_bytes), while each request holds {held_draft} more page(s) per state "
+                f"layer at run time: {fmt_bytes(per_request - charged)} per request beyond the charge (the total here "
+                "counts them)")
+        if charged_encoder != encoder and charged != per_request:
             assumptions_v.append(
                 f"cross attention: vLLM's start-up check and logged concurrency charge each request "
                 f"max_num_batched_tokens ({mbt:,}) encoder tokens of pages (CrossAttentionSpec: "
@@ -589,12 +681,14 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
                 f"pool; a request holds its encoder's {layout.groups.encoder_tokens:,} ({fmt_bytes(per_request)}, "
                 f"the total here), so about {charged / per_request:.2f}x the logged concurrency fits at run time")
     blocks_per_request = cdiv(charged, bytes_per_block) if bytes_per_block else 0
-    startup, how = _startup_check_bytes(layout, context, admitted, release, charged, charged_encoder)
-    if startup < per_request:
+    startup, how = _startup_check_bytes(layout, context, admitted, release, charged, charged_encoder, charged_draft)
+    # the group rules' shortfall (the draft pages' is said above)
+    full_charge = per_request if charged_draft == held_draft else charged
+    if startup < full_charge:
         assert release is not None  # the newest release's check charges every group
         assumptions_v.append(
             f"vLLM {release[0]}.{release[1]}'s start-up check asks {fmt_bytes(startup)} for one request of "
-            f"{context:,} tokens ({how}), less than the {fmt_bytes(per_request)} the request reserves: vLLM starts "
+            f"{context:,} tokens ({how}), less than the {fmt_bytes(full_charge)} the request reserves: vLLM starts "
             "even where its pool cannot hold one request that long (0.19 on check the whole request)")
     total_is = ("window-capped: hybrid KV cache manager on (vLLM default)" if has_window
                 else "blocks vLLM reserves for the requests")
