@@ -161,6 +161,7 @@ def attach_sections(
     ``dtype`` is the CLI's name (``--dtype``) for the weight ``precision``; give one of the two."""
     from hfmem.memory.gpus import parse_size, resolve_gpu
     from hfmem.memory.kv import estimate_kv, parse_context, stored_float_dtype
+    from hfmem.memory.kv.estimate import DOES_NOT_START
     from hfmem.memory.planner import DEFAULT_MAX_BATCHED_TOKENS, attach, gpu_sm, mtp_layer_count, profile_tokens, speculative_tokens
     from hfmem.memory.vllm_versions import release_of, resolve_version
 
@@ -225,6 +226,9 @@ def attach_sections(
             for c in contexts
         ]
     plan = attach(report, precision=precision, context=plan_context, batch=batch, gpu=gpu_spec, tp=gpus, **planner_kwargs)
+    refusals = [w for est in report.kv_cache or [] for w in est.warnings if DOES_NOT_START in w]
+    refusals += [n for n in (plan.notes if plan is not None else []) if DOES_NOT_START in n]
+    report.warnings += [w for w in dict.fromkeys(refusals) if w not in report.warnings]  # shown beside the verdict
     runs = _hardware(report, plan, gpu_spec, engine) if device == "cuda" else True
     if not runs:
         report.setup, report.setups = None, []  # no number of GPUs of this type runs it

@@ -217,3 +217,17 @@ def test_speculative_tokens_follow_vllms_mtp_rules():
     assert speculative_tokens(two, "mtp", None) == (2, None) and speculative_tokens(two, "mtp", 4)[0] == 4
     with pytest.raises(UsageError, match="multiple"):
         speculative_tokens(two, "mtp", 3)
+
+
+def test_a_release_that_refuses_the_drafter_says_so_beside_the_verdict(stub_repo):
+    """vLLM 0.16 with prefix caching asked on Qwen3-Next asserts that speculative decoding is off (its own hook raised
+    in the recorded run, tests/test_vllm_planning_truth.py): the refusal is a report warning, printed with the fit
+    verdict, not only a KV-section line; 0.17 starts it, and nothing is said."""
+    repo = str(stub_repo("Qwen/Qwen3-Next-80B-A3B-Instruct"))
+    base = [repo, "--ctx", "32k", "--prefix-caching", "--speculative", "mtp", "--gpu", "h200"]
+    refused = CliRunner().invoke(main, [*base, "--vllm-version", "0.16"])
+    assert refused.exit_code == 0 and "vLLM 0.16 does not start this" in refused.output
+    started = CliRunner().invoke(main, [*base, "--vllm-version", "0.17"])
+    assert started.exit_code == 0 and "does not start" not in started.output
+    data = json.loads(CliRunner().invoke(main, [*base, "--vllm-version", "0.16", "--format", "json"]).output)
+    assert sum("does not start" in w for w in data["warnings"]) == 1

@@ -20,7 +20,7 @@ from hfmem.errors import UsageError
 from hfmem.hub.disk import folder_size
 from hfmem.memory.gpus import CATALOG, DEVICES, GPU, GiB
 from hfmem.memory.kv import ENGINES, SPECULATIVE
-from hfmem.memory.kv.estimate import KVLayout, estimate_at, kv_layout, position_limit
+from hfmem.memory.kv.estimate import DOES_NOT_START, KVLayout, estimate_at, kv_layout, position_limit
 from hfmem.memory.kv.layers import state_and_attention
 from hfmem.memory.precision import (
     CHECKPOINT,
@@ -1378,6 +1378,7 @@ class Planner:
             plan.notes.append("--speculative mtp: this checkpoint stores no multi-token-prediction layers")
         if self._speculative_note:
             plan.notes.append(self._speculative_note)
+        plan.notes += [w for w in kv.warnings if DOES_NOT_START in w]  # the fit verdict holds only if vLLM starts
         if self.speculative and self.engine == "vllm":
             plan.notes.append(f"--speculative {self.speculative}: the drafter's share of vLLM's profile (its dummy run "
                               f"and the rejection sampler over {self.speculative_tokens} draft token(s) per "

@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 _ALIASES = {"f16": "fp16", "f32": "fp32"}
 
 
+# The words of a warning that the engine refuses the configuration; the plan lifts such a warning into its notes and
+# the report's warnings, since a fit verdict holds only if the engine starts.
+DOES_NOT_START = "does not start this"
+
 @dataclass
 class KVCacheEstimate:
     """One engine's KV cache at one context: exact bytes, per layer type, and how they were computed."""

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, replace
 
 from hfmem.errors import UsageError
-from hfmem.memory.kv.estimate import KVCacheEstimate
+from hfmem.memory.kv.estimate import DOES_NOT_START, KVCacheEstimate
 from hfmem.memory.kv.layers import _add, _attn_bytes_per_token, _Layer, _state_bytes, index_bytes_per_token
 from hfmem.memory.kv.vllm_deepseek_v4 import deepseek_v4_vllm, layout_for
 from hfmem.model.architecture import Architecture
@@ -594,7 +594,7 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     charged_draft = held_draft if speculative_pages_charged(mode, release) else 0
     if held_draft and mode == "align" and _in(release, SPEC_REFUSED_IN_ALIGN):
         assert release is not None
-        warnings.append(f"vLLM {release[0]}.{release[1]} does not start this: with prefix caching on a hybrid model "
+        warnings.append(f"vLLM {release[0]}.{release[1]} {DOES_NOT_START}: with prefix caching on a hybrid model "
                         "(mamba_cache_mode 'align') it asserts that speculative decoding is off (MambaModelConfig); "
                         "the figures are what 'align' would reserve")
     checkpoint = None
