@@ -228,7 +228,8 @@ def attach_sections(
     plan = attach(report, precision=precision, context=plan_context, batch=batch, gpu=gpu_spec, tp=gpus, **planner_kwargs)
     refusals = [w for est in report.kv_cache or [] for w in est.warnings if DOES_NOT_START in w]
     refusals += [n for n in (plan.notes if plan is not None else []) if DOES_NOT_START in n]
-    report.warnings += [w for w in dict.fromkeys(refusals) if w not in report.warnings]  # shown beside the verdict
+    # shown beside the verdict; a previous attach_sections' refusals go (only this lifts such words into warnings)
+    report.warnings = [w for w in report.warnings if DOES_NOT_START not in w] + list(dict.fromkeys(refusals))
     runs = _hardware(report, plan, gpu_spec, engine) if device == "cuda" else True
     if not runs:
         report.setup, report.setups = None, []  # no number of GPUs of this type runs it

@@ -319,3 +319,27 @@ def test_mtp_decides_the_fit():
     fits = attach_sections(report, ctx="4k", gpu=size).inference
     fits_mtp = attach_sections(report, ctx="4k", gpu=size, speculative="mtp").inference
     assert fits is not None and fits.fits and fits_mtp is not None and not fits_mtp.fits
+
+
+def test_cross_attention_charge_decides_whether_vllm_starts():
+    """From 0.11 vLLM's start-up check charges a Whisper request max_num_batched_tokens encoder tokens of cross-attention
+    pages (1.32 GiB at 8,192; recorded from vLLM's own planning code in fixtures/vllm/planning.json) where it holds
+    its 1,500 (0.30 GiB), and refuses to start when the pool is below the charge (kv_cache_utils.py
+    check_enough_kv_cache_memory raises). A GPU whose pool lies between the two is not a fit, and the report says
+    why beside the verdict; one whose pool holds the charge is."""
+    from stubs import model_files
+
+    from hfmem.api import analyze_files, attach_sections
+
+    report = analyze_files(model_files("openai/whisper-large-v3"))
+    base = dict(ctx=448, max_batched_tokens=8192, gpu_util=0.9)
+    kv = attach_sections(report, **base).kv_cache[0]
+    # (28 self + 512 cross) blocks of 16 tokens x 32 layers x K and V x 1,280 x 2 B
+    assert kv.total_bytes < kv.startup_check_bytes == 540 * 16 * 32 * 2 * 1280 * 2
+    between = attach_sections(report, **base, gpu="5.118GiB").inference
+    assert kv.total_bytes < between.kv_available_bytes < kv.startup_check_bytes
+    assert not between.fits and between.margin_bytes > 0  # the sum of terms fits; vLLM does not start
+    assert any("does not start this" in w for w in report.warnings)
+    above = attach_sections(report, **base, gpu="5.832GiB").inference
+    assert above.kv_available_bytes > kv.startup_check_bytes and above.fits
+    assert not any("does not start" in w for w in report.warnings)

@@ -1131,6 +1131,21 @@ class Planner:
             self._one_seq_memo[context] = (self.activation(context, 1)[0], self.kv(context, 1))
         return self._one_seq_memo[context]
 
+    def startup_refusal(self, context: int, available: int) -> str | None:
+        """Why vLLM refuses to start with a KV pool of ``available`` bytes at ``context`` where one request would fit:
+        its start-up check asks more than a request holds only for cross attention, whose charge is
+        max_num_batched_tokens encoder tokens (kv.vllm CROSS_CHARGES_BATCHED_TOKENS_FROM), and raises
+        "To serve at least one request ... KV cache is needed" (v1/core/kv_cache_utils.py). None: it starts."""
+        if self.engine != "vllm" or self.device != "cuda":
+            return None
+        one = self._one_seq(context)[1]
+        check = one.startup_check_bytes
+        if check is None or check <= one.total_bytes or available >= check:
+            return None
+        return (f"vLLM {DOES_NOT_START}: its start-up check asks {check / GiB:.2f} GiB of KV cache for one request "
+                f"(cross attention charged max_num_batched_tokens encoder tokens), more than the "
+                f"{max(available, 0) / GiB:.2f} GiB pool, though a request holds {one.total_bytes / GiB:.2f} GiB")
+
     def concurrency(self, budget: int, context: int) -> tuple[float | None, int | None, int | None, int]:
         """(vLLM "Maximum concurrency" at ``context``, KV blocks, pool tokens, bytes available to KV)."""
         act, one = self._one_seq(context)
@@ -1399,6 +1414,10 @@ class Planner:
         plan.fits = plan.margin_bytes >= 0
         plan.max_context, plan.max_context_capped = self.max_context(budget, plan.batch)
         conc, blocks, pool, available = self.concurrency(budget, plan.context)
+        refusal = self.startup_refusal(plan.context, available)
+        if refusal:
+            plan.fits = False
+            plan.notes.append(f"on {gpu.name}: {refusal}")
         plan.concurrency = round(conc, 4) if conc is not None else None
         plan.max_concurrency = int(conc) if conc is not None else None
         plan.kv_available_bytes = available
@@ -1447,8 +1466,9 @@ class Planner:
         budget = _budget(gpu, self.device, self.engine, self.gpu_util)
         need = self.need(context, batch)
         mc, _ = self.max_context(budget, batch)
-        conc = self.concurrency(budget, context)[0]
-        return FitRow(gpu, need <= budget, budget - need, mc, int(conc) if conc is not None else None)
+        conc, _, _, available = self.concurrency(budget, context)
+        fits = need <= budget and not self.startup_refusal(context, available)
+        return FitRow(gpu, fits, budget - need, mc, int(conc) if conc is not None else None)
 
 
 # ------------------------------------------------------------------------------------------------------------
