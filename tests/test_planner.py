@@ -339,7 +339,13 @@ def test_cross_attention_charge_decides_whether_vllm_starts():
     between = attach_sections(report, **base, gpu="5.118GiB").inference
     assert kv.total_bytes < between.kv_available_bytes < kv.startup_check_bytes
     assert not between.fits and between.margin_bytes > 0  # the sum of terms fits; vLLM does not start
+    # 512 cross blocks alone are more than its pool holds (2.5 MiB blocks): no max_model_len starts
+    assert between.max_context is None and between.max_concurrency == 0
     assert any("does not start this" in w for w in report.warnings)
+    # a pool a few blocks above the 512 cross blocks: vLLM starts up to max_model_len = those blocks x 16 tokens
+    # (its check, (cdiv(max_model_len, 16) + 512) blocks of 16 x 163,840 B, within the pool)
+    short = attach_sections(report, **base, gpu="5.150GiB").inference
+    assert not short.fits and short.max_context == (short.kv_available_bytes // (16 * 163_840) - 512) * 16 == 144
     above = attach_sections(report, **base, gpu="5.832GiB").inference
-    assert above.kv_available_bytes > kv.startup_check_bytes and above.fits
+    assert above.kv_available_bytes > kv.startup_check_bytes and above.fits and above.max_context == 448
     assert not any("does not start" in w for w in report.warnings)

@@ -1146,6 +1146,15 @@ class Planner:
                 f"(cross attention charged max_num_batched_tokens encoder tokens), more than the "
                 f"{max(available, 0) / GiB:.2f} GiB pool, though a request holds {one.total_bytes / GiB:.2f} GiB")
 
+    def _started_context(self, budget: int, longest: int | None) -> int | None:
+        """The longest context up to ``longest`` at which vLLM's start-up check passes on ``budget`` (None: none):
+        what max_context gives where startup_refusal applies."""
+        def starts(context: int) -> bool:
+            return not self.startup_refusal(context, self.concurrency(budget, context)[3])
+        if not longest or not starts(1):
+            return None
+        return longest if starts(longest) else _largest_fitting(starts, 1, longest)
+
     def concurrency(self, budget: int, context: int) -> tuple[float | None, int | None, int | None, int]:
         """(vLLM "Maximum concurrency" at ``context``, KV blocks, pool tokens, bytes available to KV)."""
         act, one = self._one_seq(context)
@@ -1418,6 +1427,7 @@ class Planner:
         if refusal:
             plan.fits = False
             plan.notes.append(f"on {gpu.name}: {refusal}")
+            plan.max_context = self._started_context(budget, plan.max_context)
         plan.concurrency = round(conc, 4) if conc is not None else None
         plan.max_concurrency = int(conc) if conc is not None else None
         plan.kv_available_bytes = available
@@ -1467,8 +1477,10 @@ class Planner:
         need = self.need(context, batch)
         mc, _ = self.max_context(budget, batch)
         conc, _, _, available = self.concurrency(budget, context)
-        fits = need <= budget and not self.startup_refusal(context, available)
-        return FitRow(gpu, fits, budget - need, mc, int(conc) if conc is not None else None)
+        refused = bool(self.startup_refusal(context, available))
+        if refused:
+            mc = self._started_context(budget, mc)
+        return FitRow(gpu, need <= budget and not refused, budget - need, mc, int(conc) if conc is not None else None)
 
 
 # ------------------------------------------------------------------------------------------------------------
