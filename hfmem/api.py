@@ -227,7 +227,7 @@ def attach_sections(
         ]
     plan = attach(report, precision=precision, context=plan_context, batch=batch, gpu=gpu_spec, tp=gpus, **planner_kwargs)
     refusals = [w for est in report.kv_cache or [] for w in est.warnings if DOES_NOT_START in w]
-    refusals += [n for n in (plan.notes if plan is not None else []) if DOES_NOT_START in n]
+    refusals += [n for n in plan.notes if DOES_NOT_START in n]
     # shown beside the verdict; a previous attach_sections' refusals go (only this lifts such words into warnings)
     report.warnings = [w for w in report.warnings if DOES_NOT_START not in w] + list(dict.fromkeys(refusals))
     runs = _hardware(report, plan, gpu_spec, engine) if device == "cuda" else True

@@ -236,9 +236,11 @@ def _inner(config_path: str, sm: int, speculative: bool) -> list[dict]:
                        max_model_len=max_len, supports_kv_cache_grouping=False,
                        supports_mamba_prefix_caching=getattr(model_cls, "supports_mamba_prefix_caching", False))
             vc = ns(model_config=model, cache_config=cache, parallel_config=parallel,
+                    # what the hooks and planning read of an MTP drafter's SpeculativeConfig (one MTP module)
                     speculative_config=ns(method="mtp", num_speculative_tokens=drafts, use_eagle=lambda: True,
-                                          use_eagle_block_drop=lambda: True, use_dflash=lambda: False, uses_draft_model=lambda: False,
-                                          use_multi_module_mtp=lambda: False) if drafts else None,
+                                          use_eagle_block_drop=lambda: True, use_dflash=lambda: False,
+                                          uses_draft_model=lambda: False, use_multi_module_mtp=lambda: False)
+                    if drafts else None,
                     additional_config={}, use_flashinfer_replayssm=False, num_speculative_tokens=drafts,
                     compilation_config=ns(static_forward_context={}),
                     scheduler_config=ns(max_num_batched_tokens=mbt, disable_hybrid_kv_cache_manager=False,
