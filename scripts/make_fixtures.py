@@ -39,6 +39,8 @@ FROM_HEADERS = [
     "Qwen/Qwen3.5-4B",
     # the vLLM 0.31.0 A10G log's model (tests/test_vllm_logs.py TOKEN_ROWS)
     "Qwen/Qwen2.5-1.5B-Instruct",
+    # MiMo-V2's hybrid layer pattern, sliding-layer head sizes and MTP layer (tests/test_mimo_v2.py)
+    "XiaomiMiMo/MiMo-V2.5",
 ]
 # Real inventories too large to keep whole (> 100k tensors): only the tensors outside numbered layers and those of
 # the first N layers are kept (the inventory says "truncated_to_layers": N); tests compare them layer for layer.

@@ -24,6 +24,7 @@ from hfmem.memory.kv.estimate import DOES_NOT_START, KVLayout, estimate_at, kv_l
 from hfmem.memory.kv.layers import state_and_attention
 from hfmem.memory.precision import (
     CHECKPOINT,
+    VLLM_MTP_LAYERS,
     WeightTensor,
     counted_for_weights,
     groups_for_report,
@@ -86,14 +87,16 @@ _MTP_CONFIG_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mt
 
 
 def mtp_layer_count(report: Report) -> int:
-    """Multi-token-prediction layers: the config's count, else the distinct layer indices of the MTP tensors."""
+    """Multi-token-prediction layers vLLM builds: the config's count, else the distinct layer indices of the MTP
+    tensors, at most VLLM_MTP_LAYERS for the model type."""
     cfg = report.architecture.text_config or {}
-    for key in _MTP_CONFIG_KEYS:
-        value = cfg.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    layers = {c.layer for c in report.tensors if c.component == "mtp"}
-    return len(layers - {None}) or (1 if layers else 0)
+    count = next((v for v in map(cfg.get, _MTP_CONFIG_KEYS) if isinstance(v, int) and not isinstance(v, bool) and v > 0),
+                 None)
+    if count is None:
+        layers = {c.layer for c in report.tensors if c.component == "mtp"}
+        count = len(layers - {None}) or (1 if layers else 0)
+    cap = VLLM_MTP_LAYERS.get(report.architecture.model_type)
+    return min(count, cap) if cap is not None else count
 
 
 def speculative_tokens(report: Report, speculative: str | None, asked: int | None) -> tuple[int, str | None]:
@@ -114,7 +117,8 @@ def speculative_tokens(report: Report, speculative: str | None, asked: int | Non
                              "layers (vLLM requires it when asking more tokens than layers)")
         return asked, None
     cfg = report.architecture.text_config or {}
-    if layers and not any(isinstance(cfg.get(k), int) and cfg[k] > 0 for k in _MTP_CONFIG_KEYS):
+    if (layers and report.architecture.model_type not in VLLM_MTP_LAYERS  # (vLLM sets those models' n_predict)
+            and not any(isinstance(cfg.get(k), int) and cfg[k] > 0 for k in _MTP_CONFIG_KEYS)):
         return layers, (f"--speculative mtp: this config names no MTP layer count, so vLLM asks for "
                         f"num_speculative_tokens; {layers} assumed (the checkpoint's MTP layers), "
                         "--num-speculative-tokens sets it")

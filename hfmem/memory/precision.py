@@ -506,13 +506,24 @@ def _is_quantized(t: WeightTensor, key: str, moe: bool) -> bool:
     return not (key == "mxfp4" and moe and t.component != "moe_experts")
 
 
+# MTP layers vLLM builds for a model type whose checkpoint stores more: MiMo-V2 (vllm,
+# model_executor/models/mimo_v2_mtp.py _MIMO_V2_PRO_NUM_MTP_LAYERS / _MIMO_V2_FLASH_NUM_MTP_LAYERS, "vLLM currently
+# supports only the first MiMo-V2 MTP layer"; read in the 0.21.0-0.34.0 wheels).
+VLLM_MTP_LAYERS = {"mimo_v2": 1, "mimo_v2_flash": 1}
+
+
 def counted_for_weights(report: Any, *, include_mtp: bool = False) -> list[Any]:
     """The report's counted tensors the weights are made of. Multi-token-prediction layers are loaded only for MTP
     speculative decoding (vLLM's ``SpeculativeConfig`` method "mtp"; transformers never builds them), so they are
-    left out unless ``include_mtp``."""
+    left out unless ``include_mtp``, and then only the first VLLM_MTP_LAYERS ones where vLLM builds fewer."""
     # (a copy without them only where there are some: the set of components is one C-level pass)
-    mtp = not include_mtp and "mtp" in set(map(attrgetter("component"), report.tensors))
-    return [c for c in report.tensors if c.component != "mtp"] if mtp else report.tensors
+    if "mtp" not in set(map(attrgetter("component"), report.tensors)):
+        return report.tensors
+    cap = VLLM_MTP_LAYERS.get(report.architecture.model_type) if include_mtp else 0
+    if cap is None:
+        return report.tensors
+    kept = sorted({c.layer for c in report.tensors if c.component == "mtp" and c.layer is not None})[:cap]
+    return [c for c in report.tensors if c.component != "mtp" or c.layer in kept]
 
 
 def for_report(report: Any, precisions: Iterable[str] | None = None, *, include_mtp: bool = False) -> tuple[list[WeightTensor], WeightsByPrecision]:

@@ -268,6 +268,11 @@ def _layer_types(text: Any, raw: dict[str, Any], text_type: str, num_layers: int
     if isinstance(pattern, str) and pattern:  # Nemotron-H: M = Mamba2, * = attention, - = MLP only
         names = {"M": "mamba", "*": "full_attention", "-": "mlp_only", "E": "moe_only"}
         return [names.get(ch, "other") for ch in pattern]
+    hybrid = _get(text, "hybrid_layer_pattern")
+    if isinstance(hybrid, list) and len(hybrid) >= num_layers and all(x in (0, 1) for x in hybrid):
+        # MiMo-V2 (remote-code config): 1 marks a sliding-window layer, 0 a full-attention one (vllm,
+        # model_executor/models/mimo_v2.py: MiMoV2DecoderLayer.is_compressed_softmax_layer)
+        return ["sliding_attention" if x == 1 else "full_attention" for x in hybrid[:num_layers]]
     block_types = _get(text, "layers_block_type")
     if isinstance(block_types, list) and block_types:  # Jamba / Zamba / Bamba / Falcon-H1 (transformers' names)
         block_names = {"linear_attention": "linear_attention", "hybrid": "hybrid", "mlp": "mlp_only", "moe": "moe_only"}

@@ -13,6 +13,7 @@ from hfmem.errors import UsageError
 from hfmem.memory.kv.layers import (
     _BITS,
     _ST_TO_SHORT,
+    MTP_SLIDING_TYPES,
     _int,
     _Layer,
     _model_dtype,
@@ -262,7 +263,8 @@ def kv_layout(
             raise UsageError("encoder-decoder model without a maximum source length: give --encoder-len")
     layers = describe_layers(arch, engine, tp, encoder_len, assumptions, warnings, weights_dtype)
     if mtp_layers:
-        layers = layers + mtp_cache_layers(layers, mtp_layers, assumptions, engine)
+        layers = layers + mtp_cache_layers(layers, mtp_layers, assumptions, engine,
+                                           sliding=arch.model_type in MTP_SLIDING_TYPES)
     if arch.is_encoder_decoder:
         assumptions.append(f"cross-attention cache sized by an encoder input of {encoder_len:,} tokens (--encoder-len)")
     if tp > 1:
@@ -373,10 +375,17 @@ def stored_float_dtype(by_dtype: dict[str, int] | None) -> str | None:
     return max(floats, key=lambda k: floats[k]) if floats else None
 
 
-def mtp_cache_layers(layers: list[_Layer], count: int, assumptions: list[str], engine: str = "vllm") -> list[_Layer]:
-    """``count`` extra layers caching like the model's last full-attention (or MLA) layer, labelled "mtp"."""
+def mtp_cache_layers(layers: list[_Layer], count: int, assumptions: list[str], engine: str = "vllm",
+                     sliding: bool = False) -> list[_Layer]:
+    """``count`` extra layers caching like the model's last full-attention (or MLA) layer, labelled "mtp"; sliding:
+    like its last sliding-window layer (MTP_SLIDING_TYPES)."""
     import dataclasses
 
+    window = next((l for l in reversed(layers) if l.attn == "sliding"), None) if sliding else None
+    if window is not None:
+        assumptions.append(f"--speculative mtp: {count} multi-token-prediction layer(s) cache like a sliding-window "
+                           "layer (vLLM's MTP layer of this model uses the sliding-window attention)")
+        return [dataclasses.replace(window, index=len(layers) + i, label="mtp", states=[]) for i in range(count)]
     compressed = next((l for l in layers if l.compressed is not None), None)
     if compressed is not None and engine == "vllm":
         # vllm, models/deepseek_v4.py: DeepseekV4Attention.__init__: layers past num_hidden_layers (MTP) get compress

@@ -247,7 +247,17 @@ def _state_dims(arch: Architecture, family: str, cfg: dict[str, Any], tp: int, a
     return []
 
 
-def _kv_heads_and_dim(arch: Architecture, cfg: dict[str, Any], index: int) -> tuple[int, int]:
+# MiMo-V2 (remote-code configs, model_type mimo_v2): sliding-window layers take their own K/V heads and head sizes
+# (swa_num_key_value_heads, swa_head_dim, swa_v_head_dim), full layers the base ones, and values are v_head_dim wide
+# (vllm, model_executor/models/mimo_v2.py: MiMoV2DecoderLayer builds MiMoV2Attention with head_size_v; the MTP layer,
+# mimo_v2_mtp.py, is a sliding-window one). transformers' MiMo-V2-Flash keeps one head size and doubles the K/V heads
+# of sliding layers (models/mimo_v2_flash/modeling_mimo_v2_flash.py: MiMoV2FlashAttention).
+_MIMO_V2_TYPES = {"mimo_v2", "mimo_v2_flash"}
+MTP_SLIDING_TYPES = _MIMO_V2_TYPES  # model types whose MTP layer caches like a sliding-window layer (above)
+
+
+def _kv_heads_and_dims(arch: Architecture, cfg: dict[str, Any], index: int, sliding: bool) -> tuple[int, int, int]:
+    """(K/V heads, key head size, value head size) of layer ``index``."""
     layer = _per_layer(cfg, index)
     if isinstance(cfg.get("per_layer_config"), dict):  # heterogeneous config: the dict holds the real base values (arch may not)
         heads = _int(layer.get("num_key_value_heads")) or arch.num_kv_heads
@@ -256,7 +266,16 @@ def _kv_heads_and_dim(arch: Architecture, cfg: dict[str, Any], index: int) -> tu
         heads, dim = arch.num_kv_heads, arch.head_dim
     if arch.model_type == "falcon" and cfg.get("multi_query") and not cfg.get("new_decoder_architecture"):
         heads = 1  # transformers, models/falcon/modeling_falcon.py: FalconAttention: multi_query without the new architecture shares one K/V head
-    return heads, dim
+    value = dim
+    if arch.model_type in _MIMO_V2_TYPES:
+        value = _int(cfg.get("v_head_dim")) or dim
+        if sliding and _int(cfg.get("swa_num_key_value_heads")):
+            heads = _int(cfg.get("swa_num_key_value_heads")) or heads
+            dim = _int(cfg.get("swa_head_dim")) or dim
+            value = _int(cfg.get("swa_v_head_dim")) or value
+        elif sliding and arch.model_type == "mimo_v2_flash":
+            heads *= 2
+    return heads, dim, value
 
 
 def _layer_names(arch: Architecture, cfg: dict[str, Any], n: int) -> list[str]:
@@ -445,11 +464,11 @@ def describe_layers(
             if mla is not None and attn == "full":
                 layer.attn, layer.kv_heads, layer.dk, layer.dv = "mla", 1, mla.kv_lora_rank, mla.qk_rope_head_dim
             else:
-                heads, dim = _kv_heads_and_dim(arch, cfg, i)
+                heads, dim, value = _kv_heads_and_dims(arch, cfg, i, attn == "sliding")
                 per_gpu = max(1, heads // tp)
                 if tp > 1 and heads < tp:
                     replicated[heads] = replicated.get(heads, 0) + 1
-                layer.attn, layer.kv_heads, layer.dk, layer.dv, layer.window = attn, per_gpu, dim, dim, window
+                layer.attn, layer.kv_heads, layer.dk, layer.dv, layer.window = attn, per_gpu, dim, value, window
                 if arch.model_type == "deepseek_v4":
                     layer.compressed = compressed_layer(cfg, name)
                     if layer.compressed is not None:
