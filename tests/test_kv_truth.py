@@ -277,6 +277,11 @@ CASES = [
         shared_intermediate_size=32)),
     Case("lfm2 (short conv)", _custom("lfm2", num_hidden_layers=2, layer_types=["conv", "full_attention"], conv_L_cache=3),
          expect_types={"conv": 1, "full_attention": 1}),
+    # MiMo-V2-Flash: sliding layers double the K/V heads, values are v_head_dim wide (MiMoV2FlashAttention)
+    Case("mimo_v2_flash (sliding layers 2x K/V heads, 8-wide values)", _custom(
+        "mimo_v2_flash", num_hidden_layers=6, head_dim=16, v_head_dim=8, sliding_window_size=7, n_routed_experts=2,
+        num_experts_per_tok=1, moe_intermediate_size=32), window=8, decode=True,
+        expect_types={"full_attention": 2, "sliding_attention": 4}),
     Case("minimax (lightning linear attention)", _custom(
         "minimax", num_hidden_layers=2, layer_types=["linear_attention", "full_attention"], num_local_experts=2,
         num_experts_per_tok=1, head_dim=16)),
