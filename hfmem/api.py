@@ -215,7 +215,7 @@ def attach_sections(
     if contexts is not None:
         weights_dtype = stored_float_dtype(report.parameters.by_dtype)
         mtp_layers = mtp_layer_count(report) if speculative == "mtp" else 0
-        drafts = speculative_tokens(report, speculative, num_speculative_tokens)[0]
+        drafts = speculative_tokens(report, speculative, num_speculative_tokens, mtp_layers)[0]
         # per GPU, split like the planner's: tensor parallel over ``gpus`` (one process on the CPU device)
         kv_tp = 1 if device == "cpu" else gpus
         report.kv_cache = [

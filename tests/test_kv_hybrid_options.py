@@ -205,18 +205,22 @@ def test_speculative_tokens_follow_vllms_mtp_rules():
 
     from hfmem.api import analyze_files
     from hfmem.errors import UsageError
-    from hfmem.memory.planner import speculative_tokens
+    from hfmem.memory.planner import mtp_layer_count, speculative_tokens
 
     report = analyze_files(model_files("Qwen/Qwen3.5-4B"))
-    assert speculative_tokens(report, "mtp", None) == (1, None)
-    assert speculative_tokens(report, None, None) == (0, None)
-    assert speculative_tokens(report, "mtp", 4) == (4, None)
+    one = mtp_layer_count(report)
+    assert one == 1
+    assert speculative_tokens(report, "mtp", None, one) == (1, None)
+    assert speculative_tokens(report, None, None, 0) == (0, None)
+    assert speculative_tokens(report, "mtp", 4, one) == (4, None)
     config = json.loads((FIXTURES / "configs" / "Qwen" / "Qwen3.5-4B" / "config.json").read_text())
     config["text_config"]["mtp_num_hidden_layers"] = 2
     two = analyze_files(model_files("Qwen/Qwen3.5-4B", config=config))
-    assert speculative_tokens(two, "mtp", None) == (2, None) and speculative_tokens(two, "mtp", 4)[0] == 4
+    layers = mtp_layer_count(two)
+    assert layers == 2
+    assert speculative_tokens(two, "mtp", None, layers) == (2, None) and speculative_tokens(two, "mtp", 4, layers)[0] == 4
     with pytest.raises(UsageError, match="multiple"):
-        speculative_tokens(two, "mtp", 3)
+        speculative_tokens(two, "mtp", 3, layers)
 
 
 def test_a_release_that_refuses_the_drafter_says_so_beside_the_verdict(stub_repo):

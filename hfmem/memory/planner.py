@@ -86,12 +86,17 @@ DEFAULT_OVERHEAD = {"transformers": 3 * GiB // 4, "cpu": GiB // 2}
 _MTP_CONFIG_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
 
 
+def _config_mtp_count(report: Report) -> int | None:
+    """The MTP layer count the config names (_MTP_CONFIG_KEYS), if any."""
+    cfg = report.architecture.text_config or {}
+    return next((v for v in map(cfg.get, _MTP_CONFIG_KEYS) if isinstance(v, int) and not isinstance(v, bool) and v > 0),
+                None)
+
+
 def mtp_layer_count(report: Report) -> int:
     """Multi-token-prediction layers vLLM builds: the config's count, else the distinct layer indices of the MTP
     tensors, at most VLLM_MTP_LAYERS for the model type."""
-    cfg = report.architecture.text_config or {}
-    count = next((v for v in map(cfg.get, _MTP_CONFIG_KEYS) if isinstance(v, int) and not isinstance(v, bool) and v > 0),
-                 None)
+    count = _config_mtp_count(report)
     if count is None:
         layers = {c.layer for c in report.tensors if c.component == "mtp"}
         count = len(layers - {None}) or (1 if layers else 0)
@@ -99,8 +104,10 @@ def mtp_layer_count(report: Report) -> int:
     return min(count, cap) if cap is not None else count
 
 
-def speculative_tokens(report: Report, speculative: str | None, asked: int | None) -> tuple[int, str | None]:
-    """(vLLM's num_speculative_tokens, a note when it was assumed) for --speculative and --num-speculative-tokens.
+def speculative_tokens(report: Report, speculative: str | None, asked: int | None,
+                       layers: int) -> tuple[int, str | None]:
+    """(vLLM's num_speculative_tokens, a note when it was assumed) for --speculative and --num-speculative-tokens;
+    layers: mtp_layer_count's.
     vLLM's MTP default is the draft config's n_predict, the checkpoint's MTP layer count where its config names one;
     more tokens than layers must be a multiple of them, the layers reused in turn (v1/worker/gpu/spec_decode/
     speculator_config.py resolve_num_speculative_tokens)."""
@@ -110,15 +117,13 @@ def speculative_tokens(report: Report, speculative: str | None, asked: int | Non
         return 0, None
     if asked is not None and asked < 1:
         raise UsageError(f"--num-speculative-tokens must be at least 1, got {asked}")
-    layers = mtp_layer_count(report)
     if asked is not None:
         if layers and asked > layers and asked % layers:
             raise UsageError(f"--num-speculative-tokens {asked} is not a multiple of this checkpoint's {layers} MTP "
                              "layers (vLLM requires it when asking more tokens than layers)")
         return asked, None
-    cfg = report.architecture.text_config or {}
     if (layers and report.architecture.model_type not in VLLM_MTP_LAYERS  # (vLLM sets those models' n_predict)
-            and not any(isinstance(cfg.get(k), int) and cfg[k] > 0 for k in _MTP_CONFIG_KEYS)):
+            and _config_mtp_count(report) is None):
         return layers, (f"--speculative mtp: this config names no MTP layer count, so vLLM asks for "
                         f"num_speculative_tokens; {layers} assumed (the checkpoint's MTP layers), "
                         "--num-speculative-tokens sets it")
@@ -706,7 +711,8 @@ class Planner:
         self.mtp_parameters = report.parameters.by_component.get("mtp", 0)
         self.speculative = speculative
         # vLLM's num_speculative_tokens: state layers keep a page per draft token per request
-        self.speculative_tokens, self._speculative_note = speculative_tokens(report, speculative, num_speculative_tokens)
+        self.speculative_tokens, self._speculative_note = speculative_tokens(report, speculative, num_speculative_tokens,
+                                                                             self.mtp_layers)
         self.precision = resolve_precision(precision)
         if engine not in ENGINES:
             raise UsageError(f"unknown engine {engine!r}; use one of: {', '.join(ENGINES)}")

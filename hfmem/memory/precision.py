@@ -519,7 +519,9 @@ def counted_for_weights(report: Any, *, include_mtp: bool = False) -> list[Any]:
     # (a copy without them only where there are some: the set of components is one C-level pass)
     if "mtp" not in set(map(attrgetter("component"), report.tensors)):
         return report.tensors
-    cap = VLLM_MTP_LAYERS.get(report.architecture.model_type) if include_mtp else 0
+    if not include_mtp:
+        return [c for c in report.tensors if c.component != "mtp"]
+    cap = VLLM_MTP_LAYERS.get(report.architecture.model_type)
     if cap is None:
         return report.tensors
     kept = sorted({c.layer for c in report.tensors if c.component == "mtp" and c.layer is not None})[:cap]

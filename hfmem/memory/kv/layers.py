@@ -269,8 +269,9 @@ def _kv_heads_and_dims(arch: Architecture, cfg: dict[str, Any], index: int, slid
     value = dim
     if arch.model_type in _MIMO_V2_TYPES:
         value = _int(cfg.get("v_head_dim")) or dim
-        if sliding and _int(cfg.get("swa_num_key_value_heads")):
-            heads = _int(cfg.get("swa_num_key_value_heads")) or heads
+        swa_heads = _int(cfg.get("swa_num_key_value_heads"))
+        if sliding and swa_heads:
+            heads = swa_heads
             dim = _int(cfg.get("swa_head_dim")) or dim
             value = _int(cfg.get("swa_v_head_dim")) or value
         elif sliding and arch.model_type == "mimo_v2_flash":

@@ -4,11 +4,12 @@ layer spec and layer group (vllm, v1/kv_cache_interface.py and v1/core/kv_cache_
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from hfmem.errors import UsageError
 from hfmem.memory.kv.estimate import DOES_NOT_START, KVCacheEstimate
-from hfmem.memory.kv.layers import _add, _attn_bytes_per_token, _Layer, _state_bytes, index_bytes_per_token
+from hfmem.memory.kv.layers import _add, _attn_bytes_per_token, _Layer, _State, _state_bytes, index_bytes_per_token
 from hfmem.memory.kv.vllm_deepseek_v4 import deepseek_v4_vllm, layout_for
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, fmt_bytes
@@ -90,17 +91,21 @@ def conv_draft_rows(model_type: str, release: tuple[int, int] | None, drafts: in
     return drafts if first is not None and (release is None or release >= first) else 0
 
 
-def _with_conv_rows(layers: list[_Layer], rows: int) -> list[_Layer]:
-    """Copies of the layers whose conv states are `rows` rows wider (the channels: elements / window rows)."""
+def _with_states(layers: list[_Layer], change: Callable[[_State, _Layer], _State | None]) -> list[_Layer]:
+    """Copies of the layers with each state `change` returns a replacement for (None: kept); layers whose states all
+    stay are the same objects."""
     out = []
     for layer in layers:
-        if not any(st.vllm_rows for st in layer.states):
-            out.append(layer)
-            continue
-        states = [replace(st, vllm_elements=st.vllm_elements // st.vllm_rows * (st.vllm_rows + rows),
-                          vllm_rows=st.vllm_rows + rows) if st.vllm_rows else st for st in layer.states]
-        out.append(replace(layer, states=states))
+        states = [change(st, layer) or st for st in layer.states]
+        out.append(replace(layer, states=states) if any(a is not b for a, b in zip(states, layer.states)) else layer)
     return out
+
+
+def _with_conv_rows(layers: list[_Layer], rows: int) -> list[_Layer]:
+    """Copies of the layers whose conv states are `rows` rows wider (the channels: elements / window rows)."""
+    return _with_states(layers, lambda st, _: replace(
+        st, vllm_elements=st.vllm_elements // st.vllm_rows * (st.vllm_rows + rows), vllm_rows=st.vllm_rows + rows)
+        if st.vllm_rows else None)
 
 
 def speculative_pages_charged(mode: str, release: tuple[int, int] | None) -> bool:
@@ -123,15 +128,10 @@ def _ssm_in_model_dtype(arch: Architecture, release: tuple[int, int] | None) -> 
 
 def _ssm_states_in_model_dtype(layers: list[_Layer]) -> list[_Layer]:
     """Copies of the layers whose SSM state takes the conv state's dtype (the model dtype)."""
-    out = []
-    for layer in layers:
-        conv = next((st for st in layer.states if st.name == "conv"), None)
-        if conv is None:
-            out.append(layer)
-            continue
-        states = [replace(st, vllm_dtype=conv.vllm_dtype) if st.name == "ssm" else st for st in layer.states]
-        out.append(replace(layer, states=states))
-    return out
+    def change(st: _State, layer: _Layer) -> _State | None:
+        conv = next((c for c in layer.states if c.name == "conv"), None) if st.name == "ssm" else None
+        return replace(st, vllm_dtype=conv.vllm_dtype) if conv is not None else None
+    return _with_states(layers, change)
 
 
 # The attention block a hybrid's state page is padded to is a whole number of kernel blocks of the attention backend
@@ -580,8 +580,9 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     admitted = admission_tokens(mbt, release)
     if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
         return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, admitted, layout_for(release))
-    hybrid = any(l.attn for l in layers) and any(l.states for l in layers)
-    if prefix_caching and not hybrid and any(l.states for l in layers):
+    stateful = any(l.states for l in layers)
+    hybrid = stateful and any(l.attn for l in layers)
+    if prefix_caching and not hybrid and stateful:
         # config/model.py is_prefix_caching_supported: off by default for attention-free models in every release read
         warnings.append("prefix caching was asked for a state-only (attention-free) model: vLLM leaves it off for them "
                         "by default, and what it reserves with it is not modelled: the figure is one state page per "
@@ -590,7 +591,7 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         prefix_caching = prefix_caching_default(release)
     mode = mamba_cache_mode(arch.model_type, prefix_caching, release, speculative_tokens) if hybrid else "none"
     # the speculative tokens' state pages a request holds, and those the release's planning charges (the rules above)
-    held_draft = speculative_tokens if any(l.states for l in layers) else 0
+    held_draft = speculative_tokens if stateful else 0
     charged_draft = held_draft if speculative_pages_charged(mode, release) else 0
     if held_draft and mode == "align" and _in(release, SPEC_REFUSED_IN_ALIGN):
         assert release is not None
@@ -653,7 +654,7 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
         )
     if arch.mla is not None and not any(l.index_kind for l in layers):
         assumptions_v.append("MLA backends that force a larger block size (FlashMLA: 64) round to that instead")
-    if any(l.states for l in layers):
+    if stateful:
         assumptions_v.append(_state_pages_note(layers, pages, checkpoint, prefix_caching, hybrid, release, held_draft))
     # what vLLM's specs charge a request (CROSS_CHARGES_BATCHED_TOKENS_FROM, speculative_pages_charged); per_request
     # is what it holds
