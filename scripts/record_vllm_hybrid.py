@@ -105,8 +105,8 @@ def _stub_packages(*names: str) -> None:
     sys.meta_path.insert(0, _Finder())
 
 
-def _inner(config_path: str, sm: int, speculative: bool) -> list[dict]:
-    """Runs inside the release's interpreter."""
+def _inner(config_path: str, sm: int, speculative: bool, kv_dtype: str = "auto") -> list[dict]:
+    """Runs inside the release's interpreter. kv_dtype: vLLM's --kv-cache-dtype (KV_DTYPE_SETTINGS)."""
     import dataclasses
     import importlib
     import types
@@ -164,7 +164,17 @@ def _inner(config_path: str, sm: int, speculative: bool) -> list[dict]:
         attention = [t == "full_attention" for t in text.layer_types[:n]]
         family = "gdn"
     use_mla = family == "kda"
-    if sm // 10 == 10:  # Blackwell: FLASHINFER first, FLASHINFER_MLA for MLA (flashinfer itself stubbed: only the
+    if kv_dtype != "auto" and use_mla:
+        return []
+    quant_backend = None  # the backend vLLM takes the quantized dtype with (record_vllm_kv_dtypes.py)
+    if kv_dtype.startswith("nvfp4"):
+        _stub_packages("flashinfer", "pynvml")
+        quant_backend = importlib.import_module("vllm.v1.attention.backends.flashinfer").FlashInferBackend
+    elif kv_dtype != "auto":
+        quant_backend = importlib.import_module("vllm.v1.attention.backends.triton_attn").TritonAttentionBackend
+    if quant_backend is not None:
+        backend = quant_backend
+    elif sm // 10 == 10:  # Blackwell: FLASHINFER first, FLASHINFER_MLA for MLA (flashinfer itself stubbed: only the
         # backend classes' kernel block sizes are read)
         _stub_packages("flashinfer")
         try:
@@ -179,6 +189,13 @@ def _inner(config_path: str, sm: int, speculative: bool) -> list[dict]:
         # get_supported_kernel_block_sizes is [MultipleOf(16)] in every release read (0.20-0.34), as TRITON_MLA's is
     else:
         backend = importlib.import_module("vllm.v1.attention.backends.flash_attn").FlashAttentionBackend
+    from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
+
+    try:
+        customize = importlib.import_module("vllm.v1.worker.utils").customize_attention_spec
+    except AttributeError:  # before 0.32 the runner calls the backend's own hook, where it has one (0.28 on)
+        def customize(backend_cls, spec):
+            return backend_cls.customize_spec(spec) if hasattr(backend_cls, "customize_spec") else spec
     num_kv_heads_total = 1 if use_mla else text.num_key_value_heads
     head_size = (text.kv_lora_rank + text.qk_rope_head_dim) if use_mla else (
         getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads)
@@ -186,6 +203,12 @@ def _inner(config_path: str, sm: int, speculative: bool) -> list[dict]:
     def ns(**kw):
         return types.SimpleNamespace(**kw)
 
+    # the block size the platform hooks start from: the release's default (config/cache.py
+    # CacheConfig.DEFAULT_BLOCK_SIZE, 64 from 0.34), which every backend here takes (Platform
+    # update_block_size_for_backend's first phase keeps it)
+    from vllm.config.cache import CacheConfig
+
+    default_block = getattr(CacheConfig, "DEFAULT_BLOCK_SIZE", 16)
     # the GDN layer's own choice (gdn/qwen_gdn_linear_attn.py: FlashInfer prefill on Hopper from 0.33, checkpoints in
     # "align" mode), made when the layers are built, i.e. after MambaModelConfig has set the mode
     gdn_flashinfer = family == "gdn" and sm == 90 and release >= (0, 33)
@@ -214,7 +237,7 @@ def _inner(config_path: str, sm: int, speculative: bool) -> list[dict]:
         for max_len, mbt, available in POINTS:
             parallel = ns(tensor_parallel_size=tp, pipeline_parallel_size=1, decode_context_parallel_size=1,
                           prefill_context_parallel_size=1)
-            cache = ns(cache_dtype="auto", block_size=16, user_specified_block_size=False, mamba_cache_mode="none",
+            cache = ns(cache_dtype=kv_dtype, block_size=default_block, user_specified_block_size=False, mamba_cache_mode="none",
                        mamba_block_size=None, user_specified_mamba_block_size=False, mamba_page_size_padded=None,
                        mamba_cache_dtype="auto", mamba_ssm_cache_dtype="auto", kv_cache_dtype_skip_layers=None,
                        enable_prefix_caching=prefix_caching, use_replayssm=False, use_kda_recoverssm=False,
@@ -278,6 +301,11 @@ def _inner(config_path: str, sm: int, speculative: bool) -> list[dict]:
                 if is_attn:
                     common = dict(block_size=bs, num_kv_heads=model.get_num_kv_heads(parallel), head_size=head_size,
                                   dtype=torch.bfloat16)
+                    if quant_backend is not None:  # the layer's spec for the dtype, then its backend's packing
+                        common.update(dtype=kv_cache_dtype_str_to_dtype(kv_dtype, model),
+                                      kv_quant_mode=K.get_kv_quant_mode(kv_dtype))
+                        specs[f"l{i}.attn"] = customize(quant_backend, make(K.FullAttentionSpec, **common))
+                        continue
                     specs[f"l{i}.attn"] = (make(K.MLAAttentionSpec, cache_dtype_str="auto", **common) if use_mla
                                            else make(K.FullAttentionSpec, **common))
                 else:
@@ -318,7 +346,7 @@ class _no_context:  # set_current_vllm_config wants a real VllmConfig; the funct
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--inner":
-        print(json.dumps(_inner(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1")))
+        print(json.dumps(_inner(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5])))
         return
     from record_vllm_planning import release_arguments
 
@@ -328,6 +356,8 @@ def main() -> None:
     ap.add_argument("--model", action="append", choices=CASES, help="only these models (default: every case)")
     ap.add_argument("--speculative", action="store_true", help="the SPECULATIVE_SETTINGS (on Hopper) in place of "
                     "SETTINGS")
+    ap.add_argument("--kv-dtype", default="auto", help="vLLM's --kv-cache-dtype for the attention layers (a "
+                    "per-token-head dtype, TRITON_ATTN; nvfp4, FLASHINFER); MLA models are skipped")
     args = ap.parse_args()
     records = []
     for release in args.releases:
@@ -339,23 +369,25 @@ def main() -> None:
             for case in args.model or CASES:
                 config = REPO / "fixtures" / "configs" / case / "config.json"
                 run = subprocess.run([args.python, __file__, "--inner", str(config), str(sm),
-                                      "1" if args.speculative else "0"], env=env,
+                                      "1" if args.speculative else "0", args.kv_dtype], env=env,
                                      capture_output=True, text=True, check=False)
                 if run.returncode:
                     print(f"{release} sm{sm} {case}: {run.stderr.strip().splitlines()[-1]}", file=sys.stderr)
                     continue
                 got = json.loads(run.stdout.strip().splitlines()[-1])
-                records += [{"vllm": release, "model": case, **rec} for rec in got]
+                dtype = {"kv_dtype": args.kv_dtype} if args.kv_dtype != "auto" else {}
+                records += [{"vllm": release, "model": case, **dtype, **rec} for rec in got]
                 print(release, f"sm{sm}", case, "done" if got else "not in this release / backend not importable",
                       file=sys.stderr)
     write(records)
 
 
 def write(records: list[dict]) -> None:
-    """Merge into OUT: a new record replaces the one of the same release, model, GPU, TP and prefix caching."""
+    """Merge into OUT: a new record replaces the one of the same release, model, GPU, TP, prefix caching, draft
+    tokens and KV dtype."""
     def key(r: dict) -> tuple:
         return (tuple(int(x) for x in r["vllm"].split(".")), CASES.index(r["model"]), r["sm"], r["tp"],
-                not r["prefix_caching"], r.get("speculative_tokens", 0))
+                not r["prefix_caching"], r.get("speculative_tokens", 0), r.get("kv_dtype", ""))
     merged = {key(r): r for r in (json.loads(OUT.read_text())["records"] if OUT.exists() else [])}
     merged.update({key(r): r for r in records})
     OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -76,6 +76,11 @@ def _inner(config_path: str, points: list[list[int]]) -> list[dict]:
     cfg = json.loads(Path(config_path).read_text())
     cfg = cfg.get("text_config", cfg)
     specs: dict = {}
+    # the release's default block size (config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE: 64 from 0.34; 16 before, where
+    # older releases name no constant), which every backend of these models takes
+    from vllm.config.cache import CacheConfig
+
+    default_block = getattr(CacheConfig, "DEFAULT_BLOCK_SIZE", 16)
     n = cfg["num_hidden_layers"]
     if cfg.get("compress_ratios"):
         hd, idx = cfg["head_dim"], cfg.get("index_head_dim", 128)
@@ -103,8 +108,8 @@ def _inner(config_path: str, points: list[list[int]]) -> list[dict]:
                     dtype=torch.float32, sliding_window=coff * r, alignment=576, max_tp_shards=1)
     elif cfg.get("is_encoder_decoder") and cfg.get("decoder_layers"):  # Whisper: each decoder layer's self and cross
         heads = cfg["decoder_attention_heads"]  # attention, in the order WhisperDecoderLayer builds them
-        common = dict(block_size=16, num_kv_heads=heads, head_size=cfg["d_model"] // heads, dtype=torch.bfloat16,
-                      use_mla=False)
+        common = dict(block_size=default_block, num_kv_heads=heads, head_size=cfg["d_model"] // heads,
+                      dtype=torch.bfloat16, use_mla=False)
         for i in range(cfg["decoder_layers"]):
             specs[f"model.decoder.layers.{i}.self_attn.attn"] = make(K.FullAttentionSpec, **common)
             specs[f"model.decoder.layers.{i}.encoder_attn.attn"] = make(K.CrossAttentionSpec, **common)
@@ -115,7 +120,7 @@ def _inner(config_path: str, points: list[list[int]]) -> list[dict]:
         types_ = cfg.get("layer_types") or [
             "full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(n)]  # Gemma 3's pattern
         for i, kind in enumerate(types_[:n]):
-            common = dict(block_size=16, num_kv_heads=cfg["num_key_value_heads"], head_size=cfg["head_dim"],
+            common = dict(block_size=default_block, num_kv_heads=cfg["num_key_value_heads"], head_size=cfg["head_dim"],
                           dtype=torch.bfloat16, use_mla=False)  # use_mla: a field up to 0.10
             specs[f"model.layers.{i}.self_attn.attn"] = (
                 make(K.SlidingWindowSpec, sliding_window=cfg["sliding_window"], **common)

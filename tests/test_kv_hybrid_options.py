@@ -36,11 +36,16 @@ def test_no_prefix_caching_gives_one_state_page(stub_repo):
     assert on["blocks_per_request"] - off["blocks_per_request"] == 3
     assert any("two state pages" in a for a in on["assumptions"])
     assert any("prefix caching off" in a for a in off["assumptions"])
-    on = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k")
-    off = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", "--no-prefix-caching")
+    on = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", "--vllm-version", "0.33")
+    off = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", "--no-prefix-caching", "--vllm-version",
+              "0.33")
     assert (on["block_size"], off["block_size"]) == (576, 544)
     assert on["total_bytes"] == 12 * (576 * 2 * 256 * 2 * 2) * (cdiv(65_536, 576) + 3 * 3)
     assert off["total_bytes"] == 12 * page * (cdiv(65_536, 544) + 3)
+    # 0.34 (the default) aligns to its 64-token default block: 576 without prefix caching too
+    on = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k")
+    off = _kv(stub_repo, "Qwen/Qwen3-Next-80B-A3B-Instruct", "--ctx", "64k", "--no-prefix-caching")
+    assert (on["block_size"], off["block_size"]) == (576, 576)
     assert any("three state pages" in a for a in on["assumptions"])
 
 
@@ -103,8 +108,8 @@ def test_planner_concurrency_in_whole_blocks_per_group(stub_repo):
 
     report = hfmem.analyze(str(stub_repo("Qwen/Qwen3-Next-80B-A3B-Instruct")))
     budget = 200 * 2**30
-    for pc, block, state_blocks, version in ((True, 544, 6, "0.32"), (None, 576, 9, None), (False, 544, 3, None),
-                                             (None, 544, 3, "0.25")):
+    for pc, block, state_blocks, version in ((True, 544, 6, "0.32"), (None, 576, 9, None), (False, 576, 3, None),
+                                             (False, 544, 3, "0.33"), (None, 544, 3, "0.25")):
         p = Planner(report, "int4", engine="vllm", prefix_caching=pc, vllm_version=version)
         conc, blocks, tokens, available = p.concurrency(budget, 32_768)
         one = p.kv(32_768, 1)

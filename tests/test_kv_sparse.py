@@ -125,10 +125,12 @@ def test_deepseek_v32_indexer_on_every_layer():
 
 
 def test_plain_mla_is_unchanged():
-    """DeepSeek-V3 (no indexer): block 16 and the 576-wide latent, fp8 576 B (not fp8_ds_mla)."""
+    """DeepSeek-V3 (no indexer): the release's default block (16 up to 0.33, 64 from 0.34) and the 576-wide latent,
+    fp8 576 B (not fp8_ds_mla)."""
     arch, _ = build_architecture(config("deepseek-ai/DeepSeek-V3"))
     est = estimate_kv(arch, 131_072, kv_dtype="fp8")
-    assert est.block_size == 16 and est.bytes_per_token == 61 * 576
+    assert est.block_size == 64 and est.bytes_per_token == 61 * 576
+    assert estimate_kv(arch, 131_072, kv_dtype="fp8", vllm_release=(0, 33)).block_size == 16
 
 
 # --- MiniMax-M3 ----------------------------------------------------------------------------------------------------

@@ -54,19 +54,19 @@ def test_llama31_8b_rtx3090_log():
     """§7 row 1 (vllm-project/vllm#10517): 1952 blocks, 'Maximum concurrency for 20000 tokens per request: 1.56x';
     1478 blocks at 29k -> 23,648 tokens < 29,000 -> the startup error."""
     arch = arch_of("meta-llama/Llama-3.1-8B-Instruct")
-    at_20k = estimate_kv(arch, 20_000)
+    at_20k = estimate_kv(arch, 20_000, block_size=16)  # the log's 16-token blocks (64 from vLLM 0.34)
     assert at_20k.bytes_per_block == 32 * 16 * 8 * 256 * 2 == 2 * 2**20  # 32 layers x one 64 KiB page
     num_blocks = 1952
     assert num_blocks * at_20k.bytes_per_block == int(3.8125 * GiB)  # logged as "3.81 GiB"
     assert at_20k.blocks_per_request == cdiv(20_000, 16) == 1250
     assert f"{num_blocks / at_20k.blocks_per_request:.2f}x" == "1.56x"
-    at_29k = estimate_kv(arch, 29_000)
+    at_29k = estimate_kv(arch, 29_000, block_size=16)
     assert 1478 * 16 == 23_648 and at_29k.blocks_per_request > 1478
 
 
 def test_llama31_70b_w8a8_concurrency_log():
     """§7 row 4 (vllm-project/vllm#12569): 1381 blocks at max_len 2048 -> 'Maximum concurrency ... 10.79x'."""
-    est = estimate_kv(arch_of("meta-llama/Llama-3.1-8B-Instruct"), 2048)  # uniform full attention: 2048 / 16 blocks
+    est = estimate_kv(arch_of("meta-llama/Llama-3.1-8B-Instruct"), 2048, block_size=16)  # 2048 / 16 blocks
     assert est.blocks_per_request == 128
     assert f"{1381 / est.blocks_per_request:.2f}x" == "10.79x"
     assert f"{2_042_016 // 16 / est.blocks_per_request:.2f}x" == "997.08x"  # §7 row 3 (vllm-project/vllm#13596)
@@ -75,7 +75,7 @@ def test_llama31_70b_w8a8_concurrency_log():
 def test_qwen3_235b_tp4_per_gpu():
     """§7 row 2 (vllm-project/vllm#21348): per GPU at TP=4, 94 layers x 1 KV head x 128 x 2 x 2 = 48,128 B/token;
     'GPU KV cache size: 178,880 tokens' = 11,180 blocks = 8.02 GiB."""
-    est = estimate_kv(arch_of("Qwen/Qwen3-235B-A22B"), 16, tp=4)
+    est = estimate_kv(arch_of("Qwen/Qwen3-235B-A22B"), 16, tp=4, block_size=16)
     assert est.bytes_per_token == 48_128 and est.to_dict()["per_gpu"] is True
     assert est.bytes_per_block == 16 * 48_128
     assert round(178_880 // 16 * est.bytes_per_block / GiB, 2) == 8.02
@@ -110,8 +110,10 @@ def test_mistral_v01_sliding_admission():
     old = estimate_kv(arch, 32_768, vllm_release=(0, 25))
     assert old.total_bytes == 32 * 769 * page == 1_612_709_888
     assert old.by_layer_type["sliding_attention"]["tokens"] == 769 * 16
-    est = estimate_kv(arch, 32_768)
+    est = estimate_kv(arch, 32_768, vllm_release=(0, 33))
     assert est.total_bytes == 32 * (cdiv(4095 + 16_384, 16) + 1) * page == 32 * 1281 * page
+    # 0.34 (the default) starts with 64-token blocks: the window's extra block is 64 tokens
+    assert estimate_kv(arch, 32_768).total_bytes == 32 * (cdiv(4095 + 16_384, 64) + 1) * 4 * page
     assert est.total_bytes == estimate_kv(arch, 32_768, vllm_release=(0, 26)).total_bytes
     assert est.page_reserved_total_bytes == 4 * GiB
     assert est.total_is.startswith("window-capped")
@@ -129,7 +131,7 @@ def test_gemma3_27b_group_padding():
     old = estimate_kv(arch, 131_072, vllm_release=(0, 25))
     assert old.total_bytes == 10 * page * (8192 + 6 * (cdiv(1023 + 8192, 16) + 1))
     assert round(old.total_bytes / GiB, 1) == 14.2
-    est = estimate_kv(arch, 131_072)
+    est = estimate_kv(arch, 131_072, vllm_release=(0, 33))
     assert est.total_bytes == 10 * page * (8192 + 6 * (cdiv(1023 + 16_384, 16) + 1))
     assert round(est.total_bytes / GiB, 1) == 18.0
     assert est.by_layer_type["sliding_attention"]["padding_layers"] == 8
@@ -141,14 +143,15 @@ def test_gemma2_no_window_saving_at_8k():
     """§2.2: gemma-2-9b (W=4096) at max_len 8192 with max_num_batched_tokens >= 4097: no saving (the +1 block even
     costs one page more than full attention)."""
     arch = arch_of("google/gemma-2-9b-it")
-    est = estimate_kv(arch, 8192)
+    est = estimate_kv(arch, 8192, block_size=16)
     page = 16 * 8 * 512 * 2
     assert est.total_bytes == 21 * page * (512 + 513)
     assert est.page_reserved_total_bytes == 42 * page * 512 < est.total_bytes
     smaller_batch = estimate_kv(arch, 8192, max_batched_tokens=2048, vllm_release=(0, 25))
     assert smaller_batch.total_bytes == 21 * page * (512 + cdiv(4095 + 2048, 16) + 1)
     # from 0.26 two batches are in flight: 4095 + 4096 tokens, one short of the context, no saving again
-    assert estimate_kv(arch, 8192, max_batched_tokens=2048).total_bytes == 21 * page * (512 + cdiv(8191, 16) + 1)
+    assert (estimate_kv(arch, 8192, max_batched_tokens=2048, vllm_release=(0, 33)).total_bytes
+            == 21 * page * (512 + cdiv(8191, 16) + 1))
 
 
 def test_qwen3_next_hybrid_block_size_and_state():
@@ -166,8 +169,12 @@ def test_qwen3_next_hybrid_block_size_and_state():
         assert any("a multiple of 64" in a for a in three.assumptions)
         assert any("three state pages" in a and "gdn layers' prefill-checkpoint page" in a for a in three.assumptions)
     attn_page = 544 * 2 * 256 * 2 * 2
-    for release, sm in (((0, 32), 90), (None, 89), (None, 100), (None, None)):  # before 0.33; Ada; Blackwell; unknown
+    for release, sm in (((0, 32), 90), ((0, 33), 89), ((0, 33), 100), ((0, 33), None)):  # before 0.33; Ada; Blackwell; unknown
         assert estimate_kv(arch, 32_768, vllm_release=release, gpu_sm=sm).total_bytes == 12 * attn_page * (61 + 3 * 2)
+    # 0.34 starts from its 64-token default block (platforms/interface.py _align_hybrid_block_size: the alignment is
+    # at least cache_config.block_size): 64 x cdiv(1,097,728, 64 x 2048) = 576 without the checkpoint page too
+    for sm in (89, 100, None):
+        assert estimate_kv(arch, 32_768, gpu_sm=sm).total_bytes == 12 * 576 * 2048 * (cdiv(32_768, 576) + 3 * 2)
     est = estimate_kv(arch, 32_768, vllm_release=(0, 32))
     assert est.by_layer_type["linear_attention"]["state_bytes"] == 36 * 1_097_728
     assert est.block_size == 544
@@ -175,7 +182,7 @@ def test_qwen3_next_hybrid_block_size_and_state():
     assert est.total_bytes == 12 * attn_page * (cdiv(32_768, 544) + 3 * 2)
     assert est.blocks_per_request == cdiv(32_768, 544) + 6
     assert any("two state pages" in a for a in est.assumptions)
-    off = estimate_kv(arch, 32_768, prefix_caching=False)  # mode "none": no checkpoint page either
+    off = estimate_kv(arch, 32_768, prefix_caching=False, vllm_release=(0, 33))  # mode "none": no checkpoint page
     assert off.total_bytes == 12 * attn_page * (cdiv(32_768, 544) + 3) and off.blocks_per_request == 61 + 3
     assert any("one state page" in a for a in off.assumptions)
     assert round(36 * 1_097_728 / 2**20, 1) == 37.7  # "37.7 MiB per sequence"
@@ -222,7 +229,7 @@ def test_mamba_state_only():
 def test_whisper_cross_attention_blocks():
     """CrossAttentionSpec: cdiv(max_num_encoder_input_tokens = 1500, 16) = 94 blocks per decoder layer."""
     arch = arch_of("openai/whisper-large-v3")
-    est = estimate_kv(arch, 448)
+    est = estimate_kv(arch, 448, block_size=16)
     page = 16 * 20 * 128 * 2
     assert est.encoder_len == 1500
     assert est.by_layer_type["cross_attention"]["bytes"] == 32 * 94 * page
@@ -232,7 +239,7 @@ def test_whisper_cross_attention_blocks():
 @pytest.mark.parametrize("dtype, per_layer", [
     ("fp16", 8 * 256 * 2), ("fp32", 8 * 256 * 4), ("fp8", 8 * 256),
     ("int8", 8 * 256 + 2 * 8 * 4),  # int8_per_token_head: + fp32 K and V scale per head (AttentionSpec.page_size_bytes)
-    ("int4", 8 * 256 // 2),
+    ("int4", 8 * 256 // 2 + 2 * 8 * 4),  # int4_per_token_head (0.25 on): two values per byte, the same scales
     ("q8_0", 2 * (1024 // 32) * 34),  # ggml block_q8_0: 34 bytes per 32 values, per K row and per V row
     ("q4_0", 2 * (1024 // 32) * 18),
 ])

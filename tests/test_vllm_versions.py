@@ -200,9 +200,9 @@ def test_extensible_kv_cache_of_034_is_bounded_from_above(stub_repo):
         # above the profile-sized pool at 0.92 by the 8 % it leaves unrequested, less the margin and the peak
         # counted a second time; as tokens, the same whole-block arithmetic as the pool's
         assert bound > plan.kv_available_bytes
-        assert plan.extensible_kv_max_tokens == bound // (57_344 * 16) * 16
+        assert plan.extensible_kv_max_tokens == bound // (57_344 * 64) * 64  # 0.34's 64-token blocks
         # and what is left once the TP 1 logs' start-up use (0.19-0.61 GiB, test_vllm_logs) is taken off
-        low, high = ((bound - int(g * GiB)) // (57_344 * 16) * 16 for g in (0.61, 0.19))
+        low, high = ((bound - int(g * GiB)) // (57_344 * 64) * 64 for g in (0.61, 0.19))
         assert sum(f"which would leave {low:,}-{high:,} tokens" in n for n in plan.notes) == 1
     old = Planner(report, vllm_version="0.33").plan(32_768, 1, gpu)
     assert old.extensible_kv_max_bytes is None and not any("enable_extensible_kv_cache" in n for n in old.notes)
@@ -275,15 +275,16 @@ def test_cli_flags_reach_the_plan(stub_repo):
 def test_kv_section_and_plan_use_the_same_batched_tokens():
     """Sliding windows admit W - 1 + the tokens in flight: on a 24 GB GPU vLLM's max_num_batched_tokens default is
     2048, in flight up to 0.25, twice that from 0.26 (async scheduling's two batches), and the KV section and the plan
-    both use the release's (gemma-2-9b, W = 4096, 8k context: 385 blocks per sliding layer in 0.25, 513 from 0.26)."""
+    both use the release's (gemma-2-9b, W = 4096, 8k context: 385 blocks per sliding layer in 0.25, 513 from 0.26,
+    129 blocks of 64 from 0.34, the default)."""
     from hfmem.api import attach_sections
 
-    for version, tokens in (("0.25", 2048), (None, 4096), ("0.26", 4096)):
+    for version, tokens, block in (("0.25", 2048, 16), (None, 4096, 64), ("0.26", 4096, 16)):
         report = attach_sections(_report("google/gemma-2-9b-it"), ctx="8k", gpu="4090", vllm_version=version)
         kv, plan = report.kv_cache[0], report.inference
         assert kv.total_bytes == plan.kv_bytes
         assert plan.max_batched_tokens == 2048
-        assert kv.by_layer_type["sliding_attention"]["tokens"] == (-(-min(4095 + tokens, 8192) // 16) + 1) * 16
+        assert kv.by_layer_type["sliding_attention"]["tokens"] == (-(-min(4095 + tokens, 8192) // block) + 1) * block
 
 
 @pytest.mark.parametrize("gpu, tp, gib", [("h100", 1, 0.25), ("h100-nvl", 1, 0.25), ("a100-80gb", 1, 0.02), ("h100", 2, 2.1),

@@ -48,6 +48,7 @@ from hfmem.memory.vllm_versions import (
     RunnerModel,
     VllmVersion,
     cudagraph_deducted_on,
+    default_block_size,
     default_runner,
     extensible_kv_cache_max_bytes,
     extensible_kv_cache_note,
@@ -693,7 +694,7 @@ class Planner:
     def __init__(self, report: Report, precision: str = CHECKPOINT, *, engine: str = "vllm", device: str = "cuda",
                  tp: int = 1, kv_dtype: str = "auto", max_batched_tokens: int | None = None,
                  overhead: int | None = None, gpu_util: float | None = None, encoder_len: int | None = None,
-                 block_size: int = 16, max_num_seqs: int | None = None, speculative: str | None = None,
+                 block_size: int | None = None, max_num_seqs: int | None = None, speculative: str | None = None,
                  prefix_caching: bool | None = None, vllm_version: str | None = None, cudagraph: bool = True,
                  cudagraph_memory: int | None = None, gpu: GPU | None = None, sampler: str | None = None,
                  interconnect: str | None = None, model_runner: str | None = None,
@@ -764,7 +765,8 @@ class Planner:
         self.cudagraph_estimate: CudagraphEstimate | None = None
         self._decoder_cache: bool | None = None  # whether the model has a decoder KV/state cache (_set_cudagraph)
         self.prefix_caching = prefix_caching  # None: the release's default (vLLM: hybrid state pages and block size)
-        self.block_size = block_size
+        # None: the release's default (vllm_versions.default_block_size: 64 from 0.34, 16 before and off vLLM)
+        self.block_size = block_size or (default_block_size(self._release()) if engine == "vllm" else 16)
         self.encoder_len = encoder_len
         self.gpu_util_given = gpu_util  # vLLM >= 0.34 defaults to 1.0 with its extensible KV cache (_extensible_bound)
         if gpu_util is None:
@@ -1145,10 +1147,15 @@ class Planner:
         """Why vLLM refuses to start with a KV pool of ``available`` bytes at ``context`` where one request would fit:
         its start-up check asks more than a request holds only for cross attention, whose charge is
         max_num_batched_tokens encoder tokens (kv.vllm CROSS_CHARGES_BATCHED_TOKENS_FROM), and raises
-        "To serve at least one request ... KV cache is needed" (v1/core/kv_cache_utils.py). None: it starts."""
+        "To serve at least one request ... KV cache is needed" (v1/core/kv_cache_utils.py); or, whatever the pool,
+        where the KV estimate says the release refuses the configuration (a KV dtype it does not offer, speculative
+        decoding in a mode that asserts it off). None: it starts."""
         if self.engine != "vllm" or self.device != "cuda":
             return None
         one = self._one_seq(context)[1]
+        refused = next((w for w in one.warnings if DOES_NOT_START in w), None)
+        if refused is not None:
+            return refused
         check = one.startup_check_bytes
         if check is None or check <= one.total_bytes or available >= check:
             return None
@@ -1436,7 +1443,8 @@ class Planner:
         refusal = self.startup_refusal(plan.context, available)
         if refusal:
             plan.fits = False
-            plan.notes.append(f"on {gpu.name}: {refusal}")
+            if refusal not in plan.notes:  # a refusal of the configuration is in the notes already
+                plan.notes.append(f"on {gpu.name}: {refusal}")
             plan.max_context = self._started_context(budget, plan.max_context)
         plan.concurrency = round(conc, 4) if conc is not None else None
         plan.max_concurrency = int(conc) if conc is not None else None

@@ -280,6 +280,19 @@ NEWEST_RELEASE_READ = "0.34.0"
 # arithmetic there (the pool vLLM sizes with it off) and gives the extensible pool as a bound from above, in a note
 # and in JSON (extensible_kv_cache_max_bytes): its size depends on the CUDA context, which only vLLM measures.
 EXTENSIBLE_KV_CACHE_FROM = (0, 34)
+# The KV cache block size `vllm serve` starts with where --block-size is not given: config/cache.py
+# CacheConfig.DEFAULT_BLOCK_SIZE, 16 up to 0.33.0 and 64 from 0.34.0, which Platform.update_block_size_for_backend keeps
+# where every attention backend takes it (_preferred_block_size_for_backends: FLASH_ATTN's MultipleOf(16), FLASHINFER,
+# TRITON_ATTN and the MLA backends all take 64); backends that force their own size (FlashMLA-sparse, DeepSeek-V4's)
+# and the hybrid alignment start from it.
+DEFAULT_BLOCK_SIZE_64_FROM = (0, 34)
+
+
+def default_block_size(release: tuple[int, int] | None) -> int:
+    """vLLM's default KV block size in `release` (None: the newest read)."""
+    return 64 if release is None or release >= DEFAULT_BLOCK_SIZE_64_FROM else 16
+
+
 # Platforms whose worker profiles the CUDA-graph estimate (gpu_worker.py determine_available_memory's guard):
 # 0.20.0 ``not current_platform.is_rocm()``, 0.21.0-0.25.0 ``current_platform.is_cuda()``, from 0.26.0
 # ``current_platform.is_cuda_alike()`` (CUDA and ROCm). On ROCm nothing is deducted before 0.26.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hfmem.memory.kv.estimate import DOES_NOT_START
 from hfmem.memory.planner import InferencePlan
 from hfmem.memory.precision import CHECKPOINT, PRECISIONS, WeightsByPrecision
 from hfmem.render.tables import Table
@@ -36,6 +37,10 @@ def fit_line(plan: InferencePlan) -> str:
     if plan.fits:
         return (f"fits: {plan.precision} on {where} at {ctx}: needs {fmt_bytes(plan.total_bytes)} of "
                 f"{fmt_bytes(plan.budget_bytes)}{unit} (margin {fmt_bytes(plan.margin_bytes)}; {terms})")
+    refusal = refused_start(plan)
+    if refusal:
+        return (f"does not start: {plan.precision} on {where} at {ctx}: {refusal} (the memory would do: needs "
+                f"{fmt_bytes(plan.total_bytes)} of {fmt_bytes(plan.budget_bytes)}{unit}; {terms})")
     if plan.max_context:
         longest = f"; longest context that fits: {plan.max_context:,}"
     elif (plan.budget_bytes or 0) < plan.weights_bytes + plan.overhead_bytes:
@@ -44,6 +49,13 @@ def fit_line(plan: InferencePlan) -> str:
         longest = ""
     return (f"does not fit: {plan.precision} on {where} at {ctx}: needs {fmt_bytes(plan.total_bytes)} > "
             f"{fmt_bytes(plan.budget_bytes)}{unit} by {fmt_bytes(-(plan.margin_bytes or 0))} ({terms}){longest}")
+
+
+def refused_start(plan: InferencePlan) -> str | None:
+    """Why the engine refuses to start a plan whose memory fits (the note the planner left), or None."""
+    if plan.fits or (plan.margin_bytes or 0) < 0:
+        return None
+    return next((n for n in plan.notes if DOES_NOT_START in n), None)
 
 
 def _vllm(plan: InferencePlan) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hfmem.memory.planner import InferencePlan
+from hfmem.render.plan import refused_start
 from hfmem.render.tables import Table
 from hfmem.report import Report
 from hfmem.units import fmt_bytes, fmt_count
@@ -50,9 +51,13 @@ def verdict_lines(report: Report) -> list[str]:
         staged_rows += _serve_rows(report) + [("caveat", n) for n in caveats(report)]
         width = max(len(k) for k, _ in staged_rows)
         return [f"{report.repo}: {head}"] + [f"  {k.ljust(width)}  {v}" for k, v in staged_rows]
+    refusal = refused_start(plan)
     if plan.fits:
         head = f"FITS on {_where(plan)} {at} ({how})"
         margin = f"{fmt_bytes(plan.margin_bytes)} to spare: {need}"
+    elif refusal:  # the memory would do, the engine refuses to start
+        head = f"DOES NOT START on {_where(plan)} {at} ({how})"
+        margin = f"{fmt_bytes(plan.margin_bytes)} to spare: {need}; but {refusal}"
     else:
         head = f"DOES NOT FIT on {_where(plan)} {at} ({how})"
         margin = f"short by {fmt_bytes(-(plan.margin_bytes or 0))}: {need}"

@@ -6,13 +6,14 @@ Exact integer bytes for every attention kind, as stored by vLLM (paged blocks, `
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from hfmem.errors import UsageError
 from hfmem.memory.kv.layers import (
     _BITS,
     _ST_TO_SHORT,
+    GGML_KV_DTYPES,
     MTP_SLIDING_TYPES,
     _int,
     _Layer,
@@ -22,14 +23,31 @@ from hfmem.memory.kv.layers import (
     ggml_block,
     index_bytes_per_token,
 )
-from hfmem.memory.kv.options import ENGINES, KV_DTYPES, SAFETENSORS_KV_DTYPES, SPECULATIVE  # noqa: F401 (re-exported)
+from hfmem.memory.kv.options import (  # noqa: F401 (re-exported)
+    ENGINES,
+    KV_DTYPE_ALIASES,
+    KV_DTYPES,
+    SAFETENSORS_KV_DTYPES,
+    SPECULATIVE,
+    VLLM_ONLY_KV_DTYPES,
+)
+from hfmem.memory.kv.vllm_dtypes import (
+    NVFP4,
+    PER_TOKEN_HEAD,
+    TURBOQUANT,
+    TURBOQUANT_BOUNDARY,
+    VLLM_NAME,
+    boundary_layers,
+    is_vllm_quantized,
+    per_head_formula,
+)
+from hfmem.memory.vllm_versions import default_block_size
 from hfmem.model.architecture import Architecture
 
 if TYPE_CHECKING:
     pass
 
 # llama.cpp's cache type names f16 / f32 are fp16 / fp32 for the other engines.
-_ALIASES = {"f16": "fp16", "f32": "fp32"}
 
 
 # The words of a warning that the engine refuses the configuration; the plan lifts such a warning into its notes and
@@ -108,16 +126,27 @@ class KVCacheEstimate:
 def _resolve_dtype(arch: Architecture, kv_dtype: str, engine: str, assumptions: list[str], weights_dtype: str | None) -> str:
     if kv_dtype not in KV_DTYPES:
         raise UsageError(f"--kv-dtype must be one of {', '.join(KV_DTYPES)}, got {kv_dtype!r}")
-    kv_dtype = _ALIASES.get(kv_dtype, kv_dtype)
+    kv_dtype = KV_DTYPE_ALIASES.get(kv_dtype, kv_dtype)
     if kv_dtype not in SAFETENSORS_KV_DTYPES:
         raise UsageError(f"--kv-dtype {kv_dtype} is a llama.cpp cache type, for GGUF models only; the {engine} "
-                         f"estimate takes {', '.join(SAFETENSORS_KV_DTYPES)} (or f16, f32)")
+                         f"estimate takes {', '.join(SAFETENSORS_KV_DTYPES)} (or {', '.join(KV_DTYPE_ALIASES)})")
     if kv_dtype == "auto":
         return _model_dtype(arch, engine, assumptions, weights_dtype)
-    if engine == "vllm" and kv_dtype in ("int4", "q8_0", "q4_0"):
+    if engine == "vllm" and kv_dtype in GGML_KV_DTYPES:
         assumptions.append(f"vLLM has no {kv_dtype} KV cache; bytes assume its storage layout regardless")
-    if engine == "vllm" and kv_dtype == "int8":
-        assumptions.append("int8 = vLLM's int8_per_token_head: adds fp32 K and V scales per token per head")
+    if engine == "vllm" and kv_dtype in PER_TOKEN_HEAD:
+        assumptions.append(f"{kv_dtype} = vLLM's {VLLM_NAME[kv_dtype]}"
+                           + (", two values per byte" if kv_dtype == "int4" else "")
+                           + ": adds fp32 K and V scales per token per head (TRITON_ATTN)")
+    if engine == "vllm" and kv_dtype in TURBOQUANT:
+        assumptions.append(f"{kv_dtype}: keys and values packed in one slot per head (TURBOQUANT backend; the first "
+                           f"and last {TURBOQUANT_BOUNDARY} layers keep the model dtype)")
+    if engine == "vllm" and kv_dtype in NVFP4:
+        assumptions.append(f"{kv_dtype}: two fp4 values per byte and an fp8 scale per 16 values, K and V rows apart "
+                           "(FLASHINFER, on GPUs whose FlashInfer runs NVFP4 attention)")
+    if engine == "transformers" and kv_dtype in VLLM_ONLY_KV_DTYPES:
+        raise UsageError(f"--kv-dtype {kv_dtype} is a vLLM cache dtype; transformers' DynamicCache has none "
+                         "(use --engine vllm)")
     if engine == "transformers" and kv_dtype not in ("bf16", "fp16", "fp32"):
         assumptions.append(
             f"DynamicCache stores the model dtype; {kv_dtype} assumes a quantized cache with no scale/zero-point "
@@ -139,23 +168,31 @@ def _elem(dtype: str) -> str:
     return f"{bits // 8} B" if bits % 8 == 0 else f"{bits}/8 B"
 
 
-def _formulas(layers: list[_Layer], dtype: str, engine: str, context: int, mbt: int, bs: int) -> dict[str, str]:
-    """How each layer type's bytes were computed, in words a reader can redo by hand (per sequence)."""
+def _formulas(layers: list[_Layer], dtype: str, engine: str, context: int, mbt: int, bs: int,
+              release: tuple[int, int] | None = None) -> dict[str, str]:
+    """How each layer type's bytes were computed, in words a reader can redo by hand (per sequence); release: the
+    vLLM release whose page rules apply to its quantized dtypes."""
     groups: dict[str, dict[tuple, int]] = {}
     for l in layers:
         if l.label in ("kv_shared", "no_cache"):
             continue
         key = (l.attn, l.kv_heads, l.dk, l.dv, l.window, tuple((s.name, s.hf_elements, s.hf_dtype, s.vllm_elements,
                                                                    s.vllm_dtype) for s in l.states),
-               _index_formula(l, dtype, engine))
+               _index_formula(l, dtype, engine), l.kv_dtype or dtype)
         groups.setdefault(l.label, {}).setdefault(key, 0)
         groups[l.label][key] += 1
     out: dict[str, str] = {}
     for label, shapes in groups.items():
         parts = []
-        for (attn, heads, dk, dv, window, states, index), n in shapes.items():
+        for (attn, heads, dk, dv, window, states, index, layer_dtype), n in shapes.items():
             bits = []
-            if attn == "mla" and engine == "vllm" and dtype == "fp8" and "fp8_ds_mla" in index:
+            if layer_dtype != dtype:  # TurboQuant's boundary layers keep the model dtype
+                bits.append(f"{n} x {heads} KV heads x ({dk} + {dv}) x {_elem(layer_dtype)}{index} per token "
+                            "(kept at the model dtype)")
+            elif attn and engine == "vllm" and is_vllm_quantized(dtype):
+                what = "latent" if attn == "mla" else f"{heads} KV heads x"
+                bits.append(f"{n} x {what} {per_head_formula(dtype, attn, dk, dv, release)}{index} per token")
+            elif attn == "mla" and engine == "vllm" and dtype == "fp8" and "fp8_ds_mla" in index:
                 bits.append(f"{n} x fp8_ds_mla ({dk} fp8 + {dk // 128} x 4 B scales + {dv} x 2 B rope = "
                             f"{dk + dk // 128 * 4 + dv * 2} B){index.replace('fp8_ds_mla', '')} per token")
             elif attn == "mla":
@@ -262,14 +299,42 @@ def kv_layout(
         if encoder_len is None:
             raise UsageError("encoder-decoder model without a maximum source length: give --encoder-len")
     layers = describe_layers(arch, engine, tp, encoder_len, assumptions, warnings, weights_dtype)
+    if engine == "vllm" and dtype in VLLM_ONLY_KV_DTYPES:
+        _check_vllm_only_dtype(layers, dtype, arch)
     if mtp_layers:
         layers = layers + mtp_cache_layers(layers, mtp_layers, assumptions, engine,
                                            sliding=arch.model_type in MTP_SLIDING_TYPES)
+    if engine == "vllm" and dtype in TURBOQUANT:  # the boundary layers (by index; MTP layers come after them)
+        kept = boundary_layers(arch.num_layers)
+        model = _model_dtype(arch, engine, [], weights_dtype)
+        layers = [replace(l, kv_dtype=model, label="boundary_attention") if l.index in kept else l
+                  for l in layers]
     if arch.is_encoder_decoder:
         assumptions.append(f"cross-attention cache sized by an encoder input of {encoder_len:,} tokens (--encoder-len)")
     if tp > 1:
         assumptions.append(f"per-GPU bytes at tensor parallel size {tp} (KV heads max(1, n_kv // tp); MLA not split)")
     return KVLayout(arch, engine, dtype, tp, encoder_len, layers, assumptions, warnings)
+
+
+def _check_vllm_only_dtype(layers: list[_Layer], dtype: str, arch: Architecture) -> None:
+    """fp8_per_token_head, NVFP4 and TurboQuant are modelled for the layers whose pages were recorded from vLLM's code
+    (full attention and sliding windows, per-token-head also MLA; TurboQuant dense full-attention models only); any
+    other layer is a usage error, said once per kind."""
+    allowed = {"full", "sliding"} | ({"mla", "chunked", "cross"} if dtype in PER_TOKEN_HEAD else set())
+    if dtype in TURBOQUANT:
+        allowed = {"full"}
+    other: dict[str, int] = {}
+    for l in layers:
+        if l.attn and (l.attn not in allowed or l.compressed is not None or (l.index_dim and l.index_kind != "dsa")):
+            other[l.label] = other.get(l.label, 0) + 1
+        if dtype in TURBOQUANT and l.states:
+            other[l.label] = other.get(l.label, 0) + 1
+    if dtype in TURBOQUANT and arch.is_encoder_decoder:
+        raise UsageError(f"--kv-dtype {dtype}: hfmem models vLLM's TurboQuant cache for decoder-only models")
+    if other:
+        kinds = ", ".join(f"{n} {label} layer{'s' if n > 1 else ''}" for label, n in other.items())
+        raise UsageError(f"--kv-dtype {dtype}: hfmem does not model vLLM's {VLLM_NAME[dtype]} cache for this model's "
+                         f"{kinds} (modelled: {', '.join(sorted(allowed))} attention layers)")
 
 
 def _check_positive(name: str, value: Any) -> None:
@@ -285,7 +350,7 @@ def estimate_kv(
     engine: str = "vllm",
     encoder_len: int | None = None,
     tp: int = 1,
-    block_size: int = 16,
+    block_size: int | None = None,
     max_batched_tokens: int = 8192,
     weights_dtype: str | None = None,
     mtp_layers: int = 0,
@@ -309,6 +374,8 @@ def estimate_kv(
     decoding): state layers keep a page per draft token per request."""
     if engine not in ENGINES:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if block_size is None:  # vLLM's default for the release (vllm_versions.default_block_size)
+        block_size = default_block_size(vllm_release) if engine == "vllm" else 16
     for name, value in (("context", context), ("batch", batch), ("tp", tp), ("block_size", block_size),
                         ("max_batched_tokens", max_batched_tokens)):
         _check_positive(name, value)
@@ -357,9 +424,10 @@ def estimate_at(layout: KVLayout, context: int, batch: int = 1, block_size: int 
             from hfmem.memory.kv.vllm import admission_tokens
 
             admitted = admission_tokens(max_batched_tokens, vllm_release)
-        key = ("formulas", admitted, est.block_size or block_size)
+        page_release = vllm_release if engine == "vllm" and is_vllm_quantized(dtype) else None
+        key = ("formulas", admitted, est.block_size or block_size, page_release)
         if key not in layout.memo:  # the text depends on the layers, the admitted tokens and the block size only
-            formulas = _formulas(layers, dtype, engine, context, admitted, est.block_size or block_size)
+            formulas = _formulas(layers, dtype, engine, context, admitted, est.block_size or block_size, page_release)
             if engine == "transformers":
                 formulas.update(_compressed_formulas(layers, dtype))
             layout.memo[key] = formulas

@@ -9,10 +9,12 @@ from typing import Any
 from hfmem.errors import UsageError
 from hfmem.gguf.ggml import block_of
 from hfmem.memory.kv.compressed import Compressed, compressed_layer
+from hfmem.memory.kv.vllm_dtypes import bytes_per_token as quantized_bytes_per_token
+from hfmem.memory.kv.vllm_dtypes import is_vllm_quantized
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv
 
-_BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "fp8": 8, "int8": 8, "int4": 4}
+_BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "fp8": 8, "int8": 8, "int4": 4, "fp8_per_token_head": 8}
 # KV dtypes stored as llama.cpp ggml blocks (block sizes from hfmem.gguf.ggml).
 GGML_KV_DTYPES = ("q8_0", "q4_0")
 _TORCH_TO_SHORT = {
@@ -102,6 +104,7 @@ class _Layer:
     compressed: Compressed | None = None  # DeepSeek-V4 CSA/HCA branch beside the window (compressed.py)
     hf_linear_layer: bool = False  # transformers caches its states in a LinearAttentionCacheLayerMixin layer
     state_family: str | None = None  # mamba1 | mamba2 | gdn | kda | linear | short_conv (_STATE_FAMILY)
+    kv_dtype: str | None = None  # this layer's cache dtype where it differs from the model's (TurboQuant's boundary)
 
 
 def _int(value: Any) -> int | None:
@@ -514,8 +517,14 @@ def describe_layers(
     return layers
 
 
-def _attn_bytes_per_token(layer: _Layer, dtype: str, engine: str) -> int:
-    """Bytes one token costs in one attention layer (per sequence, per GPU)."""
+def _attn_bytes_per_token(layer: _Layer, dtype: str, engine: str, release: tuple[int, int] | None = None) -> int:
+    """Bytes one token costs in one attention layer (per sequence, per GPU); release: the vLLM release whose page
+    rules apply (None: the newest read)."""
+    dtype = layer.kv_dtype or dtype
+    if engine == "vllm" and is_vllm_quantized(dtype):
+        assert layer.attn is not None
+        return (quantized_bytes_per_token(dtype, layer.attn, layer.kv_heads, layer.dk, layer.dv, release)
+                + index_bytes_per_token(layer, dtype, engine))
     if layer.attn == "mla":
         if engine == "vllm" and fp8_ds_mla(layer, dtype):
             # 656 B for DeepSeek-V3.2: kv_lora_rank fp8 values + one fp32 scale per 128 + the rope part in bf16
@@ -526,8 +535,6 @@ def _attn_bytes_per_token(layer: _Layer, dtype: str, engine: str) -> int:
             b = row_bytes(layer.dk, dtype) + row_bytes(layer.dv, dtype)
     else:
         b = row_bytes(layer.kv_heads * layer.dk, dtype) + row_bytes(layer.kv_heads * layer.dv, dtype)
-    if engine == "vllm" and dtype == "int8":
-        b += 2 * layer.kv_heads * 4  # vllm, v1/kv_cache_interface.py: AttentionSpec.page_size_bytes: fp32 scales
     return b + index_bytes_per_token(layer, dtype, engine)
 
 

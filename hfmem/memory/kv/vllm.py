@@ -9,8 +9,23 @@ from dataclasses import dataclass, replace
 
 from hfmem.errors import UsageError
 from hfmem.memory.kv.estimate import DOES_NOT_START, KVCacheEstimate
-from hfmem.memory.kv.layers import _add, _attn_bytes_per_token, _Layer, _State, _state_bytes, index_bytes_per_token
+from hfmem.memory.kv.layers import (
+    _BITS,
+    _add,
+    _attn_bytes_per_token,
+    _Layer,
+    _State,
+    _state_bytes,
+    index_bytes_per_token,
+)
 from hfmem.memory.kv.vllm_deepseek_v4 import deepseek_v4_vllm, layout_for
+from hfmem.memory.kv.vllm_dtypes import (
+    TURBOQUANT,
+    head_size_refusal,
+    is_vllm_quantized,
+    release_refusal,
+    turboquant_block_size,
+)
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, fmt_bytes
 
@@ -163,8 +178,10 @@ def mamba_cache_mode(model_type: str, prefix_caching: bool, release: tuple[int, 
 
 
 def hybrid_alignment(mla: bool, mode: str, checkpoint: str | None, release: tuple[int, int] | None,
-                     gpu_sm: int | None) -> int:
-    """Tokens the hybrid attention block size is a multiple of (the kernel-block rules above)."""
+                     gpu_sm: int | None, block_size: int = 16) -> int:
+    """Tokens the hybrid attention block size is a multiple of (the kernel-block rules above); block_size: the block
+    size the platform starts from (platforms/interface.py _align_hybrid_block_size: the kernel alignment is at least
+    cache_config.block_size, 64 by default from 0.34)."""
     align = 16
     if mla:
         if release is not None and release < (0, 20):
@@ -173,6 +190,7 @@ def hybrid_alignment(mla: bool, mode: str, checkpoint: str | None, release: tupl
             align = MLA_HYBRID_ALIGNMENT_FROM_027
         elif gpu_sm is not None and gpu_sm // 10 == 10:
             align = 32
+    align = max(align, block_size)
     if mode == "align" and checkpoint == "gdn":
         align = math.lcm(align, GDN_CHECKPOINT_ALIGNMENT)
     return align
@@ -276,7 +294,8 @@ class _Spec:
 
 
 def _vllm_specs(layers: list[_Layer], dtype: str, block_size: int, full_only: bool,
-                assumptions: list[str], alignment: int = 16, chunk: int | None = None) -> tuple[dict[int, _Spec], int]:
+                assumptions: list[str], alignment: int = 16, chunk: int | None = None,
+                release: tuple[int, int] | None = None) -> tuple[dict[int, _Spec], int]:
     """Per-layer specs after the hybrid block-size/padding rule (vllm, platforms/interface.py:
     Platform._align_hybrid_block_size; model_executor/models/config.py: HybridAttentionMambaModelConfig before 0.20).
     alignment: hybrid_alignment's; chunk: the Mamba2 chunk size in mamba_cache_mode "all", else None."""
@@ -287,7 +306,7 @@ def _vllm_specs(layers: list[_Layer], dtype: str, block_size: int, full_only: bo
         # attention page (per token) from the first attention layer; block size = a multiple of the alignment whose
         # page holds the largest state page (in mode "all" a multiple of lcm(chunk, alignment)), if larger than the
         # configured one
-        p1 = _attn_bytes_per_token(attn_layers[0], dtype, "vllm")
+        p1 = _attn_bytes_per_token(attn_layers[0], dtype, "vllm", release)
         mamba_page = max(_state_bytes(l, "vllm") for l in state_layers)
         if chunk:
             step = math.lcm(chunk, alignment)
@@ -303,13 +322,13 @@ def _vllm_specs(layers: list[_Layer], dtype: str, block_size: int, full_only: bo
     specs: dict[int, _Spec] = {}
     attn_page_for_state = None
     if attn_layers and state_layers:
-        attn_page_for_state = bs * _attn_bytes_per_token(attn_layers[0], dtype, "vllm")
+        attn_page_for_state = bs * _attn_bytes_per_token(attn_layers[0], dtype, "vllm", release)
     for l in layers:
         if l.attn:
             kind = {"mla": "full", "full": "full", "sliding": "sliding", "chunked": "chunked", "cross": "cross"}[l.attn]
             if full_only and kind in ("sliding", "chunked"):
                 kind = "full"
-            page = bs * _attn_bytes_per_token(l, dtype, "vllm")
+            page = bs * _attn_bytes_per_token(l, dtype, "vllm", release)
             specs[l.index] = _Spec(kind, bs, page, l.window if kind in ("sliding", "chunked") else None)
         if l.states:
             page = _state_bytes(l, "vllm")
@@ -524,19 +543,28 @@ class _VllmLayout:
 
 
 def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, mode: str, checkpoint: str | None,
-                 alignment: int, chunk: int | None, factor: float | None) -> _VllmLayout:
+                 alignment: int, chunk: int | None, factor: float | None,
+                 release: tuple[int, int] | None = None) -> _VllmLayout:
     """mode: the hybrid model's mamba_cache_mode ("none" for every other model), checkpoint: checkpoint_page's,
-    factor: group_size_factor's."""
+    factor: group_size_factor's; release: whose page rules apply to the quantized KV dtypes (vllm_dtypes.py)."""
     local: list[str] = []
     block_size = _sparse_block_size(layers, dtype, block_size, local)
+    kept = next((l for l in layers if l.kv_dtype), None)
+    if dtype in TURBOQUANT and kept is not None:
+        raised = turboquant_block_size(block_size, kept.kv_heads, kept.dk, _BITS[kept.kv_dtype or "bf16"] // 8, release)
+        if raised != block_size:
+            local.append(f"{dtype} beside {kept.kv_dtype} boundary layers: vLLM raises the block size to {raised} so a "
+                         "quantized page covers a boundary layer's at the smallest kernel block "
+                         "(platforms/interface.py _align_heterogeneous_kv_block_size, 0.25 on)")
+            block_size = raised
     pages = _state_pages(mode)  # "align" and "all" on hybrid models only (docs/kv.md)
     if checkpoint and mode == "align":
         pages += 1  # the prefill-checkpoint page (CHECKPOINT_PAGE_FROM)
-    specs, bs = _vllm_specs(layers, dtype, block_size, False, local, alignment, chunk)
+    specs, bs = _vllm_specs(layers, dtype, block_size, False, local, alignment, chunk, release)
     groups = _groups_of(layers, specs, local, factor)
     full_groups = None
     if any(l.attn in ("sliding", "chunked") for l in layers):
-        full_specs, _ = _vllm_specs(layers, dtype, block_size, True, [], alignment, chunk)
+        full_specs, _ = _vllm_specs(layers, dtype, block_size, True, [], alignment, chunk, release)
         full_groups = _groups_of(layers, full_specs, [], factor)
     by: dict[str, dict[str, int]] = {}
     per_token = 0
@@ -544,7 +572,7 @@ def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, mode: str, c
         if l.label in ("kv_shared", "no_cache"):
             _add(by, l.label, layers=1)
             continue
-        bpt = _attn_bytes_per_token(l, dtype, "vllm") if l.attn else 0
+        bpt = _attn_bytes_per_token(l, dtype, "vllm", release) if l.attn else 0
         if l.attn in ("full", "mla"):
             per_token += bpt
         _add(by, l.label, layers=1, bytes_per_token=bpt, state_bytes=_state_bytes(l, "vllm"))
@@ -578,6 +606,11 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     state checkpoint page apply (None: the newest read); gpu_sm: the GPU's compute capability x 10 (None: not known);
     speculative_tokens: vLLM's num_speculative_tokens (0: no speculative decoding)."""
     admitted = admission_tokens(mbt, release)
+    refusal = is_vllm_quantized(dtype) and (release_refusal(dtype, release) or next(
+        (r for l in layers if l.attn and (r := head_size_refusal(dtype, l.dk, l.dv, release))), None))
+    if refusal:
+        version = "" if release is None else f" {release[0]}.{release[1]}"
+        warnings.append(f"vLLM{version} {DOES_NOT_START}: {refusal}")
     if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
         return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, admitted, layout_for(release))
     stateful = any(l.states for l in layers)
@@ -601,7 +634,7 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     checkpoint = None
     if mode == "align":
         checkpoint = checkpoint_page(layers, release, gpu_sm, flashkda_prefill(arch, layers, gpu_sm))
-    alignment = hybrid_alignment(any(l.attn == "mla" for l in layers), mode, checkpoint, release, gpu_sm)
+    alignment = hybrid_alignment(any(l.attn == "mla" for l in layers), mode, checkpoint, release, gpu_sm, block_size)
     chunk = None
     if mode == "all":  # ModelConfig.get_mamba_chunk_size: mamba_chunk_size, else chunk_size
         cfg = arch.text_config or {}
@@ -610,12 +643,14 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     factor = group_size_factor(release)
     model_dtype_ssm = _ssm_in_model_dtype(arch, release)
     rows = conv_draft_rows(arch.model_type, release, held_draft)
-    key = ("vllm", dtype, block_size, mode, checkpoint, alignment, chunk, factor, model_dtype_ssm, rows)
+    # the release only matters to the quantized dtypes' pages (vllm_dtypes.py)
+    page_release = release if is_vllm_quantized(dtype) else None
+    key = ("vllm", dtype, block_size, mode, checkpoint, alignment, chunk, factor, model_dtype_ssm, rows, page_release)
     layout = memo.get(key) if memo is not None else None
     if layout is None:
         described = _ssm_states_in_model_dtype(layers) if model_dtype_ssm else layers
         layout = _vllm_layout(_with_conv_rows(described, rows) if rows else described, dtype, block_size, mode,
-                              checkpoint, alignment, chunk, factor)
+                              checkpoint, alignment, chunk, factor, page_release)
         if memo is not None:
             memo[key] = layout
     bs, pages, has_window = layout.block_size, layout.pages, layout.full_groups is not None

@@ -1,0 +1,171 @@
+"""Record what vLLM's own code gives dense models with a TurboQuant KV cache (--kv-cache-dtype turboquant_*), release
+by release (developer tool; tests never run it): the layers it keeps at the model dtype, the block size, each layer's
+page and the pool blocks, fit-check bytes and concurrency. The result, fixtures/vllm/turboquant.json, is what
+tests/test_kv_vllm_dtypes.py holds hfmem's TurboQuant arithmetic to.
+
+Each release runs in its own interpreter with its unpacked wheel first on PYTHONPATH (set-up as in
+scripts/record_vllm_planning.py). What is the engine's own code: the boundary layers kept at the model dtype
+(model_executor/layers/quantization/turboquant/config.py TurboQuantConfig.get_boundary_skip_layers, as
+engine/arg_utils.py create_engine_config calls it), the block size (platforms/interface.py
+Platform.update_block_size_for_backend: the backends' preferred size from the release's default, and from 0.25
+_align_heterogeneous_kv_block_size for the layers kept at the model dtype), each layer's spec
+(Attention.get_kv_cache_spec on a stand-in layer, then the backend's customize_spec where the release has one), and
+the grouping and pool (as record_vllm_planning.py). What the harness decides: the layers' backends, TURBOQUANT for the
+quantized layers and FLASH_ATTN (FlashAttention 2, which the boundary layers need: arg_utils.py) for the others, in
+layer order (the first layer is a boundary layer).
+
+    python scripts/record_vllm_turboquant.py --src /tmp/vllm-src --deps /tmp/vdeps 0.20.0 0.21.0 0.22.0 0.24.0 \
+        0.25.0 0.27.0 0.28.0 0.31.0 0.33.0 0.34.0   # about three minutes
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "fixtures" / "vllm" / "turboquant.json"
+CASES = ("meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2-7B-Instruct", "meta-llama/Llama-3.2-1B-Instruct")
+PRESETS = ("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc")
+POINTS = ((32_768, 8_192, 20_000_000_000), (131_072, 2_048, 40_000_000_000), (8_192, 8_192, 3_000_000_000))
+FIELDS = ("max_model_len", "max_num_batched_tokens", "available_bytes", "num_blocks", "fit_bytes", "concurrency")
+
+
+def _inner(config_path: str) -> list[dict]:
+    """Runs inside the release's interpreter."""
+    import importlib
+    import inspect
+    import types
+
+    import torch
+
+    from record_vllm_hybrid import _no_context
+    from record_vllm_planning import plan_groups  # this folder is on sys.path: the script runs from it
+
+    import vllm.config.vllm as config_vllm
+    from vllm.config.cache import CacheConfig, CacheDType
+    from vllm.model_executor.layers.attention.attention import Attention
+    from vllm.model_executor.layers.quantization.turboquant.config import TurboQuantConfig
+    from vllm.platforms.interface import Platform
+    from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
+
+    try:
+        from vllm.v1.attention.backend import AttentionType
+    except ImportError:
+        from vllm.attention.backends.abstract import AttentionType
+    try:
+        customize = importlib.import_module("vllm.v1.worker.utils").customize_attention_spec
+    except AttributeError:
+        def customize(backend, spec):
+            return backend.customize_spec(spec) if hasattr(backend, "customize_spec") else spec
+    try:
+        plan = importlib.import_module("vllm.v1.core.kv_cache_planning")
+    except ImportError:
+        plan = importlib.import_module("vllm.v1.core.kv_cache_utils")
+    utils = importlib.import_module("vllm.v1.core.kv_cache_utils")
+    fa = importlib.import_module("vllm.v1.attention.backends.flash_attn").FlashAttentionBackend
+    tq = importlib.import_module("vllm.v1.attention.backends.turboquant_attn").TurboQuantAttentionBackend
+    config_vllm.set_current_vllm_config = _no_context
+    Platform._find_non_ssm_backend = classmethod(lambda c, v: fa)  # up to 0.24: the first layer's
+    Platform._find_non_ssm_backends = classmethod(lambda c, v: [fa, tq])  # 0.25 on: every distinct one, layer order
+    offered = set(CacheDType.__args__)
+    default_block = getattr(CacheConfig, "DEFAULT_BLOCK_SIZE", 16)
+
+    def ns(**kw):
+        return types.SimpleNamespace(**kw)
+
+    cfg = json.loads(Path(config_path).read_text())
+    n, heads = cfg["num_hidden_layers"], cfg["num_key_value_heads"]
+    head_size = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    out = []
+    for preset in PRESETS:
+        if preset not in offered:
+            continue
+        points, layouts = [], set()
+        for max_len, mbt, available in POINTS:
+            model = ns(dtype=torch.bfloat16, use_mla=False, is_hybrid=False, max_model_len=max_len,
+                       hf_text_config=ns(num_hidden_layers=n), hf_config=ns(num_hidden_layers=n),
+                       get_num_kv_heads=lambda pc: heads, get_head_size=lambda: head_size,
+                       supports_kv_cache_grouping=False, is_encoder_decoder=False, is_multimodal_model=False)
+            params = inspect.signature(TurboQuantConfig.get_boundary_skip_layers).parameters
+            skip = (TurboQuantConfig.get_boundary_skip_layers(n) if "num_layers" in params
+                    else TurboQuantConfig.get_boundary_skip_layers(model))
+            cache = ns(cache_dtype=preset, block_size=default_block, user_specified_block_size=False,
+                       kv_cache_dtype_skip_layers=list(skip), skip_page_size_padded=None, mamba_page_size_padded=None,
+                       num_gpu_blocks_override=None, mamba_cache_mode="none", enable_prefix_caching=True,
+                       kv_offloading_size=None, kv_cache_layout=None, prefix_cache_retention_interval=None,
+                       kv_sharing_fast_prefill=False, prefix_match_unit=None)
+            try:
+                from vllm.v1.kv_cache_layout import KVCacheLayout
+
+                cache.get_resolved_kv_cache_layout = lambda: KVCacheLayout.LBNHC
+            except ImportError:
+                pass
+            vc = ns(model_config=model, cache_config=cache,
+                    parallel_config=ns(tensor_parallel_size=1, pipeline_parallel_size=1,
+                                       decode_context_parallel_size=1, prefill_context_parallel_size=1),
+                    scheduler_config=ns(max_num_batched_tokens=mbt, disable_hybrid_kv_cache_manager=False,
+                                        async_scheduling=True, max_num_encoder_input_tokens=mbt),
+                    kv_transfer_config=None, speculative_config=None, max_concurrent_batches=2,
+                    max_in_flight_tokens=2 * mbt, attention_config=ns(hisparse_config=None, backend=None),
+                    compilation_config=ns(static_forward_context={}), additional_config={})
+            for backend in (fa, tq):  # FLASH_ATTN's kernel sizes read the current config (0.20-0.22)
+                module = sys.modules[backend.__module__]
+                if hasattr(module, "get_current_vllm_config"):
+                    module.get_current_vllm_config = lambda vc=vc: vc
+            Platform.update_block_size_for_backend(vc)
+            specs, pages = {}, []
+            for i in range(n):
+                kept = str(i) in cache.kv_cache_dtype_skip_layers
+                dtype, backend = ("auto", fa) if kept else (preset, tq)
+                layer = ns(attn_type=AttentionType.DECODER, kv_cache_dtype=dtype, sliding_window=None,
+                           num_kv_heads=heads, head_size=head_size, head_size_v=head_size,
+                           kv_cache_torch_dtype=kv_cache_dtype_str_to_dtype(dtype, model), attn_backend=backend,
+                           has_sink=False)
+                spec = customize(backend, Attention.get_kv_cache_spec(layer, vc))
+                specs[f"model.layers.{i}.self_attn.attn"] = spec
+                pages.append(spec.page_size_bytes)
+            groups, kv_config, fit = plan_groups(plan, vc, specs, available)
+            points.append([max_len, mbt, available, kv_config.num_blocks, fit,
+                           utils.get_max_concurrency_for_kv_cache_config(vc, kv_config)])
+            layouts.add((cache.block_size, tuple(sorted(int(s) for s in skip)), tuple(pages)))
+        assert len(layouts) == 1, layouts
+        block_size, kept, pages = layouts.pop()
+        out.append({"dtype": preset, "block_size": block_size, "kept_layers": list(kept),
+                    "layer_pages": sorted(set(pages)), "points": points})
+    return out
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--inner":
+        print(json.dumps(_inner(sys.argv[2])))
+        return
+    from record_vllm_planning import release_arguments
+
+    args = release_arguments(__doc__).parse_args()
+    merged = {(r["vllm"], r["model"], r["dtype"]): r
+              for r in (json.loads(OUT.read_text())["records"] if OUT.exists() else [])}
+    for release in args.releases:
+        env = dict(os.environ, PYTHONPATH=f"{Path(args.src) / release}{os.pathsep}{args.deps}")
+        for case in CASES:
+            config = REPO / "fixtures" / "configs" / case / "config.json"
+            run = subprocess.run([args.python, __file__, "--inner", str(config)], env=env, capture_output=True,
+                                 text=True, check=False)
+            if run.returncode:
+                sys.exit(f"{release} {case}: {run.stderr.strip().splitlines()[-1]}")
+            for rec in json.loads(run.stdout.strip().splitlines()[-1]):
+                merged[(release, case, rec["dtype"])] = {"vllm": release, "model": case, **rec}
+            print(release, case, "done", file=sys.stderr)
+
+    def key(k: tuple) -> tuple:
+        return tuple(int(x) for x in k[0].split(".")), CASES.index(k[1]), PRESETS.index(k[2])
+    rows = [json.dumps(merged[k]) for k in sorted(merged, key=key)]
+    OUT.write_text('{"how": "scripts/record_vllm_turboquant.py", "point_fields": ' + json.dumps(list(FIELDS))
+                   + ', "records": [\n' + ",\n".join(rows) + "\n]}\n")
+
+
+if __name__ == "__main__":
+    main()
