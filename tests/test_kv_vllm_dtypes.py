@@ -165,3 +165,13 @@ def test_turboquant_is_refused_where_not_modelled():
         estimate_kv(_arch("google/gemma-3-27b-it"), 4096, kv_dtype="turboquant_k8v4")
     with pytest.raises(UsageError, match="linear_attention"):
         estimate_kv(_arch("Qwen/Qwen3.5-4B"), 4096, kv_dtype="turboquant_4bit_nc")
+
+
+def test_the_serve_command_names_vllms_dtype(stub_repo):
+    """`run it` passes the dtype by vLLM's own name (int8 is --kv-cache-dtype int8_per_token_head)."""
+    repo = str(stub_repo("Qwen/Qwen2-7B-Instruct"))
+    for dtype, flag in (("int8", "int8_per_token_head"), ("int4_per_token_head", "int4_per_token_head"),
+                        ("turboquant_k8v4", "turboquant_k8v4"), ("nvfp4", "nvfp4")):
+        out = CliRunner().invoke(main, [repo, "--gpu", "4090", "--ctx", "16k", "--kv-dtype", dtype]).output
+        line = next(line for line in out.splitlines() if "run it" in line)
+        assert f"--kv-cache-dtype {flag} " in line, line

@@ -11,6 +11,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hfmem.memory.kv.vllm_dtypes import VLLM_NAME
+
 if TYPE_CHECKING:
     from hfmem.memory.planner import InferencePlan
     from hfmem.report import Report
@@ -73,10 +75,11 @@ def vllm_serve(report: Report, plan: InferencePlan, *, tp: int, pp: int = 1, con
         argv += ["--pipeline-parallel-size", str(pp)]
     if plan.gpu_util is not None:
         argv += ["--gpu-memory-utilization", f"{plan.gpu_util:g}"]
-    if plan.kv_dtype and plan.kv_dtype.startswith("fp8"):
-        argv += ["--kv-cache-dtype", plan.kv_dtype]
-    elif plan.kv_dtype in ("int8", "int4", "q8_0", "q4_0"):
-        return ServeCommand(None, [f"vLLM has no {plan.kv_dtype} KV cache (--kv-cache-dtype: auto or fp8)"])
+    if plan.kv_dtype and (plan.kv_dtype.startswith("fp8") or plan.kv_dtype in VLLM_NAME):
+        argv += ["--kv-cache-dtype", VLLM_NAME.get(plan.kv_dtype, plan.kv_dtype)]  # vLLM's name (int8_per_token_head)
+    elif plan.kv_dtype in ("q8_0", "q4_0"):
+        return ServeCommand(None, [f"vLLM has no {plan.kv_dtype} KV cache (--kv-cache-dtype: auto, fp8, the "
+                                   "per-token-head, nvfp4 or turboquant dtypes)"])
     if concurrency is not None and concurrency >= 1:
         # fewer sequences than the plan's profile assumed only shrink vLLM's sampler warm-up: the plan stays safe
         argv += ["--max-num-seqs", str(int(concurrency))]
