@@ -119,10 +119,11 @@ def test_vllm_spellings_are_hfmems_dtypes():
 
 
 def test_unmodelled_layers_and_engines_are_refused_once():
-    """NVFP4 is recorded for full-attention and sliding-window layers only: an MLA model is a usage error naming its
-    layers once; transformers has no such cache."""
-    with pytest.raises(UsageError, match=r"nvfp4 cache for this model's 61 mla layers"):
-        estimate_kv(_arch("deepseek-ai/DeepSeek-V3"), 4096, kv_dtype="nvfp4")
+    """No MLA attention backend takes these dtypes (supported_kv_cache_dtypes of every MLA backend, 0.20-0.34): an MLA
+    model is a usage error naming its layers once, whichever the dtype; transformers has no such cache."""
+    for dtype, name in (("nvfp4", "nvfp4"), ("int8", "int8_per_token_head"), ("turboquant_k8v4", "turboquant_k8v4")):
+        with pytest.raises(UsageError, match=rf"no MLA attention backend that takes {name} \(this model.s 61 MLA layers"):
+            estimate_kv(_arch("deepseek-ai/DeepSeek-V3"), 4096, kv_dtype=dtype)
     with pytest.raises(UsageError, match="vLLM cache dtype"):
         estimate_kv(_arch("meta-llama/Llama-3.1-8B-Instruct"), 4096, kv_dtype="fp8_per_token_head",
                     engine="transformers")

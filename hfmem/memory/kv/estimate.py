@@ -190,8 +190,7 @@ def _formulas(layers: list[_Layer], dtype: str, engine: str, context: int, mbt: 
                 bits.append(f"{n} x {heads} KV heads x ({dk} + {dv}) x {_elem(layer_dtype)}{index} per token "
                             "(kept at the model dtype)")
             elif attn and engine == "vllm" and is_vllm_quantized(dtype):
-                what = "latent" if attn == "mla" else f"{heads} KV heads x"
-                bits.append(f"{n} x {what} {per_head_formula(dtype, attn, dk, dv, release)}{index} per token")
+                bits.append(f"{n} x {heads} KV heads x {per_head_formula(dtype, attn, dk, dv, release)}{index} per token")
             elif attn == "mla" and engine == "vllm" and dtype == "fp8" and "fp8_ds_mla" in index:
                 bits.append(f"{n} x fp8_ds_mla ({dk} fp8 + {dk // 128} x 4 B scales + {dv} x 2 B rope = "
                             f"{dk + dk // 128 * 4 + dv * 2} B){index.replace('fp8_ds_mla', '')} per token")
@@ -299,7 +298,7 @@ def kv_layout(
         if encoder_len is None:
             raise UsageError("encoder-decoder model without a maximum source length: give --encoder-len")
     layers = describe_layers(arch, engine, tp, encoder_len, assumptions, warnings, weights_dtype)
-    if engine == "vllm" and dtype in VLLM_ONLY_KV_DTYPES:
+    if engine == "vllm" and is_vllm_quantized(dtype):
         _check_vllm_only_dtype(layers, dtype, arch)
     if mtp_layers:
         layers = layers + mtp_cache_layers(layers, mtp_layers, assumptions, engine,
@@ -317,10 +316,11 @@ def kv_layout(
 
 
 def _check_vllm_only_dtype(layers: list[_Layer], dtype: str, arch: Architecture) -> None:
-    """fp8_per_token_head, NVFP4 and TurboQuant are modelled for the layers whose pages were recorded from vLLM's code
-    (full attention and sliding windows, per-token-head also MLA; TurboQuant dense full-attention models only); any
-    other layer is a usage error, said once per kind."""
-    allowed = {"full", "sliding"} | ({"mla", "chunked", "cross"} if dtype in PER_TOKEN_HEAD else set())
+    """vLLM's quantized dtypes are modelled for the layers whose pages were recorded from vLLM's code (full attention
+    and sliding windows, per-token-head also chunked and cross attention, by the same spec formula; TurboQuant dense
+    full-attention models only); any other layer is a usage error, said once per kind. No MLA attention backend takes
+    them (the MLA backends' supported_kv_cache_dtypes, 0.20-0.34: auto, fp16, bf16, fp8), so MLA is refused too."""
+    allowed = {"full", "sliding"} | ({"chunked", "cross"} if dtype in PER_TOKEN_HEAD else set())
     if dtype in TURBOQUANT:
         allowed = {"full"}
     other: dict[str, int] = {}
@@ -331,6 +331,10 @@ def _check_vllm_only_dtype(layers: list[_Layer], dtype: str, arch: Architecture)
             other[l.label] = other.get(l.label, 0) + 1
     if dtype in TURBOQUANT and arch.is_encoder_decoder:
         raise UsageError(f"--kv-dtype {dtype}: hfmem models vLLM's TurboQuant cache for decoder-only models")
+    mla = sum(1 for l in layers if l.attn == "mla")
+    if mla:
+        raise UsageError(f"--kv-dtype {dtype}: vLLM has no MLA attention backend that takes {VLLM_NAME[dtype]} "
+                         f"(this model's {mla} MLA layers; the MLA backends take auto, fp16, bf16 and fp8)")
     if other:
         kinds = ", ".join(f"{n} {label} layer{'s' if n > 1 else ''}" for label, n in other.items())
         raise UsageError(f"--kv-dtype {dtype}: hfmem does not model vLLM's {VLLM_NAME[dtype]} cache for this model's "

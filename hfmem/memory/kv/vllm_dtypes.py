@@ -78,12 +78,10 @@ def turboquant_block_size(block_size: int, heads: int, head_size: int, model_byt
 
 
 def bytes_per_token(dtype: str, attn: str, heads: int, dk: int, dv: int, release: tuple[int, int] | None) -> int:
-    """Bytes one token costs in one attention layer (`attn`: hfmem's kind, "full", "sliding", "chunked", "cross" or
-    "mla"; MLA: one latent row of dk + dv) under vLLM `release` (None: the newest read)."""
+    """Bytes one token costs in one attention layer (`attn`: hfmem's kind, "full", "sliding", "chunked" or "cross";
+    no MLA backend takes these dtypes) under vLLM `release` (None: the newest read)."""
     sliding = attn == "sliding"
     if dtype in PER_TOKEN_HEAD:
-        if attn == "mla":  # MLACommonBackend.customize_spec: one latent row (halved for int4) and one scale pair
-            return ((dk + dv) // 2 if dtype == "int4" else dk + dv) + _SCALES
         halve = dtype == "int4" and not (sliding and release is not None
                                          and INT4_SLIDING_UNHALVED[0] <= release < INT4_SLIDING_UNHALVED[1])
         return heads * ((dk // 2 + dv // 2 if halve else dk + dv) + _SCALES)
@@ -96,7 +94,7 @@ def bytes_per_token(dtype: str, attn: str, heads: int, dk: int, dv: int, release
 
 
 def per_head_formula(dtype: str, attn: str, dk: int, dv: int, release: tuple[int, int] | None) -> str:
-    """How :func:`bytes_per_token` got one head's (MLA: the latent's) bytes, in words a reader can redo."""
+    """How :func:`bytes_per_token` got one head's bytes, in words a reader can redo."""
     total = bytes_per_token(dtype, attn, 1, dk, dv, release)
     if dtype in TURBOQUANT:
         key_bits, value_bits = TURBOQUANT[dtype]
