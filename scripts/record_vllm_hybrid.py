@@ -109,6 +109,7 @@ def _inner(config_path: str, sm: int, speculative: bool, kv_dtype: str = "auto")
     """Runs inside the release's interpreter. kv_dtype: vLLM's --kv-cache-dtype (KV_DTYPE_SETTINGS)."""
     import dataclasses
     import importlib
+    import inspect
     import types
 
     import torch
@@ -167,9 +168,12 @@ def _inner(config_path: str, sm: int, speculative: bool, kv_dtype: str = "auto")
     if kv_dtype != "auto" and use_mla:
         return []
     quant_backend = None  # the backend vLLM takes the quantized dtype with (record_vllm_kv_dtypes.py)
+    turboquant = kv_dtype.startswith("turboquant_")
     if kv_dtype.startswith("nvfp4"):
         _stub_packages("flashinfer", "pynvml")
         quant_backend = importlib.import_module("vllm.v1.attention.backends.flashinfer").FlashInferBackend
+    elif turboquant:
+        quant_backend = importlib.import_module("vllm.v1.attention.backends.turboquant_attn").TurboQuantAttentionBackend
     elif kv_dtype != "auto":
         quant_backend = importlib.import_module("vllm.v1.attention.backends.triton_attn").TritonAttentionBackend
     if quant_backend is not None:
@@ -189,7 +193,13 @@ def _inner(config_path: str, sm: int, speculative: bool, kv_dtype: str = "auto")
         # get_supported_kernel_block_sizes is [MultipleOf(16)] in every release read (0.20-0.34), as TRITON_MLA's is
     else:
         backend = importlib.import_module("vllm.v1.attention.backends.flash_attn").FlashAttentionBackend
+    from vllm.model_executor.layers.attention.attention import Attention
     from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
+
+    try:
+        from vllm.v1.attention.backend import AttentionType
+    except ImportError:
+        from vllm.attention.backends.abstract import AttentionType
 
     try:
         customize = importlib.import_module("vllm.v1.worker.utils").customize_attention_spec
@@ -275,6 +285,12 @@ def _inner(config_path: str, sm: int, speculative: bool, kv_dtype: str = "auto")
             if hasattr(backend_module, "get_current_vllm_config"):  # FLASH_ATTN's kernel sizes read it (0.20-0.22)
                 backend_module.get_current_vllm_config = lambda vc=vc: vc
             try:
+                if turboquant:  # engine/arg_utils.py: 0.20 refuses hybrids; later boundary layers (none on hybrids)
+                    from vllm.model_executor.layers.quantization.turboquant.config import TurboQuantConfig
+
+                    if "num_layers" in inspect.signature(TurboQuantConfig.get_boundary_skip_layers).parameters:
+                        raise NotImplementedError("TurboQuant KV cache is not supported for hybrid models (0.20)")
+                    cache.kv_cache_dtype_skip_layers = list(TurboQuantConfig.get_boundary_skip_layers(model))
                 if hasattr(Platform, "_align_hybrid_block_size"):  # 0.20 on: the config hooks, then the alignment
                     hooks.MambaModelConfig.verify_and_update_config(vc)  # mamba_cache_mode from prefix caching
                     if architecture in hooks.MODELS_CONFIG_MAP:  # the model's own (Qwen3.5, Nemotron-H: SSM dtype)
@@ -284,6 +300,9 @@ def _inner(config_path: str, sm: int, speculative: bool, kv_dtype: str = "auto")
                     if architecture in hooks.MODELS_CONFIG_MAP:
                         hooks.MODELS_CONFIG_MAP[architecture].verify_and_update_config(vc)
                     hooks.HybridAttentionMambaModelConfig.verify_and_update_config(vc)
+            except NotImplementedError as e:  # TurboQuant where the release refuses the model
+                refused = str(e)
+                break
             except AssertionError as e:  # 0.15-0.16: "align" with speculative decoding
                 if not drafts:
                     raise
@@ -301,6 +320,13 @@ def _inner(config_path: str, sm: int, speculative: bool, kv_dtype: str = "auto")
                 if is_attn:
                     common = dict(block_size=bs, num_kv_heads=model.get_num_kv_heads(parallel), head_size=head_size,
                                   dtype=torch.bfloat16)
+                    if turboquant:  # the layer's own spec (TQFullAttentionSpec in 0.20-0.27), then the packing
+                        layer = ns(attn_type=AttentionType.DECODER, kv_cache_dtype=kv_dtype, sliding_window=None,
+                                   num_kv_heads=model.get_num_kv_heads(parallel), head_size=head_size,
+                                   head_size_v=head_size, kv_cache_torch_dtype=kv_cache_dtype_str_to_dtype(kv_dtype, model),
+                                   attn_backend=quant_backend, has_sink=False)
+                        specs[f"l{i}.attn"] = customize(quant_backend, Attention.get_kv_cache_spec(layer, vc))
+                        continue
                     if quant_backend is not None:  # the layer's spec for the dtype, then its backend's packing
                         common.update(dtype=kv_cache_dtype_str_to_dtype(kv_dtype, model),
                                       kv_quant_mode=K.get_kv_quant_mode(kv_dtype))

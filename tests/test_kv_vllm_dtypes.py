@@ -161,11 +161,15 @@ def test_turboquant_truth_tells_the_block_rules_apart():
 
 
 def test_turboquant_is_refused_where_not_modelled():
-    """Hybrid and sliding-window models are not recorded with TurboQuant: a usage error naming their layers."""
+    """Sliding-window models are not recorded with TurboQuant: a usage error naming their layers. Hybrids are (their
+    records in hybrid.json): no boundary layers there, and 0.20 does not start them."""
     with pytest.raises(UsageError, match="sliding_attention"):
         estimate_kv(_arch("google/gemma-3-27b-it"), 4096, kv_dtype="turboquant_k8v4")
-    with pytest.raises(UsageError, match="linear_attention"):
-        estimate_kv(_arch("Qwen/Qwen3.5-4B"), 4096, kv_dtype="turboquant_4bit_nc")
+    hybrid = _arch("Qwen/Qwen3.5-4B")
+    est = estimate_kv(hybrid, 4096, kv_dtype="turboquant_4bit_nc")
+    assert "boundary_attention" not in est.by_layer_type and not est.warnings
+    old = estimate_kv(hybrid, 4096, kv_dtype="turboquant_4bit_nc", vllm_release=(0, 20))
+    assert any(DOES_NOT_START in w and "hybrid" in w for w in old.warnings)
 
 
 def test_the_serve_command_names_vllms_dtype(stub_repo):

@@ -303,7 +303,8 @@ def kv_layout(
     if mtp_layers:
         layers = layers + mtp_cache_layers(layers, mtp_layers, assumptions, engine,
                                            sliding=arch.model_type in MTP_SLIDING_TYPES)
-    if engine == "vllm" and dtype in TURBOQUANT:  # the boundary layers (by index; MTP layers come after them)
+    if engine == "vllm" and dtype in TURBOQUANT and not any(l.states for l in layers):
+        # the boundary layers of a dense model (by index; MTP layers come after them); hybrids keep none (0.21 on)
         kept = boundary_layers(arch.num_layers)
         model = _model_dtype(arch, engine, [], weights_dtype)
         layers = [replace(l, kv_dtype=model, label="boundary_attention") if l.index in kept else l
@@ -317,8 +318,8 @@ def kv_layout(
 
 def _check_vllm_only_dtype(layers: list[_Layer], dtype: str, arch: Architecture) -> None:
     """vLLM's quantized dtypes are modelled for the layers whose pages were recorded from vLLM's code (full attention
-    and sliding windows, per-token-head also chunked and cross attention, by the same spec formula; TurboQuant dense
-    full-attention models only); any other layer is a usage error, said once per kind. No MLA attention backend takes
+    and sliding windows, per-token-head also chunked and cross attention, by the same spec formula; TurboQuant full
+    attention, beside state layers or not); any other layer is a usage error, said once per kind. No MLA attention backend takes
     them (the MLA backends' supported_kv_cache_dtypes, 0.20-0.34: auto, fp16, bf16, fp8), so MLA is refused too."""
     allowed = {"full", "sliding"} | ({"chunked", "cross"} if dtype in PER_TOKEN_HEAD else set())
     if dtype in TURBOQUANT:
@@ -326,8 +327,6 @@ def _check_vllm_only_dtype(layers: list[_Layer], dtype: str, arch: Architecture)
     other: dict[str, int] = {}
     for l in layers:
         if l.attn and (l.attn not in allowed or l.compressed is not None or (l.index_dim and l.index_kind != "dsa")):
-            other[l.label] = other.get(l.label, 0) + 1
-        if dtype in TURBOQUANT and l.states:
             other[l.label] = other.get(l.label, 0) + 1
     if dtype in TURBOQUANT and arch.is_encoder_decoder:
         raise UsageError(f"--kv-dtype {dtype}: hfmem models vLLM's TurboQuant cache for decoder-only models")

@@ -606,7 +606,8 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     state checkpoint page apply (None: the newest read); gpu_sm: the GPU's compute capability x 10 (None: not known);
     speculative_tokens: vLLM's num_speculative_tokens (0: no speculative decoding)."""
     admitted = admission_tokens(mbt, release)
-    refusal = is_vllm_quantized(dtype) and (release_refusal(dtype, release) or next(
+    hybrid_model = any(l.states for l in layers) and any(l.attn for l in layers)
+    refusal = is_vllm_quantized(dtype) and (release_refusal(dtype, release, hybrid_model) or next(
         (r for l in layers if l.attn and (r := head_size_refusal(dtype, l.dk, l.dv, release))), None))
     if refusal:
         version = "" if release is None else f" {release[0]}.{release[1]}"

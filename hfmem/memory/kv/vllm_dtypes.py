@@ -26,8 +26,10 @@ VLLM_NAME.update({name: name for name in TURBOQUANT})
 # the first release whose CacheDType offers each; an older one rejects the choice at start-up
 FIRST_RELEASE = {"int8": (0, 20), "fp8_per_token_head": (0, 20), "nvfp4": (0, 20), "int4": (0, 25),
                  "nvfp4_4over6": (0, 28), **{name: (0, 20) for name in TURBOQUANT}}
-# TurboQuant keeps the first and last TURBOQUANT_BOUNDARY layers of a dense model at the model dtype (at most half)
+# TurboQuant keeps the first and last TURBOQUANT_BOUNDARY layers of a dense model at the model dtype (at most half);
+# a hybrid attention/state model keeps none, from 0.21 (0.20 refuses hybrids: NotImplementedError in arg_utils.py)
 TURBOQUANT_BOUNDARY = 2
+TURBOQUANT_HYBRID_FROM = (0, 21)
 # from 0.25 the block size grows until one quantized page (as the first backend, FLASH_ATTN, sizes it: one byte per
 # value) covers a boundary layer's page at the smallest kernel block (16)
 TURBOQUANT_BLOCK_ALIGNED_FROM = (0, 25)
@@ -109,11 +111,13 @@ def per_head_formula(dtype: str, attn: str, dk: int, dv: int, release: tuple[int
     return f"({dk}/2 + {dk}/16) + ({dv}/2 + {dv}/16) B = {total} B"
 
 
-def release_refusal(dtype: str, release: tuple[int, int] | None) -> str | None:
-    """Why vLLM `release` rejects this KV cache dtype, or None."""
+def release_refusal(dtype: str, release: tuple[int, int] | None, hybrid: bool = False) -> str | None:
+    """Why vLLM `release` rejects this KV cache dtype (for a hybrid attention/state model if `hybrid`), or None."""
     first = FIRST_RELEASE.get(dtype)
     if release is not None and first is not None and release < first:
         return f"--kv-cache-dtype {VLLM_NAME[dtype]} is a choice from {first[0]}.{first[1]}"
+    if hybrid and dtype in TURBOQUANT and release is not None and release < TURBOQUANT_HYBRID_FROM:
+        return "it refuses TurboQuant for hybrid attention/state models up to 0.20 (engine/arg_utils.py)"
     return None
 
 
