@@ -23,13 +23,22 @@ is reached). What is the engine's own code:
 What the harness decides, as each release's layer code does (read, not run, since no layer is built): the state
 page's prefill-checkpoint page (MambaMixer2 from 0.32, GDN with FlashInfer prefill from 0.33: Hopper) and the GDN
 layers' checkpoint alignment in "align" mode (FLASHINFER_GDN_CHECKPOINT_ALIGNMENT, imported from the release).
-The VllmConfig is a stand-in carrying the fields these functions read, with a `vllm serve` start's defaults.
+The VllmConfig is a stand-in carrying the fields these functions read, with a `vllm serve` start's defaults (the
+block size the hooks start from is the release's CacheConfig.DEFAULT_BLOCK_SIZE: 64 from 0.34). With --kv-dtype the
+attention layers take a quantized cache: the per-token-head dtypes on TRITON_ATTN and NVFP4 on FLASHINFER (the
+release's spec with its kv_quant_mode, then the backend's customize_spec), TurboQuant on its own backend through the
+layer's own Attention.get_kv_cache_spec (a stand-in layer), after engine/arg_utils.py's boundary layers (none for
+hybrids; 0.20 refuses them, recorded as refused).
 
     python scripts/record_vllm_hybrid.py --src /tmp/vllm-src --deps /tmp/vdeps 0.18.0 0.19.0 0.20.2 0.22.0 0.25.0 \
         0.26.0 0.27.0 0.28.0 0.29.0 0.31.0 0.32.0 0.33.0 0.34.0   # Hopper and Blackwell: 25 minutes on 2 cores
     python scripts/record_vllm_hybrid.py --src /tmp/vllm-src --deps /tmp/vdeps --sm 90 0.11.2 0.12.0 0.13.0 \
         0.14.0 0.15.0 0.16.0 0.17.0   # before 0.20 only Hopper's rules exist: 20 minutes (older releases also want
                                       # setproctitle, blake3, mistral-common and its imports)
+    python scripts/record_vllm_hybrid.py --src /tmp/vllm-src --deps /tmp/vdeps --sm 90 --kv-dtype int8_per_token_head \
+        --model Qwen/Qwen3.5-4B ... 0.20.0 0.22.0 0.25.0 0.28.0 0.31.0 0.33.0 0.34.0   # also int4_per_token_head
+        # (0.25 on), nvfp4 with --sm 100, turboquant_k8v4 (0.20-0.34) and turboquant_3bit_nc (0.34): the GDN and
+        # Mamba2 models (MLA models take none of these dtypes)
     python scripts/record_vllm_hybrid.py --src /tmp/vllm-src --deps /tmp/vdeps --speculative 0.11.2 0.12.0 0.13.0 \
         0.14.0 0.15.0 0.16.0 0.17.0 0.18.0 0.19.0 0.20.2 0.21.0 0.22.0 0.25.0 0.26.0 0.27.0 0.28.0 0.29.0 0.31.0 \
         0.32.0 0.33.0 0.34.0   # SPECULATIVE_SETTINGS on Hopper: 25 minutes

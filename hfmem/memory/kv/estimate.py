@@ -47,8 +47,6 @@ from hfmem.model.architecture import Architecture
 if TYPE_CHECKING:
     pass
 
-# llama.cpp's cache type names f16 / f32 are fp16 / fp32 for the other engines.
-
 
 # The words of a warning that the engine refuses the configuration; the plan lifts such a warning into its notes and
 # the report's warnings, since a fit verdict holds only if the engine starts.
@@ -319,8 +317,9 @@ def kv_layout(
 def _check_vllm_only_dtype(layers: list[_Layer], dtype: str, arch: Architecture) -> None:
     """vLLM's quantized dtypes are modelled for the layers whose pages were recorded from vLLM's code (full attention
     and sliding windows, per-token-head also chunked and cross attention, by the same spec formula; TurboQuant full
-    attention, beside state layers or not); any other layer is a usage error, said once per kind. No MLA attention backend takes
-    them (the MLA backends' supported_kv_cache_dtypes, 0.20-0.34: auto, fp16, bf16, fp8), so MLA is refused too."""
+    attention, beside state layers or not); any other layer is a usage error, said once per kind. No MLA attention
+    backend takes them (the MLA backends' supported_kv_cache_dtypes, 0.20-0.34: auto, fp16, bf16, fp8), so MLA is
+    refused too."""
     allowed = {"full", "sliding"} | ({"chunked", "cross"} if dtype in PER_TOKEN_HEAD else set())
     if dtype in TURBOQUANT:
         allowed = {"full"}

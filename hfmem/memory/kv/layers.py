@@ -14,7 +14,7 @@ from hfmem.memory.kv.vllm_dtypes import is_vllm_quantized
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv
 
-_BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "fp8": 8, "int8": 8, "int4": 4, "fp8_per_token_head": 8}
+_BITS = {"bf16": 16, "fp16": 16, "fp32": 32, "fp8": 8, "int8": 8, "int4": 4}
 # KV dtypes stored as llama.cpp ggml blocks (block sizes from hfmem.gguf.ggml).
 GGML_KV_DTYPES = ("q8_0", "q4_0")
 _TORCH_TO_SHORT = {

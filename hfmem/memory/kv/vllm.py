@@ -606,9 +606,11 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     state checkpoint page apply (None: the newest read); gpu_sm: the GPU's compute capability x 10 (None: not known);
     speculative_tokens: vLLM's num_speculative_tokens (0: no speculative decoding)."""
     admitted = admission_tokens(mbt, release)
-    hybrid_model = any(l.states for l in layers) and any(l.attn for l in layers)
-    refusal = is_vllm_quantized(dtype) and (release_refusal(dtype, release, hybrid_model) or next(
-        (r for l in layers if l.attn and (r := head_size_refusal(dtype, l.dk, l.dv, release))), None))
+    refusal = None
+    if is_vllm_quantized(dtype):  # a release without the dtype, or a layer shape it refuses (vllm_dtypes.py)
+        hybrid_model = any(l.states for l in layers) and any(l.attn for l in layers)
+        refusal = release_refusal(dtype, release, hybrid_model) or next(
+            (r for l in layers if l.attn and (r := head_size_refusal(dtype, l.dk, l.dv, release))), None)
     if refusal:
         version = "" if release is None else f" {release[0]}.{release[1]}"
         warnings.append(f"vLLM{version} {DOES_NOT_START}: {refusal}")

@@ -5,10 +5,11 @@ Read in the 0.20.0-0.34.0 wheels and recorded from their own code (scripts/recor
 fixtures/vllm/kv_dtypes.json): vllm/config/cache.py CacheDType (the choices), v1/kv_cache_interface.py
 get_kv_quant_mode and the spec classes' page_size_bytes (up to 0.27), and from 0.28 the backends' customize_spec:
 TRITON_ATTN for the per-token-head dtypes (v1/attention/backends/triton_attn.py, the only CUDA backend that takes
-them), FLASHINFER for NVFP4 (v1/attention/backends/flashinfer.py). TurboQuant (dense models only, recorded by
-scripts/record_vllm_turboquant.py in fixtures/vllm/turboquant.json): model_executor/layers/quantization/turboquant/
-config.py TurboQuantConfig (slot sizes, get_boundary_skip_layers), engine/arg_utils.py (the boundary layers kept at
-the model dtype), platforms/interface.py _align_heterogeneous_kv_block_size (the block size from 0.25)."""
+them), FLASHINFER for NVFP4 (v1/attention/backends/flashinfer.py). TurboQuant (dense models recorded by
+scripts/record_vllm_turboquant.py in fixtures/vllm/turboquant.json, hybrids by record_vllm_hybrid.py --kv-dtype):
+model_executor/layers/quantization/turboquant/config.py TurboQuantConfig (slot sizes, get_boundary_skip_layers),
+engine/arg_utils.py (the boundary layers kept at the model dtype), platforms/interface.py
+_align_heterogeneous_kv_block_size (the block size from 0.25)."""
 
 from __future__ import annotations
 
