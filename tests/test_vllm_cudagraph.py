@@ -121,3 +121,16 @@ def test_logged_estimate_tp4_pcie_qwen25_72b():
     est = planner.cudagraph_estimate
     assert est is not None and (est.piecewise, est.full) == (51, 35)
     assert est.bytes <= 2.73 * GiB <= est.high
+
+
+def test_blackwell_034_wide_grids_are_said():
+    """0.34 on SM100 defaults to wider capture grids (config/vllm.py _split_cudagraph_capture_sizes: wide_defaults on
+    the 100 family; prefill_cudagraph_capture_grid gives 54 sizes at 8192 tokens), which hfmem does not model: a B200
+    plan at 0.34 says so once; 0.33 on a B200 and 0.34 on an H100 keep the shared sizes and say nothing."""
+    report = analyze_files(model_files("Qwen/Qwen3-8B", config=load_config("Qwen/Qwen3-8B")))
+
+    def said(version, gpu):
+        plan = Planner(report, vllm_version=version, gpu=resolve_gpu(gpu)).plan(32_768, 1, resolve_gpu(gpu))
+        return sum("wider CUDA-graph grids" in n for n in plan.notes)
+
+    assert (said(None, "b200"), said("0.34", "b200"), said("0.33", "b200"), said(None, "h100")) == (1, 1, 0, 0)

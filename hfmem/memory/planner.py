@@ -1333,6 +1333,16 @@ class Planner:
                                   f"varies between starts (up to {est.high / GiB:.2f} GiB when each graph opens a 20 "
                                   "MiB allocator segment): --cudagraph-memory takes your log's 'Estimated CUDA graph "
                                   "memory'")
+            sm = gpu_sm(gpu or self.gpu) if (gpu or self.gpu) is not None else None
+            release = self._release()
+            if self.cudagraph_deducted and sm is not None and sm // 10 == 10 and (release is None or release >= (0, 34)):
+                # config/vllm.py _split_cudagraph_capture_sizes (0.34): on SM100 unset sizes default to wider grids
+                plan.notes.append(
+                    "vLLM 0.34 on Blackwell (SM100) captures wider CUDA-graph grids by default (config/vllm.py "
+                    "_split_cudagraph_capture_sizes: prefill graphs up to min(8192, max_num_batched_tokens) tokens, "
+                    "54 sizes at 8192, and decode graphs for request counts up to max_num_seqs): not modelled, hfmem's "
+                    "estimate counts the shared sizes up to 512, so the CUDA graph memory vLLM deducts can be larger "
+                    "and the KV pool smaller (--cudagraph-memory takes the log's 'Estimated CUDA graph memory')")
             if (newer := newer_than_read_note(self._release())) is not None:
                 plan.notes.append(newer)
             if gpu is None and self._extensible_on(None):
