@@ -298,7 +298,10 @@ def _inner(config_path: str, sm: int, speculative: bool, kv_dtype: str = "auto")
                     from vllm.model_executor.layers.quantization.turboquant.config import TurboQuantConfig
 
                     if "num_layers" in inspect.signature(TurboQuantConfig.get_boundary_skip_layers).parameters:
-                        raise NotImplementedError("TurboQuant KV cache is not supported for hybrid models (0.20)")
+                        # 0.20's create_engine_config raises this before it asks for the boundary layers (its words)
+                        raise NotImplementedError(
+                            "TurboQuant KV cache is not supported for hybrid (attention + Mamba) models. Boundary "
+                            "layer protection requires uniform attention layers.")
                     cache.kv_cache_dtype_skip_layers = list(TurboQuantConfig.get_boundary_skip_layers(model))
                 if hasattr(Platform, "_align_hybrid_block_size"):  # 0.20 on: the config hooks, then the alignment
                     hooks.MambaModelConfig.verify_and_update_config(vc)  # mamba_cache_mode from prefix caching

@@ -180,3 +180,19 @@ def test_the_serve_command_names_vllms_dtype(stub_repo):
         out = CliRunner().invoke(main, [repo, "--gpu", "4090", "--ctx", "16k", "--kv-dtype", dtype]).output
         line = next(line for line in out.splitlines() if "run it" in line)
         assert f"--kv-cache-dtype {flag} " in line, line
+
+
+def test_turboquant_hybrid_refusal_is_the_logged_one():
+    """Held out: a real vLLM 0.20 start of Qwen3.6-27B with TurboQuant (noonghunna/club-3090 issue 13, found with
+    search) stopped with "NotImplementedError: TurboQuant KV cache is not supported for hybrid (attention + Mamba)
+    models." The 0.20 records (engine/arg_utils.py's own words) say the same, and hfmem says vLLM 0.20 does not
+    start it, where 0.21 (vllm-project/vllm#39931, "TurboQuant: support hybrid models") starts it."""
+    logged = "TurboQuant KV cache is not supported for hybrid (attention + Mamba) models."
+    hybrid = json.loads((FIXTURES / "vllm" / "hybrid.json").read_text())["records"]
+    refused = [r for r in hybrid if r.get("kv_dtype", "").startswith("turboquant_") and "refused" in r]
+    assert refused and all(r["vllm"] == "0.20.0" and r["refused"].startswith(logged) for r in refused)
+    arch = _arch("Qwen/Qwen3.6-27B")
+    for release, starts in (((0, 20), False), ((0, 21), True)):
+        warned = any(DOES_NOT_START in w for w in estimate_kv(arch, 65_536, kv_dtype="turboquant_4bit_nc",
+                                                               vllm_release=release).warnings)
+        assert warned is not starts
