@@ -114,6 +114,27 @@ def _stub_packages(*names: str) -> None:
     sys.meta_path.insert(0, _Finder())
 
 
+def layer_spec_tools() -> tuple:
+    """(Attention, AttentionType, customize) of the release on the path: its attention layer class, whose
+    get_kv_cache_spec the recorders run on stand-in layers, the attention-type enum, and the spec packing the runner
+    applies (v1/worker/utils.py customize_attention_spec from 0.32; before, the backend's own customize_spec where it
+    has one, from 0.28)."""
+    import importlib
+
+    from vllm.model_executor.layers.attention.attention import Attention
+
+    try:
+        from vllm.v1.attention.backend import AttentionType
+    except ImportError:
+        from vllm.attention.backends.abstract import AttentionType
+    try:
+        customize = importlib.import_module("vllm.v1.worker.utils").customize_attention_spec
+    except AttributeError:
+        def customize(backend_cls, spec):
+            return backend_cls.customize_spec(spec) if hasattr(backend_cls, "customize_spec") else spec
+    return Attention, AttentionType, customize
+
+
 def _inner(config_path: str, sm: int, speculative: bool, kv_dtype: str = "auto") -> list[dict]:
     """Runs inside the release's interpreter. kv_dtype: vLLM's --kv-cache-dtype (KV_DTYPE_SETTINGS)."""
     import dataclasses
@@ -202,19 +223,9 @@ def _inner(config_path: str, sm: int, speculative: bool, kv_dtype: str = "auto")
         # get_supported_kernel_block_sizes is [MultipleOf(16)] in every release read (0.20-0.34), as TRITON_MLA's is
     else:
         backend = importlib.import_module("vllm.v1.attention.backends.flash_attn").FlashAttentionBackend
-    from vllm.model_executor.layers.attention.attention import Attention
     from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
 
-    try:
-        from vllm.v1.attention.backend import AttentionType
-    except ImportError:
-        from vllm.attention.backends.abstract import AttentionType
-
-    try:
-        customize = importlib.import_module("vllm.v1.worker.utils").customize_attention_spec
-    except AttributeError:  # before 0.32 the runner calls the backend's own hook, where it has one (0.28 on)
-        def customize(backend_cls, spec):
-            return backend_cls.customize_spec(spec) if hasattr(backend_cls, "customize_spec") else spec
+    Attention, AttentionType, customize = layer_spec_tools()
     num_kv_heads_total = 1 if use_mla else text.num_key_value_heads
     head_size = (text.kv_lora_rank + text.qk_rope_head_dim) if use_mla else (
         getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads)

@@ -42,22 +42,13 @@ def _inner() -> list[dict]:
 
     import torch
 
-    from record_vllm_hybrid import _stub_packages  # this folder is on sys.path: the script runs from it
+    from record_vllm_hybrid import _stub_packages, layer_spec_tools  # this folder is on sys.path: the script runs from it
 
     _stub_packages("flashinfer", "pynvml")
     from vllm.config.cache import CacheDType
-    from vllm.model_executor.layers.attention.attention import Attention
     from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
 
-    try:
-        from vllm.v1.attention.backend import AttentionType
-    except ImportError:
-        from vllm.attention.backends.abstract import AttentionType
-    try:
-        customize = importlib.import_module("vllm.v1.worker.utils").customize_attention_spec
-    except AttributeError:  # before 0.32 the runner calls the backend's own hook, where it has one (0.28 on)
-        def customize(backend, spec):
-            return backend.customize_spec(spec) if hasattr(backend, "customize_spec") else spec
+    Attention, AttentionType, customize = layer_spec_tools()
     backends = "vllm.v1.attention.backends"
     triton = importlib.import_module(f"{backends}.triton_attn").TritonAttentionBackend
     flashinfer = importlib.import_module(f"{backends}.flashinfer").FlashInferBackend

@@ -42,25 +42,16 @@ def _inner(config_path: str) -> list[dict]:
 
     import torch
 
-    from record_vllm_hybrid import _no_context
+    from record_vllm_hybrid import _no_context, layer_spec_tools
     from record_vllm_planning import plan_groups  # this folder is on sys.path: the script runs from it
 
     import vllm.config.vllm as config_vllm
     from vllm.config.cache import CacheConfig, CacheDType
-    from vllm.model_executor.layers.attention.attention import Attention
     from vllm.model_executor.layers.quantization.turboquant.config import TurboQuantConfig
     from vllm.platforms.interface import Platform
     from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
 
-    try:
-        from vllm.v1.attention.backend import AttentionType
-    except ImportError:
-        from vllm.attention.backends.abstract import AttentionType
-    try:
-        customize = importlib.import_module("vllm.v1.worker.utils").customize_attention_spec
-    except AttributeError:
-        def customize(backend, spec):
-            return backend.customize_spec(spec) if hasattr(backend, "customize_spec") else spec
+    Attention, AttentionType, customize = layer_spec_tools()
     try:
         plan = importlib.import_module("vllm.v1.core.kv_cache_planning")
     except ImportError:
