@@ -172,7 +172,7 @@ def smallest_setup(make_planner: Any, gpu: GPU, context: int, batch: int,
         if setup.fits:
             return setup, tried
     budget = tried[-1].budget_bytes
-    if planner.startup_refusal(context, 1 << 62):  # the engine refuses the configuration, whatever the pool
+    if planner.config_refusal(context):  # the engine refuses the configuration, whatever the pool
         return None, tried
     if planner.precision in ("q8_0", "q6_k", "q5_k_m", "q4_k_m"):
         return None, tried  # GGUF weights run in llama.cpp, which has no pipeline stages across nodes

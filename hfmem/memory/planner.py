@@ -45,6 +45,7 @@ from hfmem.memory.vllm_versions import (
     START_IN_USE_TP1_GIB,
     V1_RUNNER_REMOVED_FROM,
     V2_CUDAGRAPH_ESTIMATE_FROM,
+    WIDE_SM100_CUDAGRAPH_GRIDS_FROM,
     RunnerModel,
     VllmVersion,
     cudagraph_deducted_on,
@@ -1152,16 +1153,23 @@ class Planner:
         decoding in a mode that asserts it off). None: it starts."""
         if self.engine != "vllm" or self.device != "cuda":
             return None
-        one = self._one_seq(context)[1]
-        refused = next((w for w in one.warnings if DOES_NOT_START in w), None)
+        refused = self.config_refusal(context)
         if refused is not None:
             return refused
+        one = self._one_seq(context)[1]
         check = one.startup_check_bytes
         if check is None or check <= one.total_bytes or available >= check:
             return None
         return (f"vLLM {DOES_NOT_START}: its start-up check asks {check / GiB:.2f} GiB of KV cache for one request "
                 f"(cross attention charged max_num_batched_tokens encoder tokens), more than the "
                 f"{max(available, 0) / GiB:.2f} GiB pool, though a request holds {one.total_bytes / GiB:.2f} GiB")
+
+    def config_refusal(self, context: int) -> str | None:
+        """Why vLLM refuses this configuration whatever the pool (the KV estimate's DOES_NOT_START warning: a KV
+        dtype the release does not offer, speculative decoding in a mode that asserts it off), or None."""
+        if self.engine != "vllm" or self.device != "cuda":
+            return None
+        return next((w for w in self._one_seq(context)[1].warnings if DOES_NOT_START in w), None)
 
     def _started_context(self, budget: int, longest: int | None) -> int | None:
         """The longest context up to ``longest`` at which vLLM's start-up check passes on ``budget`` (None: none):
@@ -1333,20 +1341,20 @@ class Planner:
                                   f"varies between starts (up to {est.high / GiB:.2f} GiB when each graph opens a 20 "
                                   "MiB allocator segment): --cudagraph-memory takes your log's 'Estimated CUDA graph "
                                   "memory'")
-            sm = gpu_sm(gpu or self.gpu) if (gpu or self.gpu) is not None else None
-            release = self._release()
-            if self.cudagraph_deducted and sm is not None and sm // 10 == 10 and (release is None or release >= (0, 34)):
-                # config/vllm.py _split_cudagraph_capture_sizes (0.34): on SM100 unset sizes default to wider grids
+            on, release = gpu or self.gpu, self._release()
+            sm = gpu_sm(on) if on is not None else None  # (gpu_sm(None) is the H100-class default)
+            if (self.cudagraph_deducted and sm is not None and sm // 10 == 10
+                    and (release is None or release >= WIDE_SM100_CUDAGRAPH_GRIDS_FROM)):
                 plan.notes.append(
                     "vLLM 0.34 on Blackwell (SM100) captures wider CUDA-graph grids by default (config/vllm.py "
                     "_split_cudagraph_capture_sizes: prefill graphs up to min(8192, max_num_batched_tokens) tokens, "
                     "54 sizes at 8192, and decode graphs for request counts up to max_num_seqs): not modelled, hfmem's "
                     "estimate counts the shared sizes up to 512, so the CUDA graph memory vLLM deducts can be larger "
                     "and the KV pool smaller (--cudagraph-memory takes the log's 'Estimated CUDA graph memory')")
-            if (newer := newer_than_read_note(self._release())) is not None:
+            if (newer := newer_than_read_note(release)) is not None:
                 plan.notes.append(newer)
             if gpu is None and self._extensible_on(None):
-                plan.notes.append(extensible_kv_cache_note(self._release()))  # with a GPU, _fill_fit bounds it
+                plan.notes.append(extensible_kv_cache_note(release))  # with a GPU, _fill_fit bounds it
             plan.model_runner = self.vllm_runner()
             if plan.model_runner == "V2":
                 plan.notes.append(self._v2_runner_note())

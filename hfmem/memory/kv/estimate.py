@@ -297,7 +297,7 @@ def kv_layout(
             raise UsageError("encoder-decoder model without a maximum source length: give --encoder-len")
     layers = describe_layers(arch, engine, tp, encoder_len, assumptions, warnings, weights_dtype)
     if engine == "vllm" and is_vllm_quantized(dtype):
-        _check_vllm_only_dtype(layers, dtype, arch)
+        _check_quantized_layers(layers, dtype, arch)
     if mtp_layers:
         layers = layers + mtp_cache_layers(layers, mtp_layers, assumptions, engine,
                                            sliding=arch.model_type in MTP_SLIDING_TYPES)
@@ -314,7 +314,7 @@ def kv_layout(
     return KVLayout(arch, engine, dtype, tp, encoder_len, layers, assumptions, warnings)
 
 
-def _check_vllm_only_dtype(layers: list[_Layer], dtype: str, arch: Architecture) -> None:
+def _check_quantized_layers(layers: list[_Layer], dtype: str, arch: Architecture) -> None:
     """vLLM's quantized dtypes are modelled for the layers whose pages were recorded from vLLM's code (full attention
     and sliding windows, per-token-head also chunked and cross attention, by the same spec formula; TurboQuant full
     attention, beside state layers or not); any other layer is a usage error, said once per kind. No MLA attention

@@ -100,6 +100,13 @@ CONV_DRAFT_ROWS_FROM = {"qwen3_next": (0, 0), "qwen3_5": (0, 0), "qwen3_5_text":
                         "granitemoehybrid": (0, 32), "zamba2": (0, 32), "falcon_h1": (0, 32)}
 
 
+def _does_not_start(release: tuple[int, int] | None, why: str) -> str:
+    """The warning that vLLM `release` (None: the newest read) refuses the configuration; the planner lifts it
+    (DOES_NOT_START) into the fit verdict."""
+    version = "" if release is None else f" {release[0]}.{release[1]}"
+    return f"vLLM{version} {DOES_NOT_START}: {why}"
+
+
 def conv_draft_rows(model_type: str, release: tuple[int, int] | None, drafts: int) -> int:
     """Rows the release adds to this model's conv states for `drafts` speculative tokens (the rule above)."""
     first = CONV_DRAFT_ROWS_FROM.get(model_type)
@@ -606,18 +613,15 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     state checkpoint page apply (None: the newest read); gpu_sm: the GPU's compute capability x 10 (None: not known);
     speculative_tokens: vLLM's num_speculative_tokens (0: no speculative decoding)."""
     admitted = admission_tokens(mbt, release)
-    refusal = None
-    if is_vllm_quantized(dtype):  # a release without the dtype, or a layer shape it refuses (vllm_dtypes.py)
-        hybrid_model = any(l.states for l in layers) and any(l.attn for l in layers)
-        refusal = release_refusal(dtype, release, hybrid_model) or next(
-            (r for l in layers if l.attn and (r := head_size_refusal(dtype, l.dk, l.dv, release))), None)
-    if refusal:
-        version = "" if release is None else f" {release[0]}.{release[1]}"
-        warnings.append(f"vLLM{version} {DOES_NOT_START}: {refusal}")
-    if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
-        return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, admitted, layout_for(release))
     stateful = any(l.states for l in layers)
     hybrid = stateful and any(l.attn for l in layers)
+    if is_vllm_quantized(dtype):  # a release without the dtype, or a layer shape it refuses (vllm_dtypes.py)
+        refusal = release_refusal(dtype, release, hybrid) or next(
+            (r for l in layers if l.attn and (r := head_size_refusal(dtype, l.dk, l.dv, release))), None)
+        if refusal:
+            warnings.append(_does_not_start(release, refusal))
+    if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
+        return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, admitted, layout_for(release))
     if prefix_caching and not hybrid and stateful:
         # config/model.py is_prefix_caching_supported: off by default for attention-free models in every release read
         warnings.append("prefix caching was asked for a state-only (attention-free) model: vLLM leaves it off for them "
@@ -630,10 +634,9 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     held_draft = speculative_tokens if stateful else 0
     charged_draft = held_draft if speculative_pages_charged(mode, release) else 0
     if held_draft and mode == "align" and _in(release, SPEC_REFUSED_IN_ALIGN):
-        assert release is not None
-        warnings.append(f"vLLM {release[0]}.{release[1]} {DOES_NOT_START}: with prefix caching on a hybrid model "
-                        "(mamba_cache_mode 'align') it asserts that speculative decoding is off (MambaModelConfig); "
-                        "the figures are what 'align' would reserve")
+        warnings.append(_does_not_start(release, "with prefix caching on a hybrid model (mamba_cache_mode 'align') "
+                                        "it asserts that speculative decoding is off (MambaModelConfig); the figures "
+                                        "are what 'align' would reserve"))
     checkpoint = None
     if mode == "align":
         checkpoint = checkpoint_page(layers, release, gpu_sm, flashkda_prefill(arch, layers, gpu_sm))

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 from hfmem.units import cdiv
 
-# hfmem's name -> vLLM's; int8 and int4 were hfmem's names before vLLM had them, and mean these on vLLM
-VLLM_NAME = {"int8": "int8_per_token_head", "fp8_per_token_head": "fp8_per_token_head", "int4": "int4_per_token_head",
-             "nvfp4": "nvfp4", "nvfp4_4over6": "nvfp4_4over6"}
 PER_TOKEN_HEAD = ("int8", "fp8_per_token_head", "int4")
 NVFP4 = ("nvfp4", "nvfp4_4over6")
 # TurboQuant presets: (key bits, value bits); 8-bit keys are fp8, fewer are Lloyd-Max codes plus an fp16 norm
 TURBOQUANT = {"turboquant_k8v4": (8, 4), "turboquant_4bit_nc": (4, 4), "turboquant_k3v4_nc": (3, 4),
               "turboquant_3bit_nc": (3, 3)}
-VLLM_NAME.update({name: name for name in TURBOQUANT})
+# hfmem's name -> vLLM's; int8 and int4 were hfmem's names before vLLM had them, and mean these on vLLM
+VLLM_NAME = {"int8": "int8_per_token_head", "fp8_per_token_head": "fp8_per_token_head", "int4": "int4_per_token_head",
+             **{name: name for name in (*NVFP4, *TURBOQUANT)}}
 # the first release whose CacheDType offers each; an older one rejects the choice at start-up
 FIRST_RELEASE = {"int8": (0, 20), "fp8_per_token_head": (0, 20), "nvfp4": (0, 20), "int4": (0, 25),
                  "nvfp4_4over6": (0, 28), **{name: (0, 20) for name in TURBOQUANT}}
@@ -42,6 +41,11 @@ INT4_SLIDING_UNHALVED = ((0, 25), (0, 28))
 NVFP4_EQUAL_HEADS_FROM = (0, 28)
 # fp32 K and V scales per token per head (per-token-head dtypes)
 _SCALES = 2 * 4
+
+
+def _nvfp4_unpacked(attn: str, release: tuple[int, int] | None) -> bool:
+    """Whether an NVFP4 page holds one byte per value, unscaled: sliding-window layers in 0.20."""
+    return attn == "sliding" and release is not None and release < NVFP4_SLIDING_PACKED_FROM
 
 
 def is_vllm_quantized(dtype: str) -> bool:
@@ -80,18 +84,21 @@ def turboquant_block_size(block_size: int, heads: int, head_size: int, model_byt
     return max(block_size, align * cdiv(kept * 16, align * primary))
 
 
+def _halved(dtype: str, attn: str, release: tuple[int, int] | None) -> bool:
+    """Whether a per-token-head page holds two values per byte: int4, but on sliding-window layers not in 0.25-0.27."""
+    return dtype == "int4" and not (attn == "sliding" and release is not None
+                                    and INT4_SLIDING_UNHALVED[0] <= release < INT4_SLIDING_UNHALVED[1])
+
+
 def bytes_per_token(dtype: str, attn: str, heads: int, dk: int, dv: int, release: tuple[int, int] | None) -> int:
     """Bytes one token costs in one attention layer (`attn`: hfmem's kind, "full", "sliding", "chunked" or "cross";
     no MLA backend takes these dtypes) under vLLM `release` (None: the newest read)."""
-    sliding = attn == "sliding"
     if dtype in PER_TOKEN_HEAD:
-        halve = dtype == "int4" and not (sliding and release is not None
-                                         and INT4_SLIDING_UNHALVED[0] <= release < INT4_SLIDING_UNHALVED[1])
-        return heads * ((dk // 2 + dv // 2 if halve else dk + dv) + _SCALES)
+        return heads * ((dk // 2 + dv // 2 if _halved(dtype, attn, release) else dk + dv) + _SCALES)
     if dtype in TURBOQUANT:
         return heads * turboquant_slot(dtype, dk)
     assert dtype in NVFP4, dtype
-    if sliding and release is not None and release < NVFP4_SLIDING_PACKED_FROM:
+    if _nvfp4_unpacked(attn, release):
         return heads * (dk + dv)
     return heads * (nvfp4_dim(dk) + nvfp4_dim(dv))
 
@@ -104,10 +111,9 @@ def per_head_formula(dtype: str, attn: str, dk: int, dv: int, release: tuple[int
         key = f"{dk} x 1 B" if key_bits == 8 else f"{dk} x {key_bits}/8 B + 2 B norm"
         return f"({key}) + ({dk} x {value_bits}/8 B + 4 B scale and zero), even = {total} B"
     if dtype in PER_TOKEN_HEAD:
-        halved = dtype == "int4" and total < dk + dv + _SCALES
-        values = f"({dk} + {dv}) / 2 B" if halved else f"({dk} + {dv}) x 1 B"
+        values = f"({dk} + {dv}) / 2 B" if _halved(dtype, attn, release) else f"({dk} + {dv}) x 1 B"
         return f"{values} + 2 x 4 B fp32 scales = {total} B"
-    if total == dk + dv:
+    if _nvfp4_unpacked(attn, release):
         return f"({dk} + {dv}) x 1 B, unpacked (SlidingWindowSpec in 0.20) = {total} B"
     return f"({dk}/2 + {dk}/16) + ({dv}/2 + {dv}/16) B = {total} B"
 
