@@ -12,12 +12,13 @@ for the GPU the log names (said per row). The ratio table is in docs/planner.md.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
-from stubs import DTYPE_BITS, load_config, load_inventory, model_files
+from stubs import DTYPE_BITS, FIXTURES, load_config, load_inventory, model_files
 
 from hfmem.api import analyze_files
 from hfmem.memory.gpus import GPU, GiB, resolve_gpu
@@ -1606,6 +1607,43 @@ def test_hybrid_tokens_from_the_logged_pool(ctx, prefix_caching, pool_gib, concu
     assert est.block_size == 528
     concurrency = (int(pool_gib * GiB) // est.bytes_per_block) / est.blocks_per_request
     assert f"{concurrency:.2f}" == concurrency_line and int(concurrency * ctx) == tokens
+
+
+# Held out: Qwen3.6-35B-A3B (the MoE Gated DeltaNet hybrid; an NVFP4 checkpoint of it, which leaves the attention and
+# state shapes as the config gives them) on one RTX 5090 (SM 12.0), two starts in noonghunna/club-3090 (found with
+# search): "Initializing a V1 LLM engine (v0.24.0)", non-default args dtype bfloat16, max_model_len 131,072,
+# kv_cache_dtype fp8, enable_prefix_caching True, max_num_batched_tokens 8192, max_num_seqs 1, no speculative config.
+# Another model, GPU, KV dtype and release than the Qwen3.5-4B logs above. hfmem's page (2,096-token blocks: the fp8
+# attention page grown to the Mamba page), 69 blocks per request and the token count from the logged pool are exact.
+# (url, logged "Available KV cache memory" GiB, logged concurrency line, logged tokens)
+QWEN36_MOE_TOKEN_LOGS = [
+    ("https://github.com/noonghunna/club-3090/issues/612", 5.98, "4.33", 567_978),
+    ("https://github.com/noonghunna/club-3090/issues/652", 6.01, "4.35", 569_878),
+]
+
+
+def _qwen36_moe_kv(**overrides):
+    from hfmem.memory.kv import estimate_kv
+    from hfmem.model.architecture import build_architecture
+
+    config = json.loads((FIXTURES / "normalise" / "Qwen" / "Qwen3.6-35B-A3B" / "config.json").read_text())
+    settings = dict(engine="vllm", kv_dtype="fp8", prefix_caching=True, vllm_release=(0, 24), gpu_sm=120,
+                    max_batched_tokens=8192)
+    return estimate_kv(build_architecture(config)[0], 131_072, **{**settings, **overrides})
+
+
+@pytest.mark.parametrize("url, pool_gib, concurrency_line, tokens", QWEN36_MOE_TOKEN_LOGS,
+                         ids=[r[0].rsplit("/", 1)[1] for r in QWEN36_MOE_TOKEN_LOGS])
+def test_qwen36_moe_tokens_from_the_logged_pool(url, pool_gib, concurrency_line, tokens):
+    est = _qwen36_moe_kv()
+    assert (est.block_size, est.blocks_per_request) == (2096, 69)
+    concurrency = (int(pool_gib * GiB) // est.bytes_per_block) / est.blocks_per_request
+    assert f"{concurrency:.2f}" == concurrency_line and int(concurrency * 131_072) == tokens
+    # the settings the log names decide it: without prefix caching (no 'align' state pages), at the model dtype, or
+    # with 0.34's 64-token start block the same pool gives another count
+    for other in (dict(prefix_caching=False), dict(kv_dtype="auto"), dict(vllm_release=(0, 34))):
+        est = _qwen36_moe_kv(**other)
+        assert int((int(pool_gib * GiB) // est.bytes_per_block) / est.blocks_per_request * 131_072) != tokens, other
 
 
 # Qwen3.6-27B with MTP speculative decoding (3 draft tokens), five real starts in noonghunna/club-3090 (found with
