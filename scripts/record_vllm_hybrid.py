@@ -101,7 +101,7 @@ def _stub_packages(*names: str) -> None:
 
     class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(self, name, path, target=None):
-            if name.split(".")[0] in names:
+            if any(name == n or name.startswith(n + ".") for n in names):
                 return importlib.machinery.ModuleSpec(name, self, is_package=True)
             return None
 

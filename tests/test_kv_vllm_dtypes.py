@@ -8,6 +8,7 @@ TurboQuant boundary layers, block size, pool and concurrency; and fixtures/vllm/
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -19,6 +20,7 @@ from hfmem.cli import main
 from hfmem.errors import UsageError
 from hfmem.memory.kv import estimate_kv
 from hfmem.memory.kv.estimate import DOES_NOT_START
+from hfmem.memory.kv.vllm_dtypes import FIRST_RELEASE, VLLM_NAME, backend_refusal, sink_kinds
 from hfmem.model.architecture import build_architecture
 
 TRUTH = json.loads((FIXTURES / "vllm" / "kv_dtypes.json").read_text())
@@ -55,11 +57,21 @@ CASES = [(r["vllm"], dtype) for r in TRUTH["records"] for dtype in sorted({row[0
 def test_each_layers_page_is_vllms(release, dtype):
     """Every fixture model's attention layers cost, per token, the bytes vLLM's spec gives a layer of their shape in
     that release; where the release refuses the shape (NVFP4 with unequal key and value head sizes, 0.28 on), hfmem
-    says vLLM does not start."""
+    says vLLM does not start. The GPU is one whose backends take the layers where any does (NVFP4: FlashAttention 3 on
+    SM 9.0 up to 0.21, FlashInfer on SM 10.0 after); where none does (sinks, head sizes: the selector's truth in
+    test_backend_refusals_are_vllms_selector) the start is refused before any page is sized."""
     pages = _pages(release)
     checked = 0
+    sm = 90 if dtype.startswith("nvfp4") and _release(release) < (0, 22) else 100
     for repo, layer_kinds in MODELS.items():
-        kw = dict(kv_dtype=HFMEM_NAME.get(dtype, dtype), vllm_release=_release(release))
+        kw = dict(kv_dtype=HFMEM_NAME.get(dtype, dtype), vllm_release=_release(release), gpu_sm=sm)
+        arch = _arch(repo)
+        sinks = sink_kinds(arch.model_type, arch.text_config or {})
+        if any(backend_refusal(HFMEM_NAME.get(dtype, dtype), _release(release), sm, kind, dk, kind in sinks)
+               for _, kind, _, dk, _ in layer_kinds):
+            est = estimate_kv(arch, 4096, **kw)
+            assert any(DOES_NOT_START in w and "no attention backend takes" in w for w in est.warnings), repo
+            continue
         own = {pages[(dtype, kind, h, dk, dv)] for _, kind, h, dk, dv in layer_kinds}
         if all(isinstance(p, int) for p in own) and max(own) % min(own):
             # pages of two sizes, neither a multiple of the other: kv_cache_utils.py unify_kv_cache_spec_page_size
@@ -161,10 +173,15 @@ def test_turboquant_truth_tells_the_block_rules_apart():
 
 
 def test_turboquant_is_refused_where_not_modelled():
-    """Sliding-window models are not recorded with TurboQuant: a usage error naming their layers. Hybrids are (their
-    records in hybrid.json): no boundary layers there, and 0.20 does not start them."""
+    """From 0.26 vLLM's selector gives TurboQuant's sliding-window layers no backend, so Gemma 3 does not start; up to
+    0.25 the TURBOQUANT backend takes them, and their pages are not recorded: a usage error naming the layers. Hybrids
+    are recorded (hybrid.json): no boundary layers there, and 0.20 does not start them."""
+    gemma = _arch("google/gemma-3-27b-it")
+    with pytest.raises(UsageError, match="vLLM 0.26 does not start this: no attention backend takes this model's 48 "
+                                         "sliding_attention layers in turboquant_k8v4"):
+        estimate_kv(gemma, 4096, kv_dtype="turboquant_k8v4", vllm_release=(0, 26))
     with pytest.raises(UsageError, match="sliding_attention"):
-        estimate_kv(_arch("google/gemma-3-27b-it"), 4096, kv_dtype="turboquant_k8v4")
+        estimate_kv(gemma, 4096, kv_dtype="turboquant_k8v4", vllm_release=(0, 25))
     hybrid = _arch("Qwen/Qwen3.5-4B")
     est = estimate_kv(hybrid, 4096, kv_dtype="turboquant_4bit_nc")
     assert "boundary_attention" not in est.by_layer_type and not est.warnings
@@ -196,3 +213,61 @@ def test_turboquant_hybrid_refusal_is_the_logged_one():
         warned = any(DOES_NOT_START in w for w in estimate_kv(arch, 65_536, kv_dtype="turboquant_4bit_nc",
                                                                vllm_release=release).warnings)
         assert warned is not starts
+
+
+BACKENDS = json.loads(gzip.decompress((FIXTURES / "vllm" / "backends.json.gz").read_bytes()))
+
+
+def test_backend_refusals_are_vllms_selector():
+    """Every layer vLLM's own selector (platforms/cuda.py get_valid_backends, recorded in the 0.20.0-0.34.0 wheels by
+    scripts/record_vllm_backends.py) gives no backend, and only those, hfmem refuses: each quantized dtype x six
+    compute capabilities x seven head sizes x sliding window, attention sinks and cross attention."""
+    hfmem_name = {v: k for k, v in VLLM_NAME.items()}
+    rows = 0
+    for record in BACKENDS["releases"]:
+        release = _release(record["vllm"])
+        for dtype, sm, head, sliding, sink, attn_type, backend, reasons in record["rows"]:
+            attn = "cross" if attn_type == "encoder_decoder" else "sliding" if sliding else "full"
+            why = backend_refusal(hfmem_name[dtype], release, sm, attn, head, sink)
+            assert (why is None) == (backend is not None), (record["vllm"], dtype, sm, head, attn, sink, reasons)
+            rows += 1
+    offered = sum(1 for record in BACKENDS["releases"] for dtype in VLLM_NAME.values()
+                  if _release(record["vllm"]) >= FIRST_RELEASE[hfmem_name[dtype]])
+    assert rows == offered * 6 * 7 * 5  # every dtype the release offers, in every shape
+
+
+def test_the_selector_truth_tells_the_rules_apart():
+    """The recorded selector changes where the rules say: TurboQuant's sliding-window layers taken in 0.25, not in
+    0.26; NVFP4 on an H100 taken in 0.24 and 0.32, on no GPU but the SM100 family in 0.25-0.31; FlashInfer's NVFP4
+    sinks only on SM100."""
+    def backend(release, dtype, sm, head, sliding=False, sink=False):
+        record = next(r for r in BACKENDS["releases"] if r["vllm"] == release)
+        return next(row[6] for row in record["rows"]
+                    if row[:6] == [dtype, sm, head, sliding, sink, "decoder"])
+    assert backend("0.25.0", "turboquant_k8v4", 90, 128, sliding=True) == "TURBOQUANT"
+    assert backend("0.26.0", "turboquant_k8v4", 90, 128, sliding=True) is None
+    assert [backend(r, "nvfp4", 90, 128) for r in ("0.24.0", "0.25.0", "0.31.0", "0.32.0")] == [
+        "FLASHINFER", None, None, "FLASHINFER"]
+    assert backend("0.31.0", "nvfp4", 100, 128) == "FLASHINFER"
+    assert (backend("0.34.0", "nvfp4", 100, 64, sink=True), backend("0.34.0", "nvfp4", 90, 128, sink=True)) == (
+        "FLASHINFER", None)
+
+
+def test_gpt_oss_with_turboquant_does_not_start():
+    """gpt-oss builds every attention layer with sinks (gpt_oss.py), which the TURBOQUANT backend does not take: vLLM
+    does not start it, and the plan says so with the layers and the reason."""
+    with pytest.raises(UsageError, match="does not start this: no attention backend takes this model's .* "
+                                         "turboquant_k8v4: the TURBOQUANT backend takes no attention sinks"):
+        estimate_kv(_arch("openai/gpt-oss-20b"), 4096, kv_dtype="turboquant_k8v4")
+
+
+def test_nvfp4_on_an_h100_follows_the_release():
+    """vLLM 0.25-0.31 take an NVFP4 cache only on SM100-family GPUs (FlashInfer's TRTLLM path): Llama-3.1-8B on an
+    H100 (SM 9.0) starts in 0.24 and 0.32, not in 0.25-0.31; on a B200 (SM 10.0) in all of them."""
+    llama = _arch("meta-llama/Llama-3.1-8B-Instruct")
+
+    def refused(release, sm):
+        est = estimate_kv(llama, 4096, kv_dtype="nvfp4", vllm_release=release, gpu_sm=sm)
+        return any(DOES_NOT_START in w for w in est.warnings)
+    assert [refused(r, 90) for r in ((0, 24), (0, 25), (0, 31), (0, 32))] == [False, True, True, False]
+    assert not any(refused(r, 100) for r in ((0, 24), (0, 25), (0, 31), (0, 32)))

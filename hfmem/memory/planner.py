@@ -424,7 +424,8 @@ class InferencePlan:
     kv_available_bytes: int | None = None
     kv_blocks: int | None = None
     kv_pool_tokens: int | None = None
-    vllm_version: str | None = None
+    vllm_version: str | None = None  # the family of releases whose terms apply (vllm_versions.VERSIONS)
+    vllm_release: str | None = None  # the release asked for (--vllm-version), which the plan's words name
     max_num_seqs: int | None = None
     cudagraph: bool | None = None
     sampler: str | None = None  # the dummy sampler run's top-k/top-p path (sort, triton, flashinfer; v0: V0's)
@@ -1314,6 +1315,8 @@ class Planner:
         )
         if self.engine == "vllm" and self.device == "cuda":
             plan.vllm_version, plan.max_num_seqs, plan.cudagraph = self.vllm.name, self.max_num_seqs, self.cudagraph
+            release = self._release()
+            plan.vllm_release = f"{release[0]}.{release[1]}" if release else None
             plan.sampler = "v2-greedy" if self._v2 else self.vllm.sampler_path(min(self.max_num_seqs, tokens), self.sampler)
             plan.runner_state_bytes = self.runner_state
             if self._v2 and self.sampler is not None:

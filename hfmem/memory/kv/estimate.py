@@ -315,20 +315,16 @@ def kv_layout(
 
 
 def _check_quantized_layers(layers: list[_Layer], dtype: str, arch: Architecture) -> None:
-    """vLLM's quantized dtypes are modelled for the layers whose pages were recorded from vLLM's code (full attention
-    and sliding windows, per-token-head also chunked and cross attention, by the same spec formula; TurboQuant full
-    attention, beside state layers or not); any other layer is a usage error, said once per kind. No MLA attention
-    backend takes them (the MLA backends' supported_kv_cache_dtypes, 0.20-0.34: auto, fp16, bf16, fp8), so MLA is
-    refused too."""
-    allowed = {"full", "sliding"} | ({"chunked", "cross"} if dtype in PER_TOKEN_HEAD else set())
-    if dtype in TURBOQUANT:
-        allowed = {"full"}
+    """The layer kinds vLLM's quantized dtypes can meet here: full, sliding-window and cross attention (per-token-head
+    also chunked); which of them a release refuses (no attention backend takes them) or hfmem has not recorded is
+    decided with the release (vllm.py _backend_refusal, _check_started_layers). Any other layer is a usage error, said
+    once per kind. No MLA attention backend takes them (the MLA backends' supported_kv_cache_dtypes, 0.20-0.34: auto,
+    fp16, bf16, fp8), so MLA is refused too."""
+    allowed = {"full", "sliding", "cross"} | ({"chunked"} if dtype in PER_TOKEN_HEAD else set())
     other: dict[str, int] = {}
     for l in layers:
         if l.attn and (l.attn not in allowed or l.compressed is not None or (l.index_dim and l.index_kind != "dsa")):
             other[l.label] = other.get(l.label, 0) + 1
-    if dtype in TURBOQUANT and arch.is_encoder_decoder:
-        raise UsageError(f"--kv-dtype {dtype}: hfmem models vLLM's TurboQuant cache for decoder-only models")
     mla = sum(1 for l in layers if l.attn == "mla")
     if mla:
         raise UsageError(f"--kv-dtype {dtype}: vLLM has no MLA attention backend that takes {VLLM_NAME[dtype]} "

@@ -20,10 +20,14 @@ from hfmem.memory.kv.layers import (
 )
 from hfmem.memory.kv.vllm_deepseek_v4 import deepseek_v4_vllm, layout_for
 from hfmem.memory.kv.vllm_dtypes import (
+    NVFP4,
     TURBOQUANT,
+    VLLM_NAME,
+    backend_refusal,
     head_size_refusal,
     is_vllm_quantized,
     release_refusal,
+    sink_kinds,
     turboquant_block_size,
 )
 from hfmem.model.architecture import Architecture
@@ -105,6 +109,44 @@ def _does_not_start(release: tuple[int, int] | None, why: str) -> str:
     (DOES_NOT_START) into the fit verdict."""
     version = "" if release is None else f" {release[0]}.{release[1]}"
     return f"vLLM{version} {DOES_NOT_START}: {why}"
+
+
+def _backend_refusal(arch: Architecture, layers: list[_Layer], dtype: str, release: tuple[int, int] | None,
+                     gpu_sm: int | None) -> str | None:
+    """Why no attention backend of the release takes some of this model's layers in this dtype (vllm_dtypes.py
+    backend_refusal), with how many layers: the layers TurboQuant keeps at the model dtype are not asked."""
+    sinks = sink_kinds(arch.model_type, arch.text_config or {})
+    refused: dict[tuple[str, str], int] = {}
+    for l in layers:
+        if l.attn and l.kv_dtype is None:
+            why = backend_refusal(dtype, release, gpu_sm, l.attn, l.dk, l.attn in sinks)
+            if why:
+                refused[(l.label, why)] = refused.get((l.label, why), 0) + 1
+    if not refused:
+        return None
+    (label, why), n = next(iter(refused.items()))
+    return (f"no attention backend takes this model's {n} {label} layer{'s' if n > 1 else ''} in "
+            f"{VLLM_NAME[dtype]}: {why}")
+
+
+def _check_started_layers(arch: Architecture, layers: list[_Layer], dtype: str,
+                          release: tuple[int, int] | None) -> None:
+    """The layers a started vLLM caches in these dtypes whose pages hfmem has not recorded: a usage error that names
+    them (TurboQuant's sliding-window layers before 0.26, its cross-attention layers and encoder-decoder models, where
+    the backend would take them; NVFP4's cross-attention layers under FlashAttention in 0.20-0.21)."""
+    quantized = [l for l in layers if l.attn and l.kv_dtype is None]
+    if dtype in TURBOQUANT:
+        if arch.is_encoder_decoder:
+            raise UsageError(f"--kv-dtype {dtype}: hfmem models vLLM's TurboQuant cache for decoder-only models")
+        unmodelled = [l for l in quantized if l.attn != "full"]
+    elif dtype in NVFP4:
+        unmodelled = [l for l in quantized if l.attn == "cross"]
+    else:
+        return
+    if unmodelled:
+        version = "" if release is None else f" {release[0]}.{release[1]}"
+        raise UsageError(f"--kv-dtype {dtype}: hfmem does not model vLLM{version}'s {VLLM_NAME[dtype]} pages for this "
+                         f"model's {len(unmodelled)} {unmodelled[0].label} layers")
 
 
 def conv_draft_rows(model_type: str, release: tuple[int, int] | None, drafts: int) -> int:
@@ -616,10 +658,14 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     stateful = any(l.states for l in layers)
     hybrid = stateful and any(l.attn for l in layers)
     if is_vllm_quantized(dtype):  # a release without the dtype, or a layer shape it refuses (vllm_dtypes.py)
-        refusal = release_refusal(dtype, release, hybrid) or next(
-            (r for l in layers if l.attn and (r := head_size_refusal(dtype, l.dk, l.dv, release))), None)
+        # in vLLM's order: the dtype choice, the backend each layer gets when it is built, then its spec
+        refusal = release_refusal(dtype, release, hybrid) or _backend_refusal(arch, layers, dtype, release, gpu_sm) or (
+            next((r for l in layers if l.attn and (r := head_size_refusal(dtype, l.dk, l.dv, release))), None))
         if refusal:
             warnings.append(_does_not_start(release, refusal))
+        else:
+            _check_started_layers(arch, layers, dtype, release)
+    refused = next((w for w in warnings if DOES_NOT_START in w), None)
     if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
         return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, admitted, layout_for(release))
     if prefix_caching and not hybrid and stateful:
@@ -655,8 +701,14 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     layout = memo.get(key) if memo is not None else None
     if layout is None:
         described = _ssm_states_in_model_dtype(layers) if model_dtype_ssm else layers
-        layout = _vllm_layout(_with_conv_rows(described, rows) if rows else described, dtype, block_size, mode,
-                              checkpoint, alignment, chunk, factor, page_release)
+        try:
+            layout = _vllm_layout(_with_conv_rows(described, rows) if rows else described, dtype, block_size, mode,
+                                  checkpoint, alignment, chunk, factor, page_release)
+        except UsageError:
+            if refused is None:
+                raise
+            # the pages of layers vLLM gives no backend are not recorded (they never get one): the refusal is the answer
+            raise UsageError(refused) from None
         if memo is not None:
             memo[key] = layout
     bs, pages, has_window = layout.block_size, layout.pages, layout.full_groups is not None

@@ -135,3 +135,76 @@ def head_size_refusal(dtype: str, dk: int, dv: int, release: tuple[int, int] | N
                 "FlashInferBackend.customize_spec)")
     return None
 
+
+
+# Which CUDA attention backend vLLM's selector can give a layer cached in these dtypes, release by release
+# (platforms/cuda.py get_valid_backends over each backend's validate_configuration; recorded from the 0.20.0-0.34.0
+# wheels by scripts/record_vllm_backends.py, fixtures/vllm/backends.json.gz). A layer no backend takes stops the start
+# ("No valid attention backend found"). The rules:
+# - TurboQuant: only the TURBOQUANT backend takes it, which has no attention sinks, no cross-attention (DECODER only)
+#   and, from 0.26 (validate_configuration's sliding-window check), no sliding window. The layers kept at the model
+#   dtype are not asked.
+# - The per-token-head dtypes: TRITON_ATTN takes every layer (FLASH_ATTN on SM 9.0 in 0.20-0.21).
+# - NVFP4 (FLASHINFER's supports_kv_cache_dtype and head sizes; FLASH_ATTN in 0.20-0.21 on SM 9.0, whose
+#   supports_kv_cache_dtype took any quantized dtype there): see nvfp4_backend_refusal.
+TURBOQUANT_SLIDING_REFUSED_FROM = (0, 26)
+_FLASHINFER_HEADS = (64, 128, 256, 512)  # FlashInferBackend.get_supported_head_sizes (512 from 0.22)
+# FlashInfer's NVFP4 cache only on the SM100 family (TRTLLM attention) from 0.25; from 0.32 also on the SM 8.x, 9.0 and
+# 12.x families through its FA2 path (_nvfp4_kv_on_fa2), without 64-wide heads and without sinks there
+NVFP4_SM100_ONLY = ((0, 25), (0, 32))
+
+
+def sink_kinds(model_type: str, config: dict) -> set[str]:
+    """The attention kinds ("full", "sliding") whose layers vLLM builds with attention sinks (their Attention gets
+    ``sinks``): gpt-oss on every layer (model_executor/models/gpt_oss.py), MiMo-V2 where its config adds the sink bias
+    (mimo_v2.py: add_full_attention_sink_bias, add_swa_attention_sink_bias)."""
+    if model_type == "gpt_oss":
+        return {"full", "sliding"}
+    if model_type.startswith("mimo_v2"):
+        return ({"full"} if config.get("add_full_attention_sink_bias") else set()) | (
+            {"sliding"} if config.get("add_swa_attention_sink_bias") else set())
+    return set()
+
+
+def _nvfp4_refusal(dtype: str, release: tuple[int, int], sm: int, head: int, sink: bool, cross: bool) -> str | None:
+    family = sm // 10
+    if release < (0, 22) and sm == 90:
+        return None  # FLASH_ATTN takes it: its supports_kv_cache_dtype accepts any quantized dtype with FA3
+    if release < (0, 21):
+        return "only FlashAttention 3 (SM 9.0) takes it in 0.20"
+    heads = _FLASHINFER_HEADS if release >= (0, 22) else _FLASHINFER_HEADS[:3]
+    if cross:
+        return "FlashInfer takes no cross-attention layers (attention type encoder_decoder)"
+    if sm < 80:
+        return f"FlashInfer needs compute capability 8.0 or newer (this GPU: {family}.{sm % 10})"
+    if head not in heads:
+        return f"FlashInfer takes head sizes {', '.join(map(str, heads))}, not {head}"
+    sm100_only = dtype == "nvfp4_4over6" or (release >= NVFP4_SM100_ONLY[0] and (
+        release < NVFP4_SM100_ONLY[1] or family not in (8, 9, 12)))
+    if family != 10 and sm100_only:
+        return (f"FlashInfer's {dtype} cache needs an SM100-family GPU (B200/GB200/B300: TRTLLM attention), "
+                f"this one is {family}.{sm % 10}")
+    if family != 10 and sink:
+        return "FlashInfer takes attention sinks only on SM100-family GPUs"
+    if family != 10 and head == 64 and release >= NVFP4_SM100_ONLY[1]:
+        return "FlashInfer's FA2 path refuses an NVFP4 cache at head size 64 (fa2 prefill misreads it)"
+    return None
+
+
+def backend_refusal(dtype: str, release: tuple[int, int] | None, sm: int | None, attn: str, head: int,
+                    sink: bool) -> str | None:
+    """Why no CUDA attention backend of vLLM `release` (None: the newest read) takes a layer of kind `attn` (hfmem's:
+    full, sliding, chunked, cross), key head size `head` and attention sinks or not, cached in `dtype`, on a GPU of
+    compute capability `sm` (x10; None: not a CUDA GPU hfmem knows, where only the GPU-independent rules apply)."""
+    newest = release if release is not None else (1 << 16, 0)
+    if dtype in TURBOQUANT:
+        if sink:
+            return "the TURBOQUANT backend takes no attention sinks"
+        if attn == "cross":
+            return "the TURBOQUANT backend takes no cross-attention layers (attention type encoder_decoder)"
+        if attn == "sliding" and newest >= TURBOQUANT_SLIDING_REFUSED_FROM:
+            return "the TURBOQUANT backend takes no sliding-window layers"
+        return None
+    if dtype in NVFP4 and sm is not None:
+        return _nvfp4_refusal(dtype, newest, sm, head, sink, attn == "cross")
+    return None

@@ -1,0 +1,146 @@
+"""Record which attention backend vLLM's own selector picks for one attention layer, release by release, for its
+quantized KV cache dtypes, or why none takes the layer (developer tool; tests never run it). The result,
+fixtures/vllm/backends.json.gz, is what tests/test_kv_vllm_dtypes.py holds hfmem's "vLLM does not start this" rules to.
+
+Each release runs in its own interpreter with its unpacked wheel first on PYTHONPATH (set-up as in
+scripts/record_vllm_planning.py). What is the engine's own code: platforms/cuda.py CudaPlatform.get_valid_backends
+(the release's backend priority list for the device capability, each backend's validate_configuration:
+supported dtypes, KV cache dtypes, head sizes, attention sinks, sliding windows from 0.27, attention types, compute
+capability) on v1/attention/selector.py AttentionSelectorConfig, as get_attn_backend builds it for one layer with no
+backend forced. What the harness decides: the device capability (the platform's get_device_capability answers it;
+compiled kernels and NVML are stand-ins that are never called), FlashInfer's TRTLLM cubins reachable
+(utils/flashinfer.py has_nvidia_artifactory), bfloat16 weights, no block size given, and the
+default for every other selector field. A layer with no valid backend stops vLLM at start-up ("No valid attention
+backend found"); the record keeps each backend's reasons for the dtype's own backends.
+
+    python scripts/record_vllm_backends.py --src /tmp/vllm-src --deps /tmp/vdeps 0.20.0 0.21.0 0.22.0 0.23.0 \
+        0.24.0 0.25.0 0.26.0 0.27.0 0.28.0 0.29.0 0.30.0 0.31.0 0.32.0 0.33.0 0.34.0   # about two minutes
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "fixtures" / "vllm" / "backends.json.gz"
+DTYPES = ("int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4", "nvfp4_4over6",
+          "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc")
+CAPABILITIES = ((8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (12, 0))
+HEAD_SIZES = (64, 80, 96, 128, 192, 256, 512)
+# (sliding window, attention sinks, attention type)
+LAYERS = ((False, False, "decoder"), (True, False, "decoder"), (False, True, "decoder"), (True, True, "decoder"),
+          (False, False, "encoder_decoder"))
+FIELDS = ("dtype", "sm", "head_size", "sliding", "sink", "attn_type", "backend", "reasons")
+
+
+def _clear_caches() -> None:
+    """Forget every cached answer of vLLM's module-level functions (supports_trtllm_attention, FA's version, ...)."""
+    import functools
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("vllm") and module is not None:
+            for value in list(vars(module).values()):
+                if isinstance(value, functools._lru_cache_wrapper):
+                    value.cache_clear()
+
+
+def _inner() -> list[list]:
+    """Runs inside the release's interpreter."""
+    import types
+
+    import torch
+
+    from record_vllm_hybrid import _stub_packages  # this folder is on sys.path: the script runs from it
+
+    _stub_packages("vllm._C", "vllm._C_stable_libtorch", "vllm._moe_C", "vllm._flashmla_C", "vllm._rocm_C",
+                   "vllm.vllm_flash_attn._vllm_fa2_C", "vllm.vllm_flash_attn._vllm_fa3_C", "pynvml")
+    import vllm.config.vllm as config_vllm
+    import vllm.platforms as platforms
+    from vllm.config.cache import CacheDType
+    from vllm.platforms.cuda import CudaPlatform
+    from vllm.platforms.interface import DeviceCapability
+    from vllm.v1.attention.selector import AttentionSelectorConfig
+
+    def ns(**kw):
+        return types.SimpleNamespace(**kw)
+
+    # the fields the backends' checks read from the current config (FlashInfer's TRTLLM switch, FA's version)
+    config_vllm._current_vllm_config = ns(
+        attention_config=ns(use_trtllm_attention=None, flash_attn_version=None, use_non_causal=False, backend=None,
+                            backend_per_kind=None),
+        cache_config=None, model_config=None, kv_transfer_config=None,
+        parallel_config=ns(decode_context_parallel_size=1, prefill_context_parallel_size=1, tensor_parallel_size=1,
+                           pipeline_parallel_size=1),
+        speculative_config=None, compilation_config=ns())
+    # FlashInfer's TRTLLM kernels come as cubins from NVIDIA's artifactory: reachable, as on a served machine
+    import vllm.utils.flashinfer as flashinfer_utils
+
+    flashinfer_utils.has_nvidia_artifactory = lambda: True
+    capability = [DeviceCapability(9, 0)]
+    import vllm.platforms.cuda as cuda
+
+    # every CUDA platform class (with NVML or without: which one a module bound at import depends on the stand-ins)
+    for cls in vars(cuda).values():
+        if isinstance(cls, type) and issubclass(cls, CudaPlatform.__mro__[1]) and cls.__module__ == cuda.__name__:
+            cls.get_device_capability = classmethod(lambda cls, device_id=0: capability[0])
+    platforms._current_platform = CudaPlatform()
+    for name, module in list(sys.modules.items()):  # modules that bound the platform vLLM resolved on import
+        if name.startswith("vllm.") and hasattr(module, "current_platform"):
+            module.current_platform = platforms._current_platform
+    offered = set(CacheDType.__args__)
+    fields = AttentionSelectorConfig._fields
+    out = []
+    for dtype in DTYPES:
+        if dtype not in offered:
+            continue
+        for major, minor in CAPABILITIES:
+            capability[0] = DeviceCapability(major, minor)
+            _clear_caches()  # the checks cache their answers (functools.cache), which follow the capability
+            for head in HEAD_SIZES:
+                for sliding, sink, attn_type in LAYERS:
+                    values = dict(head_size=head, dtype=torch.bfloat16, kv_cache_dtype=dtype, block_size=None,
+                                  use_mla=False, has_sink=sink, use_sparse=False, use_mm_prefix=False,
+                                  use_per_head_quant_scales=False, attn_type=attn_type, has_sliding_window=sliding)
+                    selector = AttentionSelectorConfig(**{k: v for k, v in values.items() if k in fields})
+                    valid, invalid = CudaPlatform.get_valid_backends(
+                        device_capability=capability[0], attn_selector_config=selector, num_heads=32)
+                    # (backend, priority) pairs up to 0.33, _BackendCandidate(backend_class, backend, priority) in 0.34
+                    best = min(valid, key=lambda c: c[-1]) if valid else None
+                    chosen = best[-2].name if best else None
+                    # the reasons of the backends that take this dtype at all
+                    reasons = {} if chosen else {
+                        backend.name: why for backend, (_, why) in invalid.items()
+                        if "kv_cache_dtype not supported" not in why}
+                    out.append([dtype, major * 10 + minor, head, sliding, sink, attn_type, chosen, reasons])
+    return out
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--inner":
+        print(json.dumps(_inner()))
+        return
+    from record_vllm_planning import release_arguments
+
+    args = release_arguments(__doc__).parse_args()
+    merged = {r["vllm"]: r for r in (json.loads(gzip.decompress(OUT.read_bytes()))["releases"] if OUT.exists() else [])}
+    for release in args.releases:
+        env = dict(os.environ, PYTHONPATH=f"{Path(args.src) / release}{os.pathsep}{args.deps}")
+        run = subprocess.run([args.python, __file__, "--inner"], env=env, capture_output=True, text=True, check=False)
+        if run.returncode:
+            sys.exit(f"{release}: {run.stderr.strip().splitlines()[-1]}")
+        merged[release] = {"vllm": release, "rows": json.loads(run.stdout.strip().splitlines()[-1])}
+        print(release, "done", file=sys.stderr)
+    order = sorted(merged, key=lambda r: tuple(int(x) for x in r.split(".")))
+    lines = [json.dumps({"vllm": r, "rows": merged[r]["rows"]}, separators=(",", ":")) for r in order]
+    text = ('{"how": "scripts/record_vllm_backends.py", "fields": ' + json.dumps(list(FIELDS)) + ', "releases": [\n'
+            + ",\n".join(lines) + "\n]}\n")
+    OUT.write_bytes(gzip.compress(text.encode(), mtime=0))
+
+
+if __name__ == "__main__":
+    main()
