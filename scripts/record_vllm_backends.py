@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -124,16 +122,15 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--inner":
         print(json.dumps(_inner()))
         return
-    from record_vllm_planning import release_arguments
+    from record_vllm_planning import release_arguments, run_release
 
     args = release_arguments(__doc__).parse_args()
     merged = {r["vllm"]: r for r in (json.loads(gzip.decompress(OUT.read_bytes()))["releases"] if OUT.exists() else [])}
     for release in args.releases:
-        env = dict(os.environ, PYTHONPATH=f"{Path(args.src) / release}{os.pathsep}{args.deps}")
-        run = subprocess.run([args.python, __file__, "--inner"], env=env, capture_output=True, text=True, check=False)
-        if run.returncode:
-            sys.exit(f"{release}: {run.stderr.strip().splitlines()[-1]}")
-        merged[release] = {"vllm": release, "rows": json.loads(run.stdout.strip().splitlines()[-1])}
+        rows, error = run_release(args, release, __file__)
+        if error:
+            sys.exit(f"{release}: {error}")
+        merged[release] = {"vllm": release, "rows": rows}
         print(release, "done", file=sys.stderr)
     order = sorted(merged, key=lambda r: tuple(int(x) for x in r.split(".")))
     lines = [json.dumps({"vllm": r, "rows": merged[r]["rows"]}, separators=(",", ":")) for r in order]

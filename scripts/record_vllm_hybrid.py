@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -397,7 +396,7 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--inner":
         print(json.dumps(_inner(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5])))
         return
-    from record_vllm_planning import release_arguments
+    from record_vllm_planning import release_arguments, run_release
 
     ap = release_arguments(__doc__)
     ap.add_argument("--sm", default="90,100", help="GPUs (compute capability x 10): 90 Hopper, 100 Blackwell (from "
@@ -410,20 +409,16 @@ def main() -> None:
     args = ap.parse_args()
     records = []
     for release in args.releases:
-        env = dict(os.environ, PYTHONPATH=f"{Path(args.src) / release}{os.pathsep}{args.deps}",
-                   HFMEM_VLLM_RELEASE=release)
         for sm in (int(x) for x in args.sm.split(",")):
             if sm != 90 and (args.speculative or tuple(int(x) for x in release.split(".")[:2]) < (0, 20)):
                 continue  # HybridAttentionMambaModelConfig: no backend class read, the same as on Hopper
             for case in args.model or CASES:
                 config = REPO / "fixtures" / "configs" / case / "config.json"
-                run = subprocess.run([args.python, __file__, "--inner", str(config), str(sm),
-                                      "1" if args.speculative else "0", args.kv_dtype], env=env,
-                                     capture_output=True, text=True, check=False)
-                if run.returncode:
-                    print(f"{release} sm{sm} {case}: {run.stderr.strip().splitlines()[-1]}", file=sys.stderr)
+                got, error = run_release(args, release, __file__, str(config), str(sm),
+                                         "1" if args.speculative else "0", args.kv_dtype, HFMEM_VLLM_RELEASE=release)
+                if error:
+                    print(f"{release} sm{sm} {case}: {error}", file=sys.stderr)
                     continue
-                got = json.loads(run.stdout.strip().splitlines()[-1])
                 dtype = {"kv_dtype": args.kv_dtype} if args.kv_dtype != "auto" else {}
                 records += [{"vllm": release, "model": case, **dtype, **rec} for rec in got]
                 print(release, f"sm{sm}", case, "done" if got else "not in this release / backend not importable",

@@ -21,8 +21,6 @@ e.g. NVFP4 with unequal key and value head sizes) is recorded as refused.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -85,18 +83,15 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--inner":
         print(json.dumps(_inner()))
         return
-    from record_vllm_planning import release_arguments
+    from record_vllm_planning import release_arguments, run_release
 
     args = release_arguments(__doc__).parse_args()
     merged = {r["vllm"]: r for r in (json.loads(OUT.read_text())["records"] if OUT.exists() else [])}
     fields = ("dtype", "kind", "heads", "dk", "dv")
     for release in args.releases:
-        env = dict(os.environ, PYTHONPATH=f"{Path(args.src) / release}{os.pathsep}{args.deps}")
-        run = subprocess.run([args.python, __file__, "--inner"], env=env, capture_output=True, text=True,
-                             check=False)
-        if run.returncode:
-            sys.exit(f"{release}: {run.stderr.strip().splitlines()[-1]}")
-        pages = json.loads(run.stdout.strip().splitlines()[-1])  # rows of FIELDS, then the bytes or the refusal
+        pages, error = run_release(args, release, __file__)  # rows of FIELDS, then the bytes or the refusal
+        if error:
+            sys.exit(f"{release}: {error}")
         merged[release] = {"vllm": release, "pages": [[p[f] for f in fields] + [p.get("bytes_per_token", p.get("refused"))]
                                                       for p in pages]}
         print(release, "done", file=sys.stderr)

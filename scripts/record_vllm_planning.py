@@ -35,6 +35,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -167,6 +168,17 @@ def release_arguments(doc: str | None) -> argparse.ArgumentParser:
     return ap
 
 
+def run_release(args, release: str, script: str, *inner: str, **env: str) -> tuple[Any, str | None]:
+    """Run `script --inner INNER...` in an interpreter with the release's unpacked wheel first on PYTHONPATH (and `env`
+    added): (the JSON of its last line of output, None), or (None, its last line of errors) when it failed."""
+    path = f"{Path(args.src) / release}{os.pathsep}{args.deps}"
+    run = subprocess.run([args.python, script, "--inner", *inner], env=dict(os.environ, PYTHONPATH=path, **env),
+                         capture_output=True, text=True, check=False)
+    if run.returncode:
+        return None, run.stderr.strip().splitlines()[-1]
+    return json.loads(run.stdout.strip().splitlines()[-1]), None
+
+
 def plan_groups(plan, config, specs: dict, available: int) -> tuple:
     """(groups, KV cache config, fit-check bytes) from the release's own planning functions (record_vllm_hybrid.py
     uses it too)."""
@@ -203,17 +215,15 @@ def main() -> None:
     args = ap.parse_args()
     records = []
     for release in args.releases:
-        env = dict(os.environ, PYTHONPATH=f"{Path(args.src) / release}{os.pathsep}{args.deps}")
         for case in args.model or CASES:
             if "DeepSeek-V4" in case and tuple(int(x) for x in release.split(".")[:2]) < V4_FROM:
                 continue
             config = REPO / "fixtures" / "configs" / case / "config.json"
             points = WHISPER_POINTS if "whisper" in case else POINTS
-            run = subprocess.run([args.python, __file__, "--inner", str(config), json.dumps(points)], env=env,
-                                 capture_output=True, text=True, check=False)
-            if run.returncode:
-                sys.exit(f"{release} {case}: {run.stderr.strip().splitlines()[-1]}")
-            records.append({"vllm": release, "model": case, "points": json.loads(run.stdout.strip().splitlines()[-1])})
+            got, error = run_release(args, release, __file__, str(config), json.dumps(points))
+            if error:
+                sys.exit(f"{release} {case}: {error}")
+            records.append({"vllm": release, "model": case, "points": got})
             print(release, case, "done", file=sys.stderr)
     write(records)
 

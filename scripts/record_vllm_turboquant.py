@@ -21,8 +21,6 @@ layer order (the first layer is a boundary layer).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -134,20 +132,18 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--inner":
         print(json.dumps(_inner(sys.argv[2])))
         return
-    from record_vllm_planning import release_arguments
+    from record_vllm_planning import release_arguments, run_release
 
     args = release_arguments(__doc__).parse_args()
     merged = {(r["vllm"], r["model"], r["dtype"]): r
               for r in (json.loads(OUT.read_text())["records"] if OUT.exists() else [])}
     for release in args.releases:
-        env = dict(os.environ, PYTHONPATH=f"{Path(args.src) / release}{os.pathsep}{args.deps}")
         for case in CASES:
             config = REPO / "fixtures" / "configs" / case / "config.json"
-            run = subprocess.run([args.python, __file__, "--inner", str(config)], env=env, capture_output=True,
-                                 text=True, check=False)
-            if run.returncode:
-                sys.exit(f"{release} {case}: {run.stderr.strip().splitlines()[-1]}")
-            for rec in json.loads(run.stdout.strip().splitlines()[-1]):
+            got, error = run_release(args, release, __file__, str(config))
+            if error:
+                sys.exit(f"{release} {case}: {error}")
+            for rec in got:
                 merged[(release, case, rec["dtype"])] = {"vllm": release, "model": case, **rec}
             print(release, case, "done", file=sys.stderr)
 
