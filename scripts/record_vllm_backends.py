@@ -36,6 +36,52 @@ LAYERS = ((False, False, "decoder"), (True, False, "decoder"), (False, True, "de
 FIELDS = ("dtype", "sm", "head_size", "sliding", "sink", "attn_type", "backend", "reasons")
 
 
+_CAPABILITY: list = []
+
+
+def set_capability(major: int, minor: int) -> None:
+    """Make the release on the path answer as a CUDA GPU of this compute capability: its compiled kernels and NVML are
+    stand-ins (never called), every CUDA platform class reports the capability, the modules that bound the platform
+    vLLM resolved on import get the CUDA one, FlashInfer's TRTLLM cubins count as reachable (from NVIDIA's
+    artifactory, as on a served machine), the fields the backends' checks read from the current config are set, and
+    cached answers that followed the previous capability are forgotten."""
+    import types
+
+    from record_vllm_hybrid import _stub_packages  # this folder is on sys.path: the script runs from it
+
+    if not _CAPABILITY:
+        _stub_packages("vllm._C", "vllm._C_stable_libtorch", "vllm._moe_C", "vllm._flashmla_C", "vllm._rocm_C",
+                       "vllm.vllm_flash_attn._vllm_fa2_C", "vllm.vllm_flash_attn._vllm_fa3_C", "pynvml")
+        import vllm.config.vllm as config_vllm
+        import vllm.platforms as platforms
+        import vllm.platforms.cuda as cuda
+        import vllm.utils.flashinfer as flashinfer_utils
+
+        def ns(**kw):
+            return types.SimpleNamespace(**kw)
+
+        config_vllm._current_vllm_config = ns(
+            attention_config=ns(use_trtllm_attention=None, flash_attn_version=None, use_non_causal=False,
+                                backend=None, backend_per_kind=None),
+            cache_config=None, model_config=None, kv_transfer_config=None,
+            parallel_config=ns(decode_context_parallel_size=1, prefill_context_parallel_size=1,
+                               tensor_parallel_size=1, pipeline_parallel_size=1),
+            speculative_config=None, compilation_config=ns())
+        flashinfer_utils.has_nvidia_artifactory = lambda: True
+        for cls in vars(cuda).values():  # with NVML or without: which one a module bound depends on the stand-ins
+            if isinstance(cls, type) and issubclass(cls, cuda.CudaPlatform.__mro__[1]) and cls.__module__ == cuda.__name__:
+                cls.get_device_capability = classmethod(lambda cls, device_id=0: _CAPABILITY[0])
+        platforms._current_platform = cuda.CudaPlatform()
+        for name, module in list(sys.modules.items()):
+            if name.startswith("vllm.") and hasattr(module, "current_platform"):
+                module.current_platform = platforms._current_platform
+        _CAPABILITY.append(None)
+    from vllm.platforms.interface import DeviceCapability
+
+    _CAPABILITY[0] = DeviceCapability(major, minor)
+    _clear_caches()
+
+
 def _clear_caches() -> None:
     """Forget every cached answer of vLLM's module-level functions (supports_trtllm_attention, FA's version, ...)."""
     import functools
@@ -49,47 +95,13 @@ def _clear_caches() -> None:
 
 def _inner() -> list[list]:
     """Runs inside the release's interpreter."""
-    import types
-
     import torch
 
-    from record_vllm_hybrid import _stub_packages  # this folder is on sys.path: the script runs from it
-
-    _stub_packages("vllm._C", "vllm._C_stable_libtorch", "vllm._moe_C", "vllm._flashmla_C", "vllm._rocm_C",
-                   "vllm.vllm_flash_attn._vllm_fa2_C", "vllm.vllm_flash_attn._vllm_fa3_C", "pynvml")
-    import vllm.config.vllm as config_vllm
-    import vllm.platforms as platforms
+    set_capability(9, 0)
     from vllm.config.cache import CacheDType
     from vllm.platforms.cuda import CudaPlatform
-    from vllm.platforms.interface import DeviceCapability
     from vllm.v1.attention.selector import AttentionSelectorConfig
 
-    def ns(**kw):
-        return types.SimpleNamespace(**kw)
-
-    # the fields the backends' checks read from the current config (FlashInfer's TRTLLM switch, FA's version)
-    config_vllm._current_vllm_config = ns(
-        attention_config=ns(use_trtllm_attention=None, flash_attn_version=None, use_non_causal=False, backend=None,
-                            backend_per_kind=None),
-        cache_config=None, model_config=None, kv_transfer_config=None,
-        parallel_config=ns(decode_context_parallel_size=1, prefill_context_parallel_size=1, tensor_parallel_size=1,
-                           pipeline_parallel_size=1),
-        speculative_config=None, compilation_config=ns())
-    # FlashInfer's TRTLLM kernels come as cubins from NVIDIA's artifactory: reachable, as on a served machine
-    import vllm.utils.flashinfer as flashinfer_utils
-
-    flashinfer_utils.has_nvidia_artifactory = lambda: True
-    capability = [DeviceCapability(9, 0)]
-    import vllm.platforms.cuda as cuda
-
-    # every CUDA platform class (with NVML or without: which one a module bound at import depends on the stand-ins)
-    for cls in vars(cuda).values():
-        if isinstance(cls, type) and issubclass(cls, CudaPlatform.__mro__[1]) and cls.__module__ == cuda.__name__:
-            cls.get_device_capability = classmethod(lambda cls, device_id=0: capability[0])
-    platforms._current_platform = CudaPlatform()
-    for name, module in list(sys.modules.items()):  # modules that bound the platform vLLM resolved on import
-        if name.startswith("vllm.") and hasattr(module, "current_platform"):
-            module.current_platform = platforms._current_platform
     offered = set(CacheDType.__args__)
     fields = AttentionSelectorConfig._fields
     out = []
@@ -97,8 +109,7 @@ def _inner() -> list[list]:
         if dtype not in offered:
             continue
         for major, minor in CAPABILITIES:
-            capability[0] = DeviceCapability(major, minor)
-            _clear_caches()  # the checks cache their answers (functools.cache), which follow the capability
+            set_capability(major, minor)
             for head in HEAD_SIZES:
                 for sliding, sink, attn_type in LAYERS:
                     values = dict(head_size=head, dtype=torch.bfloat16, kv_cache_dtype=dtype, block_size=None,
@@ -106,7 +117,7 @@ def _inner() -> list[list]:
                                   use_per_head_quant_scales=False, attn_type=attn_type, has_sliding_window=sliding)
                     selector = AttentionSelectorConfig(**{k: v for k, v in values.items() if k in fields})
                     valid, invalid = CudaPlatform.get_valid_backends(
-                        device_capability=capability[0], attn_selector_config=selector, num_heads=32)
+                        device_capability=_CAPABILITY[0], attn_selector_config=selector, num_heads=32)
                     # (backend, priority) pairs up to 0.33, _BackendCandidate(backend_class, backend, priority) in 0.34
                     best = min(valid, key=lambda c: c[-1]) if valid else None
                     chosen = best[-2].name if best else None

@@ -9,13 +9,15 @@ end (a 20 MiB large-block segment per further graph as well). None of these line
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from stubs import load_config, model_files
+from stubs import FIXTURES, load_config, model_files
 
 from hfmem.api import analyze_files
 from hfmem.memory.gpus import GiB, resolve_gpu
 from hfmem.memory.planner import Planner
-from hfmem.memory.vllm_cudagraph import capture_sizes
+from hfmem.memory.vllm_cudagraph import capture_sizes, graph_sizes
 
 # (where, max_num_seqs, max_num_batched_tokens, the log's PIECEWISE count/largest, FULL count/largest)
 COUNT_ROWS = [
@@ -29,7 +31,7 @@ COUNT_ROWS = [
 
 @pytest.mark.parametrize("where, seqs, tokens, piecewise, full", COUNT_ROWS, ids=["lmcache-3430", "qwen35-4b-0.22"])
 def test_graph_counts_match_the_logs_profiling_line(where, seqs, tokens, piecewise, full):
-    sizes = capture_sizes(seqs, tokens)
+    sizes = capture_sizes(seqs, tokens, release=(0, 21))
     decode = [s for s in sizes if s <= seqs]
     assert (len(sizes), sizes[-1]) == piecewise, where
     assert (len(decode), decode[-1]) == full, where
@@ -123,14 +125,47 @@ def test_logged_estimate_tp4_pcie_qwen25_72b():
     assert est.bytes <= 2.73 * GiB <= est.high
 
 
-def test_blackwell_034_wide_grids_are_said():
-    """0.34 on SM100 defaults to wider capture grids (config/vllm.py _split_cudagraph_capture_sizes: wide_defaults on
-    the 100 family; prefill_cudagraph_capture_grid gives 54 sizes at 8192 tokens), which hfmem does not model: a B200
-    plan at 0.34 says so once; 0.33 on a B200 and 0.34 on an H100 keep the shared sizes and say nothing."""
+SIZES = json.loads((FIXTURES / "vllm" / "cudagraph_sizes.json").read_text())
+
+
+def _recorded(release: str, sm: int, seqs: int, tokens: int) -> tuple[list[int], list[int]]:
+    record = next(r for r in SIZES["releases"] if r["vllm"] == release)
+    return next((p, f) for s, q, t, p, f in record["rows"] if (s, q, t) == (sm, seqs, tokens))
+
+
+def test_graph_sizes_are_vllms():
+    """Every release's own _set_cudagraph_sizes (scripts/record_vllm_cudagraph_sizes.py, 0.17.0-0.34.0, on an H100
+    and a B200, 13 batch settings): hfmem's PIECEWISE token sizes and FULL request counts are the same lists."""
+    rows = 0
+    for record in SIZES["releases"]:
+        release = tuple(int(x) for x in record["vllm"].split(".")[:2])
+        for sm, seqs, tokens, piecewise, full in record["rows"]:
+            assert graph_sizes(seqs, tokens, release, sm) == (piecewise, full), (record["vllm"], sm, seqs, tokens)
+            rows += 1
+    assert rows == 18 * 2 * 13
+
+
+def test_the_recorded_sizes_tell_the_rules_apart():
+    """Each release rule changes the recorded lists where it says: max_num_batched_tokens captured from 0.21, the
+    SM100 ceiling of 1024 from 0.28, max_num_seqs captured from 0.31, the wide SM100 grids from 0.34 (not on SM 9.0)."""
+    assert [_recorded(r, 90, 256, 500)[0][-1] for r in ("0.20.0", "0.21.0")] == [496, 500]
+    assert [_recorded(r, 100, 1024, 8192)[0][-1] for r in ("0.27.0", "0.28.0")] == [512, 1024]
+    assert [100 in _recorded(r, 90, 100, 2048)[1] for r in ("0.30.0", "0.31.0")] == [False, True]
+    b200 = [(len(p), p[-1], len(f), f[-1]) for p, f in (_recorded(r, 100, 1024, 16384) for r in ("0.33.0", "0.34.0"))]
+    assert b200 == [(83, 1024, 83, 1024), (54, 8192, 64, 1024)]
+    assert _recorded("0.34.0", 90, 1024, 16384) == _recorded("0.33.0", 90, 1024, 16384)
+
+
+def test_a_b200_plan_at_034_captures_the_wide_grids():
+    """On a B200 at 0.34 (its defaults: 16,384 batched tokens, 1,024 sequences) the first capture is the 8,192-token
+    prefill graph, and the estimate counts 54 PIECEWISE and 64 FULL graphs; at 0.33 the shared sizes up to 1,024; an
+    H100 at 0.34 keeps 51 up to 512."""
     report = analyze_files(model_files("Qwen/Qwen3-8B", config=load_config("Qwen/Qwen3-8B")))
 
-    def said(version, gpu):
-        plan = Planner(report, vllm_version=version, gpu=resolve_gpu(gpu)).plan(32_768, 1, resolve_gpu(gpu))
-        return sum("wider CUDA-graph grids" in n for n in plan.notes)
+    def graphs(version, gpu):
+        est = Planner(report, vllm_version=version, gpu=resolve_gpu(gpu)).for_gpu(resolve_gpu(gpu)).cudagraph_estimate
+        return est.piecewise, est.full, est.largest
 
-    assert (said(None, "b200"), said("0.34", "b200"), said("0.33", "b200"), said(None, "h100")) == (1, 1, 0, 0)
+    assert graphs("0.34", "b200") == (54, 64, 8192)
+    assert graphs("0.33", "b200") == (83, 83, 1024)
+    assert graphs("0.34", "h100") == (51, 51, 512)

@@ -45,7 +45,6 @@ from hfmem.memory.vllm_versions import (
     START_IN_USE_TP1_GIB,
     V1_RUNNER_REMOVED_FROM,
     V2_CUDAGRAPH_ESTIMATE_FROM,
-    WIDE_SM100_CUDAGRAPH_GRIDS_FROM,
     RunnerModel,
     VllmVersion,
     cudagraph_deducted_on,
@@ -972,14 +971,15 @@ class Planner:
             self._decoder_cache = bool(self.kv(1, 1).total_bytes)
         if not self._decoder_cache:
             return  # no decoder cache (an encoder-only model): no decode graphs to estimate here
-        top = vllm_cudagraph.capture_sizes(self.max_num_seqs, self.max_batched_tokens)
+        sm = gpu_sm(self.gpu)
+        top, _ = vllm_cudagraph.graph_sizes(self.max_num_seqs, self.max_batched_tokens, release, sm)
         if not top:
             return
         terms = activation_terms(self.arch, top[-1], engine="vllm", act_bytes=self.act_bytes, tp=self.tp,
                                  logits_rows=0, gated=self.gated)
         terms.pop("logits", None)
         self.cudagraph_estimate = vllm_cudagraph.estimate(self.max_num_seqs, self.max_batched_tokens,
-                                                          max(terms.values()) if terms else 0)
+                                                          max(terms.values()) if terms else 0, release, sm)
         if not self.cudagraph_memory_given and self.cudagraph_estimate is not None:
             self.cudagraph_memory = self.cudagraph_estimate.bytes
 
@@ -1339,21 +1339,13 @@ class Planner:
                 how = ("Model Runner V2 captures the PIECEWISE graphs in full and extrapolates the FULL ones from two "
                        "captures, which hfmem's V1-shaped estimate does not separate" if self._v2
                        else "vLLM extrapolates it from two captures per mode")
-                plan.notes.append(f"vLLM {self.vllm.name} deducts its estimated CUDA graph memory from the KV cache "
+                plan.notes.append(f"vLLM {plan.vllm_release or self.vllm.name} deducts its estimated CUDA graph memory "
+                                  "from the KV cache "
                                   f"budget: {est.detail()} = {est.bytes / GiB:.2f} GiB here; {how}, so its own figure "
                                   f"varies between starts (up to {est.high / GiB:.2f} GiB when each graph opens a 20 "
                                   "MiB allocator segment): --cudagraph-memory takes your log's 'Estimated CUDA graph "
                                   "memory'")
-            on, release = gpu or self.gpu, self._release()
-            sm = gpu_sm(on) if on is not None else None  # (gpu_sm(None) is the H100-class default)
-            if (self.cudagraph_deducted and sm is not None and sm // 10 == 10
-                    and (release is None or release >= WIDE_SM100_CUDAGRAPH_GRIDS_FROM)):
-                plan.notes.append(
-                    "vLLM 0.34 on Blackwell (SM100) captures wider CUDA-graph grids by default (config/vllm.py "
-                    "_split_cudagraph_capture_sizes: prefill graphs up to min(8192, max_num_batched_tokens) tokens, "
-                    "54 sizes at 8192, and decode graphs for request counts up to max_num_seqs): not modelled, hfmem's "
-                    "estimate counts the shared sizes up to 512, so the CUDA graph memory vLLM deducts can be larger "
-                    "and the KV pool smaller (--cudagraph-memory takes the log's 'Estimated CUDA graph memory')")
+            release = self._release()
             if (newer := newer_than_read_note(release)) is not None:
                 plan.notes.append(newer)
             if gpu is None and self._extensible_on(None):

@@ -29,23 +29,77 @@ with at least 1 MiB per graph ("driver overhead"). So three things make the figu
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 MiB = 1 << 20
 STEP = 2 * MiB  # the smallest growth a capture shows: one 2 MiB segment/page
 LARGE_SEGMENT = 20 * MiB  # PyTorch's kLargeBuffer: a segment for blocks of 1-10 MiB
-MAX_CAPTURE = 512  # vllm/config/vllm.py _set_cudagraph_sizes
+MAX_CAPTURE = 512  # vllm/config/vllm.py _set_cudagraph_sizes: default_max_graph_size
+# The rules by release, read in the 0.17.0-0.34.0 wheels' config/vllm.py and held to what their own
+# _set_cudagraph_sizes gives (scripts/record_vllm_cudagraph_sizes.py, fixtures/vllm/cudagraph_sizes.json):
+MAX_NUM_TOKENS_CAPTURED_FROM = (0, 21)  # max_num_batched_tokens appended when within the capture ceiling
+SM100_MAX_CAPTURE_FROM = (0, 28)  # the ceiling is 1024 on the SM100 family (B200, GB200, B300)
+MAX_NUM_SEQS_CAPTURED_FROM = (0, 31)  # max_num_seqs appended (a uniform decode batch) when within the ceiling
+# _split_cudagraph_capture_sizes: on the SM100 family the PIECEWISE graphs take the prefill grid up to
+# min(8192, max_num_batched_tokens) and the FULL ones the decode grid up to max_num_seqs (up to 8192 tokens)
+SM100_WIDE_GRIDS_FROM = (0, 34)
+WIDE_GRID_TOKENS = 8192
 
 
-def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, decode_query_len: int = 1) -> list[int]:
-    """The default ``cudagraph_capture_sizes`` (vllm/config/vllm.py ``_set_cudagraph_sizes``), ascending."""
-    top = min(min(max_num_seqs * decode_query_len * 2, MAX_CAPTURE), max_num_batched_tokens)
+def _newest(release: tuple[int, int] | None) -> tuple[int, int]:
+    return release if release is not None else (1 << 16, 0)
+
+
+def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, decode_query_len: int = 1,
+                  release: tuple[int, int] | None = None, sm: int | None = None) -> list[int]:
+    """The default shared ``cudagraph_capture_sizes`` (vllm/config/vllm.py ``_set_cudagraph_sizes``), ascending, in
+    vLLM `release` (None: the newest read) on a GPU of compute capability `sm` x10 (None: not SM100)."""
+    newest = _newest(release)
+    ceiling = 1024 if sm is not None and sm // 10 == 10 and newest >= SM100_MAX_CAPTURE_FROM else MAX_CAPTURE
+    top = min(min(max_num_seqs * decode_query_len * 2, ceiling), max_num_batched_tokens)
     sizes = [s for s in (1, 2, 4) if s <= top]
     if top >= 8:
         sizes += list(range(8, min(top + 1, 256), 8))
     if top >= 256:
         sizes += list(range(256, top + 1, 16))
-    return sizes
+    if newest >= MAX_NUM_TOKENS_CAPTURED_FROM and max_num_batched_tokens <= top:
+        sizes.append(max_num_batched_tokens)
+    if (newest >= MAX_NUM_SEQS_CAPTURED_FROM and decode_query_len == 1 and max_num_seqs <= ceiling
+            and max_num_seqs <= max_num_batched_tokens):
+        sizes.append(max_num_seqs)
+    return sorted(set(sizes))
+
+
+def _walk_grid(limit: int, step) -> list[int]:
+    """config/compilation.py _walk_grid: 1, ..., `limit`, each the next multiple of the largest power of two not above
+    step(size)."""
+    grid, size = [], 1
+    while size < limit:
+        grid.append(size)
+        stride = 1 << max(0, math.floor(math.log2(max(1.0, step(size)))))
+        size = (size // stride + 1) * stride
+    return [*grid, limit] if limit else []
+
+
+def graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, release: tuple[int, int] | None = None,
+                sm: int | None = None) -> tuple[list[int], list[int]]:
+    """(the token counts of the PIECEWISE graphs, the request counts of the FULL uniform-decode graphs) vLLM captures
+    by default. Up to the wide grids, both come from the shared sizes (FULL: those up to max_num_seqs). From 0.34 on
+    the SM100 family: config/compilation.py prefill_cudagraph_capture_grid (1, 2, 4, every 8 up to 64, four sizes per
+    doubling up to 1024, then every 256 and every 512 once 7 % of the size exceeds 512) and
+    decode_cudagraph_capture_grid (every count up to 6, then steps of the largest power of two not above
+    0.65 x n^(2/3)), the decode graphs cut at the first size that reaches the request or token limit
+    (decode_cudagraph_capture_shapes)."""
+    if sm is not None and sm // 10 == 10 and _newest(release) >= SM100_WIDE_GRIDS_FROM:
+        top = min(WIDE_GRID_TOKENS, max_num_batched_tokens)
+        prefill = _walk_grid(top, lambda t: min(t, max(8, t / 4), 0.07 * max(t, 4096)))
+        requests = _walk_grid(max_num_seqs, lambda n: 0.65 * n ** (2 / 3))
+        limit = min(max_num_seqs, min(max_num_batched_tokens, WIDE_GRID_TOKENS))
+        reachable = [n for n in requests if n < limit] + [limit]
+        return prefill, sorted({min(n, limit) for n in reachable})
+    shared = capture_sizes(max_num_seqs, max_num_batched_tokens, release=release, sm=sm)
+    return shared, [s for s in shared if s <= max_num_seqs]
 
 
 @dataclass(frozen=True)
@@ -62,13 +116,14 @@ class CudagraphEstimate:
                 f"{self.first_capture / MiB:.0f} MiB + {STEP // MiB} MiB per further graph")
 
 
-def estimate(max_num_seqs: int, max_num_batched_tokens: int, forward_peak: int) -> CudagraphEstimate | None:
-    """vLLM's estimate for these batch settings. ``forward_peak``: the forward-activation peak in bytes at the
-    largest capture size (the planner's forward phases at that token count). None where nothing is captured."""
-    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens)
+def estimate(max_num_seqs: int, max_num_batched_tokens: int, forward_peak: int,
+             release: tuple[int, int] | None = None, sm: int | None = None) -> CudagraphEstimate | None:
+    """vLLM's estimate for these batch settings (graph_sizes: release and GPU). ``forward_peak``: the
+    forward-activation peak in bytes at the largest capture size (the planner's forward phases at that token count).
+    None where nothing is captured."""
+    sizes, full = graph_sizes(max_num_seqs, max_num_batched_tokens, release, sm)
     if not sizes:
         return None
-    full = [s for s in sizes if s <= max_num_seqs]
     further = max(0, len(sizes) - 1) + max(0, len(full) - 1)
     first = 2 * forward_peak
     return CudagraphEstimate(len(sizes), len(full), sizes[-1], first, first + further * STEP,

@@ -286,10 +286,6 @@ EXTENSIBLE_KV_CACHE_FROM = (0, 34)
 # TRITON_ATTN and the MLA backends all take 64); backends that force their own size (FlashMLA-sparse, DeepSeek-V4's)
 # and the hybrid alignment start from it.
 DEFAULT_BLOCK_SIZE_64_FROM = (0, 34)
-# config/vllm.py _split_cudagraph_capture_sizes (0.34.0): on the SM100 family unset capture sizes default to wider
-# grids (prefill_cudagraph_capture_grid up to 8192 tokens, decode_cudagraph_capture_grid up to max_num_seqs), which
-# vllm_cudagraph.py does not model (a plan note says so)
-WIDE_SM100_CUDAGRAPH_GRIDS_FROM = (0, 34)
 
 
 def default_block_size(release: tuple[int, int] | None) -> int:
