@@ -132,8 +132,8 @@ def _backend_refusal(arch: Architecture, layers: list[_Layer], dtype: str, relea
 def _check_started_layers(arch: Architecture, layers: list[_Layer], dtype: str,
                           release: tuple[int, int] | None) -> None:
     """The layers a started vLLM caches in these dtypes whose pages hfmem has not recorded: a usage error that names
-    them (TurboQuant's sliding-window layers before 0.26, its cross-attention layers and encoder-decoder models, where
-    the backend would take them; NVFP4's cross-attention layers under FlashAttention in 0.20-0.21)."""
+    them (TurboQuant's sliding-window layers before 0.26 and chunked ones, which its backend takes, and
+    encoder-decoder models; NVFP4's cross-attention layers under FlashAttention 3 in 0.20-0.21)."""
     quantized = [l for l in layers if l.attn and l.kv_dtype is None]
     if dtype in TURBOQUANT:
         if arch.is_encoder_decoder:

@@ -136,7 +136,6 @@ def head_size_refusal(dtype: str, dk: int, dv: int, release: tuple[int, int] | N
     return None
 
 
-
 # Which CUDA attention backend vLLM's selector can give a layer cached in these dtypes, release by release
 # (platforms/cuda.py get_valid_backends over each backend's validate_configuration; recorded from the 0.20.0-0.34.0
 # wheels by scripts/record_vllm_backends.py, fixtures/vllm/backends.json.gz). A layer no backend takes stops the start
@@ -146,7 +145,7 @@ def head_size_refusal(dtype: str, dk: int, dv: int, release: tuple[int, int] | N
 #   dtype are not asked.
 # - The per-token-head dtypes: TRITON_ATTN takes every layer (FLASH_ATTN on SM 9.0 in 0.20-0.21).
 # - NVFP4 (FLASHINFER's supports_kv_cache_dtype and head sizes; FLASH_ATTN in 0.20-0.21 on SM 9.0, whose
-#   supports_kv_cache_dtype took any quantized dtype there): see nvfp4_backend_refusal.
+#   supports_kv_cache_dtype took any quantized dtype there): see _nvfp4_refusal.
 TURBOQUANT_SLIDING_REFUSED_FROM = (0, 26)
 _FLASHINFER_HEADS = (64, 128, 256, 512)  # FlashInferBackend.get_supported_head_sizes (512 from 0.22)
 # FlashInfer's NVFP4 cache only on the SM100 family (TRTLLM attention) from 0.25; from 0.32 also on the SM 8.x, 9.0 and
@@ -167,6 +166,7 @@ def sink_kinds(model_type: str, config: dict) -> set[str]:
 
 
 def _nvfp4_refusal(dtype: str, release: tuple[int, int], sm: int, head: int, sink: bool, cross: bool) -> str | None:
+    """backend_refusal for the NVFP4 dtypes, in the order the recorded selector refuses them."""
     family = sm // 10
     if release < (0, 22) and sm == 90:
         return None  # FLASH_ATTN takes it: its supports_kv_cache_dtype accepts any quantized dtype with FA3
