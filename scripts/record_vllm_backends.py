@@ -130,21 +130,14 @@ def _inner() -> list[list]:
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "--inner":
-        print(json.dumps(_inner()))
-        return
-    from record_vllm_planning import release_arguments, run_release
+    from record_vllm_planning import per_release_main
 
-    args = release_arguments(__doc__).parse_args()
-    merged = {r["vllm"]: r for r in (json.loads(gzip.decompress(OUT.read_bytes()))["releases"] if OUT.exists() else [])}
-    for release in args.releases:
-        rows, error = run_release(args, release, __file__)
-        if error:
-            sys.exit(f"{release}: {error}")
-        merged[release] = {"vllm": release, "rows": rows}
-        print(release, "done", file=sys.stderr)
-    order = sorted(merged, key=lambda r: tuple(int(x) for x in r.split(".")))
-    lines = [json.dumps({"vllm": r, "rows": merged[r]["rows"]}, separators=(",", ":")) for r in order]
+    old = json.loads(gzip.decompress(OUT.read_bytes()))["releases"] if OUT.exists() else []
+    records = per_release_main(__doc__, __file__, _inner, {r["vllm"]: r for r in old},
+                               lambda release, rows: {"vllm": release, "rows": rows})
+    if records is None:
+        return
+    lines = [json.dumps(r, separators=(",", ":")) for r in records]
     text = ('{"how": "scripts/record_vllm_backends.py", "fields": ' + json.dumps(list(FIELDS)) + ', "releases": [\n'
             + ",\n".join(lines) + "\n]}\n")
     OUT.write_bytes(gzip.compress(text.encode(), mtime=0))

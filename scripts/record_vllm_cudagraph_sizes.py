@@ -21,7 +21,6 @@ max_num_seqs, gpu_model_runner.py), in 0.34 ``prefill_cudagraph_capture_token_si
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -80,21 +79,14 @@ def _inner() -> list[list]:
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "--inner":
-        print(json.dumps(_inner()))
-        return
-    from record_vllm_planning import release_arguments, run_release
+    from record_vllm_planning import per_release_main
 
-    args = release_arguments(__doc__).parse_args()
-    merged = {r["vllm"]: r for r in (json.loads(OUT.read_text())["releases"] if OUT.exists() else [])}
-    for release in args.releases:
-        rows, error = run_release(args, release, __file__)
-        if error:
-            sys.exit(f"{release}: {error}")
-        merged[release] = {"vllm": release, "rows": rows}
-        print(release, "done", file=sys.stderr)
-    order = sorted(merged, key=lambda r: tuple(int(x) for x in r.split(".")))
-    lines = [json.dumps(merged[r], separators=(",", ":")) for r in order]
+    old = json.loads(OUT.read_text())["releases"] if OUT.exists() else []
+    records = per_release_main(__doc__, __file__, _inner, {r["vllm"]: r for r in old},
+                               lambda release, rows: {"vllm": release, "rows": rows})
+    if records is None:
+        return
+    lines = [json.dumps(r, separators=(",", ":")) for r in records]
     OUT.write_text('{"how": "scripts/record_vllm_cudagraph_sizes.py", "fields": ["sm", "max_num_seqs", '
                    '"max_num_batched_tokens", "piecewise_token_sizes", "full_request_counts"], "releases": [\n'
                    + ",\n".join(lines) + "\n]}\n")

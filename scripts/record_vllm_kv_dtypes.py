@@ -21,7 +21,6 @@ e.g. NVFP4 with unequal key and value head sizes) is recorded as refused.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -80,22 +79,18 @@ def _inner() -> list[dict]:
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "--inner":
-        print(json.dumps(_inner()))
-        return
-    from record_vllm_planning import release_arguments, run_release
+    from record_vllm_planning import per_release_main
 
-    args = release_arguments(__doc__).parse_args()
-    merged = {r["vllm"]: r for r in (json.loads(OUT.read_text())["records"] if OUT.exists() else [])}
     fields = ("dtype", "kind", "heads", "dk", "dv")
-    for release in args.releases:
-        pages, error = run_release(args, release, __file__)  # rows of FIELDS, then the bytes or the refusal
-        if error:
-            sys.exit(f"{release}: {error}")
-        merged[release] = {"vllm": release, "pages": [[p[f] for f in fields] + [p.get("bytes_per_token", p.get("refused"))]
-                                                      for p in pages]}
-        print(release, "done", file=sys.stderr)
-    rows = [json.dumps(merged[k]) for k in sorted(merged, key=lambda v: tuple(int(x) for x in v.split(".")))]
+    old = json.loads(OUT.read_text())["records"] if OUT.exists() else []
+    records = per_release_main(  # pages: rows of `fields`, then the bytes or the refusal
+        __doc__, __file__, _inner, {r["vllm"]: r for r in old},
+        lambda release, pages: {"vllm": release, "pages": [[p[f] for f in fields]
+                                                           + [p.get("bytes_per_token", p.get("refused"))]
+                                                           for p in pages]})
+    if records is None:
+        return
+    rows = [json.dumps(r) for r in records]
     OUT.write_text('{"how": "scripts/record_vllm_kv_dtypes.py", "fields": ' + json.dumps([*fields, "bytes_per_token"])
                    + ', "records": [\n' + ",\n".join(rows) + "\n]}\n")
 

@@ -35,6 +35,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 from pathlib import Path
 
@@ -177,6 +178,24 @@ def run_release(args, release: str, script: str, *inner: str, **env: str) -> tup
     if run.returncode:
         return None, run.stderr.strip().splitlines()[-1]
     return json.loads(run.stdout.strip().splitlines()[-1]), None
+
+
+def per_release_main(doc: str | None, script: str, inner: Callable[[], Any], merged: dict[str, dict],
+                     record: Callable[[str, Any], dict]) -> list[dict] | None:
+    """The main of a recorder whose inner part runs once per release: with --inner, print what `inner` returns (in
+    the release's interpreter) and return None; else run it for each release asked, merge record(release, result) into
+    `merged` (the records already written, by release) and return them all in release order."""
+    if len(sys.argv) > 1 and sys.argv[1] == "--inner":
+        print(json.dumps(inner()))
+        return None
+    args = release_arguments(doc).parse_args()
+    for release in args.releases:
+        got, error = run_release(args, release, script)
+        if error:
+            sys.exit(f"{release}: {error}")
+        merged[release] = record(release, got)
+        print(release, "done", file=sys.stderr)
+    return [merged[r] for r in sorted(merged, key=lambda r: tuple(int(x) for x in r.split(".")))]
 
 
 def plan_groups(plan, config, specs: dict, available: int) -> tuple:
