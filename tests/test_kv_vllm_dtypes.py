@@ -66,7 +66,7 @@ def test_each_layers_page_is_vllms(release, dtype):
     for repo, layer_kinds in MODELS.items():
         kw = dict(kv_dtype=HFMEM_NAME.get(dtype, dtype), vllm_release=_release(release), gpu_sm=sm)
         arch = _arch(repo)
-        sinks = sink_kinds(arch.model_type, arch.text_config or {})
+        sinks = sink_kinds(arch.model_type, arch.text_config or {}, _release(release))
         if any(backend_refusal(HFMEM_NAME.get(dtype, dtype), _release(release), sm, kind, dk, kind in sinks)
                for _, kind, _, dk, _ in layer_kinds):
             est = estimate_kv(arch, 4096, **kw)
@@ -271,3 +271,22 @@ def test_nvfp4_on_an_h100_follows_the_release():
         return any(DOES_NOT_START in w for w in est.warnings)
     assert [refused(r, 90) for r in ((0, 24), (0, 25), (0, 31), (0, 32))] == [False, True, True, False]
     assert not any(refused(r, 100) for r in ((0, 24), (0, 25), (0, 31), (0, 32)))
+
+
+def test_sink_layers_follow_the_model_code():
+    """Which layers vLLM builds with attention sinks, as each model file reads its config: gpt-oss every layer;
+    MiMo-V2 its sliding-window layers with add_swa_attention_sink_bias (add_full_attention_sink_bias is not read);
+    Laguna its sliding-window layers with swa_attention_sink_enabled; Granite from 0.29 every layer when the config has
+    layer_types, unless attention_sinks says otherwise. The fixture configs give the first two."""
+    gpt_oss = _arch("openai/gpt-oss-20b")
+    assert sink_kinds(gpt_oss.model_type, gpt_oss.text_config) == {"full", "sliding"}
+    mimo = json.loads((FIXTURES / "configs" / "XiaomiMiMo" / "MiMo-V2.5" / "config.json").read_text())
+    assert sink_kinds("mimo_v2", mimo) == {"sliding"}
+    assert sink_kinds("mimo_v2", {**mimo, "add_full_attention_sink_bias": True}) == {"sliding"}
+    assert sink_kinds("mimo_v2", {**mimo, "add_swa_attention_sink_bias": False}) == set()
+    assert sink_kinds("laguna", {"swa_attention_sink_enabled": True}, (0, 21)) == {"sliding"}
+    swa = {"layer_types": ["sliding_attention", "full_attention"]}
+    assert [sink_kinds("granite", swa, r) for r in ((0, 28), (0, 29))] == [set(), {"full", "sliding"}]
+    assert sink_kinds("granitemoe", {**swa, "attention_sinks": False}, (0, 34)) == set()
+    assert sink_kinds("granite", {}, (0, 34)) == set()
+    assert sink_kinds("llama", swa) == set()

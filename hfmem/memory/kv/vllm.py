@@ -115,7 +115,7 @@ def _backend_refusal(arch: Architecture, layers: list[_Layer], dtype: str, relea
                      gpu_sm: int | None) -> str | None:
     """Why no attention backend of the release takes some of this model's layers in this dtype (vllm_dtypes.py
     backend_refusal), with how many layers: the layers TurboQuant keeps at the model dtype are not asked."""
-    sinks = sink_kinds(arch.model_type, arch.text_config or {})
+    sinks = sink_kinds(arch.model_type, arch.text_config or {}, release)
     refused: dict[tuple[str, str], int] = {}
     for l in layers:
         if l.attn and l.kv_dtype is None:

@@ -153,15 +153,28 @@ _FLASHINFER_HEADS = (64, 128, 256, 512)  # FlashInferBackend.get_supported_head_
 NVFP4_SM100_ONLY = ((0, 25), (0, 32))
 
 
-def sink_kinds(model_type: str, config: dict) -> set[str]:
-    """The attention kinds ("full", "sliding") whose layers vLLM builds with attention sinks (their Attention gets
-    ``sinks``): gpt-oss on every layer (model_executor/models/gpt_oss.py), MiMo-V2 where its config adds the sink bias
-    (mimo_v2.py: add_full_attention_sink_bias, add_swa_attention_sink_bias)."""
+# The releases whose model code builds these models' layers with attention sinks (read in the 0.20.0-0.34.0 wheels)
+GRANITE_SINKS_FROM = (0, 29)  # granite.py / granitemoe.py granite_layer_attn_params
+LAGUNA_SINKS_FROM = (0, 21)  # laguna.py, the first release with the model
+
+
+def sink_kinds(model_type: str, config: dict, release: tuple[int, int] | None = None) -> set[str]:
+    """The attention kinds ("full", "sliding") whose layers vLLM `release` (None: the newest read) builds with
+    attention sinks (their Attention gets ``sinks``), from model_executor/models: gpt_oss.py on every layer; mimo_v2.py
+    (mimo_v2_flash.py in 0.20) on the sliding-window layers when the config sets add_swa_attention_sink_bias (its
+    add_full_attention_sink_bias is not read); laguna.py on the sliding-window layers when swa_attention_sink_enabled;
+    granite.py and granitemoe.py, from 0.29, on every layer when attention_sinks is set or, without it, when the config
+    has layer_types."""
+    newest = release if release is not None else (1 << 16, 0)
     if model_type == "gpt_oss":
         return {"full", "sliding"}
     if model_type.startswith("mimo_v2"):
-        return ({"full"} if config.get("add_full_attention_sink_bias") else set()) | (
-            {"sliding"} if config.get("add_swa_attention_sink_bias") else set())
+        return {"sliding"} if config.get("add_swa_attention_sink_bias") else set()
+    if model_type == "laguna" and newest >= LAGUNA_SINKS_FROM:
+        return {"sliding"} if config.get("swa_attention_sink_enabled") else set()
+    if model_type in ("granite", "granitemoe") and newest >= GRANITE_SINKS_FROM:
+        has_sink = config.get("attention_sinks", config.get("layer_types") is not None)
+        return {"full", "sliding"} if has_sink else set()
     return set()
 
 
