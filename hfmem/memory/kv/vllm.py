@@ -116,17 +116,18 @@ def _backend_refusal(arch: Architecture, layers: list[_Layer], dtype: str, relea
     """Why no attention backend of the release takes some of this model's layers in this dtype (vllm_dtypes.py
     backend_refusal), with how many layers: the layers TurboQuant keeps at the model dtype are not asked."""
     sinks = sink_kinds(arch.model_type, arch.text_config or {}, release)
-    refused: dict[tuple[str, str], int] = {}
+    refused: dict[str, dict[str, int]] = {}  # reason -> layers of each kind
     for l in layers:
         if l.attn and l.kv_dtype is None:
             why = backend_refusal(dtype, release, gpu_sm, l.attn, l.dk, l.attn in sinks)
             if why:
-                refused[(l.label, why)] = refused.get((l.label, why), 0) + 1
+                kinds = refused.setdefault(why, {})
+                kinds[l.label] = kinds.get(l.label, 0) + 1
     if not refused:
         return None
-    (label, why), n = next(iter(refused.items()))
-    return (f"no attention backend takes this model's {n} {label} layer{'s' if n > 1 else ''} in "
-            f"{VLLM_NAME[dtype]}: {why}")
+    why, kinds = next(iter(refused.items()))  # the first reason, with every layer it refuses
+    named = " and ".join(f"{n} {label} layer{'s' if n > 1 else ''}" for label, n in kinds.items())
+    return f"no attention backend takes this model's {named} in {VLLM_NAME[dtype]}: {why}"
 
 
 def _check_started_layers(arch: Architecture, layers: list[_Layer], dtype: str,
