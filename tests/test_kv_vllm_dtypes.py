@@ -255,7 +255,8 @@ def test_the_selector_truth_tells_the_rules_apart():
 
 def test_gpt_oss_with_turboquant_does_not_start():
     """gpt-oss builds every attention layer with sinks (gpt_oss.py), which the TURBOQUANT backend does not take: vLLM
-    does not start it, and the plan says so with the layers and the reason."""
+    does not start it, and hfmem says so in one line with the layers and the reason (a usage error: the pages of
+    layers vLLM never builds were not recorded)."""
     with pytest.raises(UsageError, match="does not start this: no attention backend takes this model's .* "
                                          "turboquant_k8v4: the TURBOQUANT backend takes no attention sinks"):
         estimate_kv(_arch("openai/gpt-oss-20b"), 4096, kv_dtype="turboquant_k8v4")
