@@ -11,7 +11,9 @@ backend forced. What the harness decides: the device capability (the platform's 
 compiled kernels and NVML are stand-ins that are never called), FlashInfer's TRTLLM cubins reachable
 (utils/flashinfer.py has_nvidia_artifactory), bfloat16 weights, no block size given, and the
 default for every other selector field. A layer with no valid backend stops vLLM at start-up ("No valid attention
-backend found"); the record keeps each backend's reasons for the dtype's own backends.
+backend found"); the record keeps each backend's reasons for the dtype's own backends. Beside the selector, the
+backend a model's own config code forces for all its layers: model_executor/models/config.py Gemma4Config (Gemma 4's
+mixed head sizes) on the same GPUs, for four pairs of head sizes.
 
     python scripts/record_vllm_backends.py --src /tmp/vllm-src --deps /tmp/vdeps 0.20.0 0.21.0 0.22.0 0.23.0 \
         0.24.0 0.25.0 0.26.0 0.27.0 0.28.0 0.29.0 0.30.0 0.31.0 0.32.0 0.33.0 0.34.0   # about two minutes
@@ -34,6 +36,7 @@ HEAD_SIZES = (64, 80, 96, 128, 192, 256, 512)
 LAYERS = ((False, False, "decoder"), (True, False, "decoder"), (False, True, "decoder"), (True, True, "decoder"),
           (False, False, "encoder_decoder"))
 FIELDS = ("dtype", "sm", "head_size", "sliding", "sink", "attn_type", "backend", "reasons")
+GEMMA4_FIELDS = ("sm", "head_dim", "global_head_dim", "forced_backend")
 
 
 _CAPABILITY: list = []
@@ -129,17 +132,50 @@ def _inner() -> list[list]:
     return out
 
 
+# (head_dim, global_head_dim): Gemma 4 31B's, equal sizes, both within FlashAttention 3's 256, one above 512
+GEMMA4_HEADS = ((256, 512), (256, 256), (128, 256), (256, 640))
+
+
+def _gemma4_inner() -> list[list]:
+    """Runs inside the release's interpreter: rows of [sm, head_dim, global_head_dim, the backend Gemma4Config forces
+    or None] from model_executor/models/config.py Gemma4Config.verify_and_update_config on a stand-in VllmConfig
+    (no backend or FlashAttention version given, the default KV cache dtype)."""
+    import types
+
+    set_capability(9, 0)
+    from vllm.model_executor.models.config import Gemma4Config
+
+    def ns(**kw):
+        return types.SimpleNamespace(**kw)
+
+    out = []
+    for major, minor in CAPABILITIES:
+        set_capability(major, minor)
+        for head, global_head in GEMMA4_HEADS:
+            layer_types = ["sliding_attention"] * 5 + ["full_attention"]
+            per_layer = [ns(head_size=global_head if t == "full_attention" else head) for t in layer_types]
+            arch = type("Arch", (), {"total_num_hidden_layers": 6, "__getitem__": lambda self, i: per_layer[i]})()
+            config = ns(model_config=ns(hf_text_config=ns(head_dim=head, global_head_dim=global_head,
+                                                          layer_types=layer_types), model_arch_config=arch),
+                        attention_config=ns(backend=None, flash_attn_version=None),
+                        cache_config=ns(cache_dtype="auto"))
+            Gemma4Config.verify_and_update_config(config)
+            forced = config.attention_config.backend
+            out.append([major * 10 + minor, head, global_head, forced.name if forced is not None else None])
+    return out
+
+
 def main() -> None:
     from record_vllm_planning import per_release_main
 
     old = json.loads(gzip.decompress(OUT.read_bytes()))["releases"] if OUT.exists() else []
-    records = per_release_main(__doc__, __file__, _inner, {r["vllm"]: r for r in old},
-                               lambda release, rows: {"vllm": release, "rows": rows})
+    records = per_release_main(__doc__, __file__, lambda: {"rows": _inner(), "gemma4": _gemma4_inner()},
+                               {r["vllm"]: r for r in old}, lambda release, got: {"vllm": release, **got})
     if records is None:
         return
     lines = [json.dumps(r, separators=(",", ":")) for r in records]
-    text = ('{"how": "scripts/record_vllm_backends.py", "fields": ' + json.dumps(list(FIELDS)) + ', "releases": [\n'
-            + ",\n".join(lines) + "\n]}\n")
+    text = ('{"how": "scripts/record_vllm_backends.py", "fields": ' + json.dumps(list(FIELDS)) + ', "gemma4_fields": '
+            + json.dumps(list(GEMMA4_FIELDS)) + ', "releases": [\n' + ",\n".join(lines) + "\n]}\n")
     OUT.write_bytes(gzip.compress(text.encode(), mtime=0))
 
 

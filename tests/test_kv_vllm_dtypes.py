@@ -20,7 +20,7 @@ from hfmem.cli import main
 from hfmem.errors import UsageError
 from hfmem.memory.kv import estimate_kv
 from hfmem.memory.kv.estimate import DOES_NOT_START
-from hfmem.memory.kv.vllm_dtypes import FIRST_RELEASE, VLLM_NAME, backend_refusal, sink_kinds
+from hfmem.memory.kv.vllm_dtypes import FIRST_RELEASE, VLLM_NAME, backend_refusal, forced_backend, sink_kinds
 from hfmem.model.architecture import build_architecture
 
 TRUTH = json.loads((FIXTURES / "vllm" / "kv_dtypes.json").read_text())
@@ -291,3 +291,34 @@ def test_sink_layers_follow_the_model_code():
     assert sink_kinds("granitemoe", {**swa, "attention_sinks": False}, (0, 34)) == set()
     assert sink_kinds("granite", {}, (0, 34)) == set()
     assert sink_kinds("llama", swa) == set()
+
+
+def test_gemma4_forced_backend_is_vllms():
+    """Gemma 4's config code (model_executor/models/config.py Gemma4Config, recorded in every release from 0.20.0 to
+    0.34.0 by scripts/record_vllm_backends.py on six GPUs and four pairs of head sizes) forces TRITON_ATTN for every
+    layer where hfmem says: up to 0.23 when the larger head exceeds 256, from 0.24 unless FlashAttention 4 runs on the
+    GPU (SM 9.x, 10.x, 11.x) and the larger head is at most 512; never for equal sizes."""
+    rows = 0
+    for record in BACKENDS["releases"]:
+        release = _release(record["vllm"])
+        for sm, head, global_head, forced in record["gemma4"]:
+            assert forced_backend("gemma4", {head, global_head}, release, sm) == forced, (record["vllm"], sm, head)
+            rows += 1
+    assert rows == 15 * 6 * 4
+    h100 = [r["gemma4"] for r in BACKENDS["releases"] if r["vllm"] in ("0.23.0", "0.24.0")]
+    assert [next(f for sm, h, g, f in grid if (sm, h, g) == (90, 256, 512)) for grid in h100] == ["TRITON_ATTN", None]
+
+
+def test_gemma4_nvfp4_follows_the_forced_backend():
+    """Gemma 4 31B (head sizes 256 and 512) with an NVFP4 cache: TRITON_ATTN, which vLLM forces for it up to 0.23 and
+    from 0.24 on GPUs without FlashAttention 4 (an RTX 5090), takes no NVFP4, so vLLM does not start it there; at 0.32
+    on an H100 the selector gives FlashInfer both head sizes. A real start stopped the same way: Gemma-4-26B-A4B with
+    TurboQuant on an RTX 5090 (vllm-project/vllm#40094, a 0.19.2 nightly: "Forcing TRITON_ATTN backend", then
+    "Selected backend AttentionBackendEnum.TRITON_ATTN is not valid for this configuration. Reason: ['kv_cache_dtype
+    not supported']")."""
+    gemma = _arch("google/gemma-4-31B-it")
+
+    def refused(release, sm):
+        est = estimate_kv(gemma, 8192, kv_dtype="nvfp4", vllm_release=release, gpu_sm=sm)
+        return any(DOES_NOT_START in w and "force TRITON_ATTN" in w for w in est.warnings)
+    assert [refused((0, 22), 100), refused((0, 32), 120), refused((0, 32), 90)] == [True, True, False]

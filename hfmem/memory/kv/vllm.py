@@ -24,6 +24,7 @@ from hfmem.memory.kv.vllm_dtypes import (
     TURBOQUANT,
     VLLM_NAME,
     backend_refusal,
+    forced_backend_refusal,
     head_size_refusal,
     is_vllm_quantized,
     release_refusal,
@@ -114,12 +115,15 @@ def _does_not_start(release: tuple[int, int] | None, why: str) -> str:
 def _backend_refusal(arch: Architecture, layers: list[_Layer], dtype: str, release: tuple[int, int] | None,
                      gpu_sm: int | None) -> str | None:
     """Why no attention backend of the release takes some of this model's layers in this dtype (vllm_dtypes.py
-    backend_refusal), with how many layers: the layers TurboQuant keeps at the model dtype are not asked."""
-    sinks = sink_kinds(arch.model_type, arch.text_config or {}, release)
+    backend_refusal, or forced_backend_refusal where vLLM forces one backend for the model), with how many layers: the
+    layers TurboQuant keeps at the model dtype are not asked."""
+    config = arch.text_config or {}
+    sinks = sink_kinds(arch.model_type, config, release)
+    forced = forced_backend_refusal(dtype, arch.model_type, {l.dk for l in layers if l.attn}, release, gpu_sm)
     refused: dict[str, dict[str, int]] = {}  # reason -> layers of each kind
     for l in layers:
         if l.attn and l.kv_dtype is None:
-            why = backend_refusal(dtype, release, gpu_sm, l.attn, l.dk, l.attn in sinks)
+            why = forced or backend_refusal(dtype, release, gpu_sm, l.attn, l.dk, l.attn in sinks)
             if why:
                 kinds = refused.setdefault(why, {})
                 kinds[l.label] = kinds.get(l.label, 0) + 1

@@ -178,6 +178,43 @@ def sink_kinds(model_type: str, config: dict, release: tuple[int, int] | None = 
     return set()
 
 
+# model_executor/models/config.py Gemma4Config.verify_and_update_config: Gemma 4's sliding and global layers have
+# different head sizes, and where no backend is given vLLM forces TRITON_ATTN for every layer: up to 0.23 when the
+# larger head exceeds 256, from 0.24 unless FlashAttention 4 runs on the GPU (vllm_flash_attn _is_fa4_supported: the
+# 9.x, 10.x and 11.x families; the wheels ship it) and the larger head is at most 512
+GEMMA4_FA4_FROM = (0, 24)
+
+
+def forced_backend(model_type: str, head_sizes: set[int], release: tuple[int, int] | None,
+                   sm: int | None) -> str | None:
+    """The attention backend vLLM `release` forces for every layer of this model, given its attention layers' head
+    sizes, on a GPU of compute capability `sm` (x10; None: not known, where a GPU-dependent choice is not made), or
+    None."""
+    if not model_type.startswith("gemma4") or len(head_sizes) < 2:
+        return None
+    top = max(head_sizes)
+    if release is not None and release < GEMMA4_FA4_FROM:
+        return "TRITON_ATTN" if top > 256 else None
+    if sm is None:
+        return None
+    return None if sm // 10 in (9, 10, 11) and top <= 512 else "TRITON_ATTN"
+
+
+def forced_backend_refusal(dtype: str, model_type: str, head_sizes: set[int], release: tuple[int, int] | None,
+                           sm: int | None) -> str | None:
+    """Why the backend vLLM forces for this model (forced_backend) takes no layer in `dtype`, or None: TRITON_ATTN
+    takes the per-token-head dtypes and fp8, not NVFP4 or TurboQuant ("Selected backend TRITON_ATTN is not valid for
+    this configuration. Reason: ['kv_cache_dtype not supported']")."""
+    if forced_backend(model_type, head_sizes, release, sm) != "TRITON_ATTN" or dtype not in (*NVFP4, *TURBOQUANT):
+        return None
+    why = ("the larger exceeds 256" if release is not None and release < GEMMA4_FA4_FROM
+           else "FlashAttention 4 does not run on this GPU" if sm is not None and sm // 10 not in (9, 10, 11)
+           else "the larger exceeds 512")
+    sizes = " and ".join(map(str, sorted(head_sizes)))
+    return (f"Gemma 4's head sizes {sizes} make vLLM force TRITON_ATTN for every layer ({why}; Gemma4Config), which "
+            f"takes no {VLLM_NAME[dtype]}")
+
+
 def _nvfp4_refusal(dtype: str, release: tuple[int, int], sm: int, head: int, sink: bool, cross: bool) -> str | None:
     """backend_refusal for the NVFP4 dtypes, in the order the recorded selector refuses them."""
     family = sm // 10
