@@ -10,8 +10,10 @@ the VllmConfig that carries the fields it reads, on a real CompilationConfig; th
 picks the SM100 family's wider defaults) answers as the GPU asked for. What the harness decides: no speculative
 decoding, no LoRA, the default performance mode and CUDA-graph mode (FULL_AND_PIECEWISE), nothing set by the user.
 Recorded: the token sizes the mixed-batch (PIECEWISE) graphs are captured at and the request counts of the uniform
-decode (FULL) graphs: up to 0.33 the shared ``cudagraph_capture_sizes`` (the FULL graphs are those up to
-max_num_seqs, gpu_model_runner.py), in 0.34 ``prefill_cudagraph_capture_token_sizes`` and the request counts of
+decode (FULL) graphs: up to 0.33 the shared ``cudagraph_capture_sizes``, the FULL graphs being those up to
+max_num_seqs (read, not run: v1/cudagraph_dispatcher.py initialize_cudagraph_keys for the V1 runner, and
+v1/worker/gpu/cudagraph_utils.py _init_candidates for V2, keep the sizes of at most max_num_seqs x 1 tokens at one
+token per request); in 0.34 ``prefill_cudagraph_capture_token_sizes`` and the request counts of
 ``decode_cudagraph_capture_shapes``.
 
     python scripts/record_vllm_cudagraph_sizes.py --src /tmp/vllm-src --deps /tmp/vdeps 0.17.0 0.18.0 0.19.0 \
