@@ -3,7 +3,8 @@ release by release (developer tool; tests never run it). The result, fixtures/vl
 tests/test_kv_vllm_dtypes.py holds hfmem's per-layer KV bytes to.
 
 The dtypes are the per-token-head ones (int8_per_token_head and fp8_per_token_head from 0.20, int4_per_token_head from
-0.25) and NVFP4 (nvfp4 from 0.20, nvfp4_4over6 from 0.28), for full-attention and sliding-window layers of a few head
+0.25), NVFP4 (nvfp4 from 0.20, nvfp4_4over6 from 0.28) and two TurboQuant presets (turboquant_k8v4 and
+turboquant_3bit_nc, from 0.20, under the TURBOQUANT backend), for full-attention and sliding-window layers of a few head
 shapes (K/V heads, key and value head sizes). Each release runs in its own interpreter with its unpacked wheel first
 on PYTHONPATH (set-up as in scripts/record_vllm_planning.py). What is the engine's own code: the dtype's torch dtype
 and quant mode (utils/torch_utils.py kv_cache_dtype_str_to_dtype, v1/kv_cache_interface.py get_kv_quant_mode), the
@@ -25,7 +26,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "fixtures" / "vllm" / "kv_dtypes.json"
-DTYPES = ("int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4", "nvfp4_4over6")
+DTYPES = ("int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4", "nvfp4_4over6", "turboquant_k8v4",
+          "turboquant_3bit_nc")
 # (K/V heads, key head size, value head size): Llama-3.1-8B, Qwen3.5's attention layers, an MQA layer with 64-wide
 # heads, MiMo-V2's 192-wide keys with 128-wide values (and its sliding layers' 8 heads), Gemma 3 27B, gpt-oss
 SHAPES = ((8, 128, 128), (4, 256, 256), (1, 64, 64), (4, 192, 128), (8, 192, 128), (16, 128, 128), (8, 64, 64))
@@ -49,6 +51,7 @@ def _inner() -> list[dict]:
     backends = "vllm.v1.attention.backends"
     triton = importlib.import_module(f"{backends}.triton_attn").TritonAttentionBackend
     flashinfer = importlib.import_module(f"{backends}.flashinfer").FlashInferBackend
+    turboquant = importlib.import_module(f"{backends}.turboquant_attn").TurboQuantAttentionBackend
     offered = set(CacheDType.__args__)
 
     def ns(**kw):
@@ -60,7 +63,8 @@ def _inner() -> list[dict]:
     for dtype in DTYPES:
         if dtype not in offered:
             continue
-        backend = flashinfer if dtype.startswith("nvfp4") else triton
+        backend = (flashinfer if dtype.startswith("nvfp4") else turboquant if dtype.startswith("turboquant_")
+                   else triton)
         for kind in KINDS:
             for heads, dk, dv in SHAPES:
                 layer = ns(attn_type=AttentionType.DECODER, kv_cache_dtype=dtype,

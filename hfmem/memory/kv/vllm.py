@@ -137,13 +137,13 @@ def _backend_refusal(arch: Architecture, layers: list[_Layer], dtype: str, relea
 def _check_started_layers(arch: Architecture, layers: list[_Layer], dtype: str,
                           release: tuple[int, int] | None) -> None:
     """The layers a started vLLM caches in these dtypes whose pages hfmem has not recorded: a usage error that names
-    them (TurboQuant's sliding-window layers before 0.26 and chunked ones, which its backend takes, and
-    encoder-decoder models; NVFP4's cross-attention layers under FlashAttention 3 in 0.20-0.21)."""
+    them (TurboQuant's chunked layers, which its backend takes, and encoder-decoder models; NVFP4's cross-attention
+    layers under FlashAttention 3 in 0.20-0.21)."""
     quantized = [l for l in layers if l.attn and l.kv_dtype is None]
     if dtype in TURBOQUANT:
         if arch.is_encoder_decoder:
             raise UsageError(f"--kv-dtype {dtype}: hfmem models vLLM's TurboQuant cache for decoder-only models")
-        unmodelled = [l for l in quantized if l.attn != "full"]
+        unmodelled = [l for l in quantized if l.attn not in ("full", "sliding")]
     elif dtype in NVFP4:
         unmodelled = [l for l in quantized if l.attn == "cross"]
     else:

@@ -35,8 +35,10 @@ TURBOQUANT_HYBRID_FROM = (0, 21)
 TURBOQUANT_BLOCK_ALIGNED_FROM = (0, 25)
 # SlidingWindowSpec.real_page_size_bytes ignored NVFP4's packing in 0.20 (one byte per value, no scales) ...
 NVFP4_SLIDING_PACKED_FROM = (0, 21)
-# ... and int4_per_token_head's halving in 0.25-0.27 (one byte per value, the scales kept)
+# ... and int4_per_token_head's halving in 0.25-0.27 (one byte per value, the scales kept), and TurboQuant's packing up
+# to 0.27 (one byte per key and value value, no norms; TurboQuantAttentionBackend.customize_spec packs them from 0.28)
 INT4_SLIDING_UNHALVED = ((0, 25), (0, 28))
+TURBOQUANT_SLIDING_PACKED_FROM = (0, 28)
 # FlashInferBackend.customize_spec asserts equal key and value head sizes from 0.28
 NVFP4_EQUAL_HEADS_FROM = (0, 28)
 # fp32 K and V scales per token per head (per-token-head dtypes)
@@ -84,6 +86,11 @@ def turboquant_block_size(block_size: int, heads: int, head_size: int, model_byt
     return max(block_size, align * cdiv(kept * 16, align * primary))
 
 
+def _turboquant_unpacked(attn: str, release: tuple[int, int] | None) -> bool:
+    """Whether a TurboQuant page holds one byte per key and value value, unpacked: sliding-window layers up to 0.27."""
+    return attn == "sliding" and release is not None and release < TURBOQUANT_SLIDING_PACKED_FROM
+
+
 def _halved(dtype: str, attn: str, release: tuple[int, int] | None) -> bool:
     """Whether a per-token-head page holds two values per byte: int4, but on sliding-window layers not in 0.25-0.27."""
     return dtype == "int4" and not (attn == "sliding" and release is not None
@@ -96,7 +103,7 @@ def bytes_per_token(dtype: str, attn: str, heads: int, dk: int, dv: int, release
     if dtype in PER_TOKEN_HEAD:
         return heads * ((dk // 2 + dv // 2 if _halved(dtype, attn, release) else dk + dv) + _SCALES)
     if dtype in TURBOQUANT:
-        return heads * turboquant_slot(dtype, dk)
+        return heads * (dk + dv) if _turboquant_unpacked(attn, release) else heads * turboquant_slot(dtype, dk)
     assert dtype in NVFP4, dtype
     if _nvfp4_unpacked(attn, release):
         return heads * (dk + dv)
@@ -106,6 +113,8 @@ def bytes_per_token(dtype: str, attn: str, heads: int, dk: int, dv: int, release
 def per_head_formula(dtype: str, attn: str, dk: int, dv: int, release: tuple[int, int] | None) -> str:
     """How :func:`bytes_per_token` got one head's bytes, in words a reader can redo."""
     total = bytes_per_token(dtype, attn, 1, dk, dv, release)
+    if dtype in TURBOQUANT and _turboquant_unpacked(attn, release):
+        return f"({dk} + {dv}) x 1 B, unpacked (SlidingWindowSpec up to 0.27) = {total} B"
     if dtype in TURBOQUANT:
         key_bits, value_bits = TURBOQUANT[dtype]
         key = f"{dk} x 1 B" if key_bits == 8 else f"{dk} x {key_bits}/8 B + 2 B norm"
