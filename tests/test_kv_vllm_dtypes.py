@@ -351,3 +351,17 @@ def test_gemma4_nvfp4_follows_the_forced_backend():
         est = estimate_kv(gemma, 8192, kv_dtype="nvfp4", vllm_release=release, gpu_sm=sm)
         return any(DOES_NOT_START in w and "force TRITON_ATTN" in w for w in est.warnings)
     assert [refused((0, 22), 100), refused((0, 32), 120), refused((0, 32), 90)] == [True, True, False]
+
+
+def test_an_unknown_gpu_is_said_where_the_gpu_decides():
+    """Where the start depends on the compute capability (NVFP4 always; TurboQuant on Gemma 4 from 0.24, whose forced
+    backend follows FlashAttention 4), a GPU hfmem knows only by its size is said once, not assumed either way; where
+    it does not (int8, TurboQuant on Llama), nothing is said."""
+    from hfmem.memory.kv.vllm_dtypes import gpu_decides
+
+    llama = _arch("meta-llama/Llama-3.1-8B-Instruct")
+
+    def said(dtype, sm):
+        return sum("not a CUDA GPU hfmem knows" in w for w in estimate_kv(llama, 4096, kv_dtype=dtype, gpu_sm=sm).warnings)
+    assert [said("nvfp4", None), said("nvfp4", 90), said("int8", None), said("turboquant_k8v4", None)] == [1, 0, 0, 0]
+    assert [gpu_decides("turboquant_k8v4", "gemma4", {256, 512}, r) for r in ((0, 23), (0, 24))] == [False, True]

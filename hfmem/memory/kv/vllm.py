@@ -25,6 +25,7 @@ from hfmem.memory.kv.vllm_dtypes import (
     VLLM_NAME,
     backend_refusal,
     forced_backend_refusal,
+    gpu_decides,
     head_size_refusal,
     is_vllm_quantized,
     release_refusal,
@@ -670,6 +671,11 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
             warnings.append(_does_not_start(release, refusal))
         else:
             _check_started_layers(arch, layers, dtype, release)
+            if gpu_sm is None and gpu_decides(dtype, arch.model_type, {l.dk for l in layers if l.attn}, release):
+                # the rules that follow the GPU (vllm_dtypes.py) cannot be asked: said, not assumed either way
+                warnings.append(f"the GPU is not a CUDA GPU hfmem knows: whether vLLM gives this model's layers a "
+                                f"backend for {VLLM_NAME[dtype]} depends on its compute capability (recorded for "
+                                "CUDA GPUs only), which was not checked")
     refused = next((w for w in warnings if DOES_NOT_START in w), None)
     if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
         return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, admitted, layout_for(release))

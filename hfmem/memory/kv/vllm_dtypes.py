@@ -224,6 +224,13 @@ def forced_backend_refusal(dtype: str, model_type: str, head_sizes: set[int], re
             f"takes no {VLLM_NAME[dtype]}")
 
 
+def gpu_decides(dtype: str, model_type: str, head_sizes: set[int], release: tuple[int, int] | None) -> bool:
+    """Whether the rules above need the GPU's compute capability to say if vLLM starts this model in `dtype`: NVFP4's
+    always, and TurboQuant's where the backend vLLM forces for the model depends on the GPU (Gemma 4 from 0.24)."""
+    return dtype in NVFP4 or (dtype in TURBOQUANT and forced_backend(model_type, head_sizes, release, 80)
+                              != forced_backend(model_type, head_sizes, release, 90))
+
+
 def _nvfp4_refusal(dtype: str, release: tuple[int, int], sm: int, head: int, sink: bool, cross: bool) -> str | None:
     """backend_refusal for the NVFP4 dtypes, in the order the recorded selector refuses them."""
     family = sm // 10
