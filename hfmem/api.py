@@ -161,7 +161,7 @@ def attach_sections(
     ``dtype`` is the CLI's name (``--dtype``) for the weight ``precision``; give one of the two."""
     from hfmem.memory.gpus import parse_size, resolve_gpu
     from hfmem.memory.kv import estimate_kv, parse_context, stored_float_dtype
-    from hfmem.memory.kv.estimate import DOES_NOT_START
+    from hfmem.memory.kv.estimate import DOES_NOT_START, GPU_NOT_CHECKED
     from hfmem.memory.planner import DEFAULT_MAX_BATCHED_TOKENS, attach, gpu_sm, mtp_layer_count, profile_tokens, speculative_tokens
     from hfmem.memory.vllm_versions import release_of, resolve_version
 
@@ -226,10 +226,11 @@ def attach_sections(
             for c in contexts
         ]
     plan = attach(report, precision=precision, context=plan_context, batch=batch, gpu=gpu_spec, tp=gpus, **planner_kwargs)
-    refusals = [w for est in report.kv_cache or [] for w in est.warnings if DOES_NOT_START in w]
+    lifted = (DOES_NOT_START, GPU_NOT_CHECKED)
+    refusals = [w for est in report.kv_cache or [] for w in est.warnings if any(m in w for m in lifted)]
     refusals += [n for n in plan.notes if DOES_NOT_START in n]
     # shown beside the verdict; a previous attach_sections' refusals go (only this lifts such words into warnings)
-    report.warnings = [w for w in report.warnings if DOES_NOT_START not in w] + list(dict.fromkeys(refusals))
+    report.warnings = [w for w in report.warnings if not any(m in w for m in lifted)] + list(dict.fromkeys(refusals))
     runs = _hardware(report, plan, gpu_spec, engine) if device == "cuda" else True
     if not runs:
         report.setup, report.setups = None, []  # no number of GPUs of this type runs it

@@ -365,3 +365,13 @@ def test_an_unknown_gpu_is_said_where_the_gpu_decides():
         return sum("not a CUDA GPU hfmem knows" in w for w in estimate_kv(llama, 4096, kv_dtype=dtype, gpu_sm=sm).warnings)
     assert [said("nvfp4", None), said("nvfp4", 90), said("int8", None), said("turboquant_k8v4", None)] == [1, 0, 0, 0]
     assert [gpu_decides("turboquant_k8v4", "gemma4", {256, 512}, r) for r in ((0, 23), (0, 24))] == [False, True]
+
+
+def test_an_unknown_gpu_is_said_beside_the_verdict(stub_repo):
+    """The verdict "FITS" on a GPU given by its size cannot say whether vLLM gives an NVFP4 cache a backend there, so
+    the warning is lifted beside it (the default output, not only -v and the JSON's kv_cache), as a refusal is."""
+    repo = str(stub_repo("Qwen/Qwen2-7B-Instruct"))
+    out = CliRunner().invoke(main, [repo, "--gpu", "24GB", "--ctx", "32k", "--kv-dtype", "nvfp4"]).output
+    assert "warning: the GPU is not a CUDA GPU hfmem knows" in out
+    out = CliRunner().invoke(main, [repo, "--gpu", "4090", "--ctx", "32k", "--kv-dtype", "nvfp4"]).output
+    assert "not a CUDA GPU hfmem knows" not in out

@@ -51,6 +51,9 @@ if TYPE_CHECKING:
 # The words of a warning that the engine refuses the configuration; the plan lifts such a warning into its notes and
 # the report's warnings, since a fit verdict holds only if the engine starts.
 DOES_NOT_START = "does not start this"
+# where whether vLLM starts depends on a compute capability hfmem does not have (kv/vllm.py): lifted beside the verdict
+# like a refusal, since the verdict cannot say it
+GPU_NOT_CHECKED = "not a CUDA GPU hfmem knows"
 
 @dataclass
 class KVCacheEstimate:

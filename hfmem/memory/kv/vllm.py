@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from hfmem.errors import UsageError
-from hfmem.memory.kv.estimate import DOES_NOT_START, KVCacheEstimate
+from hfmem.memory.kv.estimate import DOES_NOT_START, GPU_NOT_CHECKED, KVCacheEstimate
 from hfmem.memory.kv.layers import (
     _BITS,
     _add,
@@ -673,7 +673,7 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
             _check_started_layers(arch, layers, dtype, release)
             if gpu_sm is None and gpu_decides(dtype, arch.model_type, {l.dk for l in layers if l.attn}, release):
                 # the rules that follow the GPU (vllm_dtypes.py) cannot be asked: said, not assumed either way
-                warnings.append(f"the GPU is not a CUDA GPU hfmem knows: whether vLLM gives this model's layers a "
+                warnings.append(f"the GPU is {GPU_NOT_CHECKED}: whether vLLM gives this model's layers a "
                                 f"backend for {VLLM_NAME[dtype]} depends on its compute capability (recorded for "
                                 "CUDA GPUs only), which was not checked")
     refused = next((w for w in warnings if DOES_NOT_START in w), None)
