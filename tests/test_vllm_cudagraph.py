@@ -65,10 +65,10 @@ def _estimate(repo: str, seqs: int, tokens: int):
     from hfmem.model.architecture import build_architecture
 
     arch = build_architecture(load_config(repo))[0]
-    top = capture_sizes(seqs, tokens)[-1]
-    terms = activation_terms(arch, top, engine="vllm", act_bytes=2, logits_rows=0)
+    sizes, full = graph_sizes(seqs, tokens)
+    terms = activation_terms(arch, sizes[-1], engine="vllm", act_bytes=2, logits_rows=0)
     terms.pop("logits")
-    return vllm_cudagraph.estimate(seqs, tokens, max(terms.values()))
+    return vllm_cudagraph.estimate(sizes, full, max(terms.values()))
 
 
 @pytest.mark.parametrize("where, repo, seqs, tokens, logged", ESTIMATE_ROWS,

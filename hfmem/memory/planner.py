@@ -972,14 +972,13 @@ class Planner:
         if not self._decoder_cache:
             return  # no decoder cache (an encoder-only model): no decode graphs to estimate here
         sm = gpu_sm(self.gpu)
-        top, _ = vllm_cudagraph.graph_sizes(self.max_num_seqs, self.max_batched_tokens, release, sm)
-        if not top:
+        sizes, full = vllm_cudagraph.graph_sizes(self.max_num_seqs, self.max_batched_tokens, release, sm)
+        if not sizes:
             return
-        terms = activation_terms(self.arch, top[-1], engine="vllm", act_bytes=self.act_bytes, tp=self.tp,
+        terms = activation_terms(self.arch, sizes[-1], engine="vllm", act_bytes=self.act_bytes, tp=self.tp,
                                  logits_rows=0, gated=self.gated)
         terms.pop("logits", None)
-        self.cudagraph_estimate = vllm_cudagraph.estimate(self.max_num_seqs, self.max_batched_tokens,
-                                                          max(terms.values()) if terms else 0, release, sm)
+        self.cudagraph_estimate = vllm_cudagraph.estimate(sizes, full, max(terms.values()) if terms else 0)
         if not self.cudagraph_memory_given and self.cudagraph_estimate is not None:
             self.cudagraph_memory = self.cudagraph_estimate.bytes
 
@@ -1345,7 +1344,6 @@ class Planner:
                                   f"varies between starts (up to {est.high / GiB:.2f} GiB when each graph opens a 20 "
                                   "MiB allocator segment): --cudagraph-memory takes your log's 'Estimated CUDA graph "
                                   "memory'")
-            release = self._release()
             if (newer := newer_than_read_note(release)) is not None:
                 plan.notes.append(newer)
             if gpu is None and self._extensible_on(None):

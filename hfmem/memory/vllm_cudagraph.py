@@ -32,6 +32,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from hfmem.memory.vllm_versions import as_compared
+
 MiB = 1 << 20
 STEP = 2 * MiB  # the smallest growth a capture shows: one 2 MiB segment/page
 LARGE_SEGMENT = 20 * MiB  # PyTorch's kLargeBuffer: a segment for blocks of 1-10 MiB
@@ -47,15 +49,11 @@ SM100_WIDE_GRIDS_FROM = (0, 34)
 WIDE_GRID_TOKENS = 8192
 
 
-def _newest(release: tuple[int, int] | None) -> tuple[int, int]:
-    return release if release is not None else (1 << 16, 0)
-
-
 def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, decode_query_len: int = 1,
                   release: tuple[int, int] | None = None, sm: int | None = None) -> list[int]:
     """The default shared ``cudagraph_capture_sizes`` (vllm/config/vllm.py ``_set_cudagraph_sizes``), ascending, in
     vLLM `release` (None: the newest read) on a GPU of compute capability `sm` x10 (None: not SM100)."""
-    newest = _newest(release)
+    newest = as_compared(release)
     ceiling = 1024 if sm is not None and sm // 10 == 10 and newest >= SM100_MAX_CAPTURE_FROM else MAX_CAPTURE
     top = min(min(max_num_seqs * decode_query_len * 2, ceiling), max_num_batched_tokens)
     sizes = [s for s in (1, 2, 4) if s <= top]
@@ -91,7 +89,7 @@ def graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, release: tuple[i
     decode_cudagraph_capture_grid (every count up to 6, then steps of the largest power of two not above
     0.65 x n^(2/3)), the decode graphs cut at the first size that reaches the request or token limit
     (decode_cudagraph_capture_shapes)."""
-    if sm is not None and sm // 10 == 10 and _newest(release) >= SM100_WIDE_GRIDS_FROM:
+    if sm is not None and sm // 10 == 10 and as_compared(release) >= SM100_WIDE_GRIDS_FROM:
         top = min(WIDE_GRID_TOKENS, max_num_batched_tokens)
         prefill = _walk_grid(top, lambda t: min(t, max(8, t / 4), 0.07 * max(t, 4096)))
         requests = _walk_grid(max_num_seqs, lambda n: 0.65 * n ** (2 / 3))
@@ -116,12 +114,10 @@ class CudagraphEstimate:
                 f"{self.first_capture / MiB:.0f} MiB + {STEP // MiB} MiB per further graph")
 
 
-def estimate(max_num_seqs: int, max_num_batched_tokens: int, forward_peak: int,
-             release: tuple[int, int] | None = None, sm: int | None = None) -> CudagraphEstimate | None:
-    """vLLM's estimate for these batch settings (graph_sizes: release and GPU). ``forward_peak``: the
-    forward-activation peak in bytes at the largest capture size (the planner's forward phases at that token count).
-    None where nothing is captured."""
-    sizes, full = graph_sizes(max_num_seqs, max_num_batched_tokens, release, sm)
+def estimate(sizes: list[int], full: list[int], forward_peak: int) -> CudagraphEstimate | None:
+    """vLLM's estimate for the graphs graph_sizes gives (the PIECEWISE token sizes, ascending, and the FULL request
+    counts). ``forward_peak``: the forward-activation peak in bytes at the largest capture size (the planner's forward
+    phases at that token count). None where nothing is captured."""
     if not sizes:
         return None
     further = max(0, len(sizes) - 1) + max(0, len(full) - 1)

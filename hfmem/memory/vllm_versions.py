@@ -288,6 +288,11 @@ EXTENSIBLE_KV_CACHE_FROM = (0, 34)
 DEFAULT_BLOCK_SIZE_64_FROM = (0, 34)
 
 
+def as_compared(release: tuple[int, int] | None) -> tuple[int, int]:
+    """A release to compare with the "from" constants: None, the newest code read, comes after every release."""
+    return release if release is not None else (1 << 16, 0)
+
+
 def default_block_size(release: tuple[int, int] | None) -> int:
     """vLLM's default KV block size in `release` (None: the newest read)."""
     return 64 if release is None or release >= DEFAULT_BLOCK_SIZE_64_FROM else 16

@@ -106,21 +106,24 @@ CONV_DRAFT_ROWS_FROM = {"qwen3_next": (0, 0), "qwen3_5": (0, 0), "qwen3_5_text":
                         "granitemoehybrid": (0, 32), "zamba2": (0, 32), "falcon_h1": (0, 32)}
 
 
+def _version(release: tuple[int, int] | None) -> str:
+    """" 0.26" for a release, "" for the newest read (None): what follows "vLLM" in the words below."""
+    return "" if release is None else f" {release[0]}.{release[1]}"
+
+
 def _does_not_start(release: tuple[int, int] | None, why: str) -> str:
     """The warning that vLLM `release` (None: the newest read) refuses the configuration; the planner lifts it
     (DOES_NOT_START) into the fit verdict."""
-    version = "" if release is None else f" {release[0]}.{release[1]}"
-    return f"vLLM{version} {DOES_NOT_START}: {why}"
+    return f"vLLM{_version(release)} {DOES_NOT_START}: {why}"
 
 
 def _backend_refusal(arch: Architecture, layers: list[_Layer], dtype: str, release: tuple[int, int] | None,
-                     gpu_sm: int | None) -> str | None:
+                     gpu_sm: int | None, head_sizes: set[int]) -> str | None:
     """Why no attention backend of the release takes some of this model's layers in this dtype (vllm_dtypes.py
-    backend_refusal, or forced_backend_refusal where vLLM forces one backend for the model), with how many layers: the
-    layers TurboQuant keeps at the model dtype are not asked."""
-    config = arch.text_config or {}
-    sinks = sink_kinds(arch.model_type, config, release)
-    forced = forced_backend_refusal(dtype, arch.model_type, {l.dk for l in layers if l.attn}, release, gpu_sm)
+    backend_refusal, or forced_backend_refusal where vLLM forces one backend for the model, given its attention
+    layers' head sizes), with how many layers: the layers TurboQuant keeps at the model dtype are not asked."""
+    sinks = sink_kinds(arch.model_type, arch.text_config or {}, release)
+    forced = forced_backend_refusal(dtype, arch.model_type, head_sizes, release, gpu_sm)
     refused: dict[str, dict[str, int]] = {}  # reason -> layers of each kind
     for l in layers:
         if l.attn and l.kv_dtype is None:
@@ -133,6 +136,25 @@ def _backend_refusal(arch: Architecture, layers: list[_Layer], dtype: str, relea
     why, kinds = next(iter(refused.items()))  # the first reason, with every layer it refuses
     named = " and ".join(f"{n} {label} layer{'s' if n > 1 else ''}" for label, n in kinds.items())
     return f"no attention backend takes this model's {named} in {VLLM_NAME[dtype]}: {why}"
+
+
+def _quantized_dtype_warnings(arch: Architecture, layers: list[_Layer], dtype: str, release: tuple[int, int] | None,
+                              gpu_sm: int | None, hybrid: bool) -> list[str]:
+    """What a quantized dtype adds to the estimate's warnings: vLLM's refusal, checked in its own order (the dtype
+    choice, the backend each layer gets when it is built, then its spec), or where the GPU decides and is not known,
+    that it was not checked. Raises where vLLM starts but hfmem has not recorded the pages (_check_started_layers)."""
+    heads = {l.dk for l in layers if l.attn}
+    refusal = release_refusal(dtype, release, hybrid) or _backend_refusal(arch, layers, dtype, release, gpu_sm, heads) or (
+        next((r for l in layers if l.attn and (r := head_size_refusal(dtype, l.dk, l.dv, release))), None))
+    if refusal:
+        return [_does_not_start(release, refusal)]
+    _check_started_layers(arch, layers, dtype, release)
+    if gpu_sm is None and gpu_decides(dtype, arch.model_type, heads, release):
+        # the rules that follow the GPU (vllm_dtypes.py) cannot be asked: said, not assumed either way
+        return [f"the GPU is {GPU_NOT_CHECKED}: whether vLLM gives this model's layers a backend for "
+                f"{VLLM_NAME[dtype]} depends on its compute capability (recorded for CUDA GPUs only), which was not "
+                "checked"]
+    return []
 
 
 def _check_started_layers(arch: Architecture, layers: list[_Layer], dtype: str,
@@ -150,9 +172,8 @@ def _check_started_layers(arch: Architecture, layers: list[_Layer], dtype: str,
     else:
         return
     if unmodelled:
-        version = "" if release is None else f" {release[0]}.{release[1]}"
-        raise UsageError(f"--kv-dtype {dtype}: hfmem does not model vLLM{version}'s {VLLM_NAME[dtype]} pages for this "
-                         f"model's {len(unmodelled)} {unmodelled[0].label} layers")
+        raise UsageError(f"--kv-dtype {dtype}: hfmem does not model vLLM{_version(release)}'s {VLLM_NAME[dtype]} pages "
+                         f"for this model's {len(unmodelled)} {unmodelled[0].label} layers")
 
 
 def conv_draft_rows(model_type: str, release: tuple[int, int] | None, drafts: int) -> int:
@@ -664,18 +685,13 @@ def _vllm(arch: Architecture, layers: list[_Layer], dtype: str, context: int, ba
     stateful = any(l.states for l in layers)
     hybrid = stateful and any(l.attn for l in layers)
     if is_vllm_quantized(dtype):  # a release without the dtype, or a layer shape it refuses (vllm_dtypes.py)
-        # in vLLM's order: the dtype choice, the backend each layer gets when it is built, then its spec
-        refusal = release_refusal(dtype, release, hybrid) or _backend_refusal(arch, layers, dtype, release, gpu_sm) or (
-            next((r for l in layers if l.attn and (r := head_size_refusal(dtype, l.dk, l.dv, release))), None))
-        if refusal:
-            warnings.append(_does_not_start(release, refusal))
-        else:
-            _check_started_layers(arch, layers, dtype, release)
-            if gpu_sm is None and gpu_decides(dtype, arch.model_type, {l.dk for l in layers if l.attn}, release):
-                # the rules that follow the GPU (vllm_dtypes.py) cannot be asked: said, not assumed either way
-                warnings.append(f"the GPU is {GPU_NOT_CHECKED}: whether vLLM gives this model's layers a "
-                                f"backend for {VLLM_NAME[dtype]} depends on its compute capability (recorded for "
-                                "CUDA GPUs only), which was not checked")
+        checked = ("quantized dtype", dtype, release, gpu_sm)  # context-free: asked once per layout
+        said = memo.get(checked) if memo is not None else None
+        if said is None:
+            said = _quantized_dtype_warnings(arch, layers, dtype, release, gpu_sm, hybrid)
+            if memo is not None:
+                memo[checked] = said
+        warnings.extend(said)
     refused = next((w for w in warnings if DOES_NOT_START in w), None)
     if any(l.compressed is not None for l in layers):  # DeepSeek-V4 CSA/HCA: its own cache layout
         return deepseek_v4_vllm(arch, layers, dtype, context, batch, block_size, admitted, layout_for(release))

@@ -13,6 +13,7 @@ _align_heterogeneous_kv_block_size (the block size from 0.25)."""
 
 from __future__ import annotations
 
+from hfmem.memory.vllm_versions import as_compared
 from hfmem.units import cdiv
 
 PER_TOKEN_HEAD = ("int8", "fp8_per_token_head", "int4")
@@ -174,7 +175,7 @@ def sink_kinds(model_type: str, config: dict, release: tuple[int, int] | None = 
     add_full_attention_sink_bias is not read); laguna.py on the sliding-window layers when swa_attention_sink_enabled;
     granite.py and granitemoe.py, from 0.29, on every layer when attention_sinks is set or, without it, when the config
     has layer_types."""
-    newest = release if release is not None else (1 << 16, 0)
+    newest = as_compared(release)
     if model_type == "gpt_oss":
         return {"full", "sliding"}
     if model_type.startswith("mimo_v2"):
@@ -262,7 +263,7 @@ def backend_refusal(dtype: str, release: tuple[int, int] | None, sm: int | None,
     """Why no CUDA attention backend of vLLM `release` (None: the newest read) takes a layer of kind `attn` (hfmem's:
     full, sliding, chunked, cross), key head size `head` and attention sinks or not, cached in `dtype`, on a GPU of
     compute capability `sm` (x10; None: not a CUDA GPU hfmem knows, where only the GPU-independent rules apply)."""
-    newest = release if release is not None else (1 << 16, 0)
+    newest = as_compared(release)
     if dtype in TURBOQUANT:
         if sink:
             return "the TURBOQUANT backend takes no attention sinks"
