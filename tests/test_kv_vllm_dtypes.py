@@ -78,9 +78,12 @@ def test_each_layers_page_is_vllms(release, dtype):
             assert any(DOES_NOT_START in w and "no attention backend takes" in w for w in said), repo
             continue
         own = {pages[(dtype, kind, h, dk, dv)] for _, kind, h, dk, dv in layer_kinds}
-        if all(isinstance(p, int) for p in own) and max(own) % min(own):
+        unpaddable = _release(release) < (0, 24) or (dtype.startswith("turboquant_") and _release(release) < (0, 29))
+        if all(isinstance(p, int) for p in own) and max(own) % min(own) and unpaddable:
             # pages of two sizes, neither a multiple of the other: kv_cache_utils.py unify_kv_cache_spec_page_size
-            # raises NotImplementedError (NVFP4's unpacked sliding pages in 0.20, int4's unhalved ones in 0.25-0.27)
+            # raises NotImplementedError up to 0.23 (NVFP4's unpacked sliding pages in 0.20), and for TURBOQUANT's
+            # pages up to 0.28 (its refusals in turboquant.json); otherwise from 0.24 it pads the smaller page (int4's
+            # unhalved sliding pages in 0.25-0.27: test_unaligned_pages_are_planned_as_vllm)
             with pytest.raises(UsageError, match="cannot unify"):
                 estimate_kv(_arch(repo), 4096, **kw)
             checked += 1
@@ -175,6 +178,53 @@ def test_turboquant_pool_is_vllms(record):
         blocks = p["available_bytes"] // est.bytes_per_block
         assert blocks == p["num_blocks"] and est.startup_check_bytes == p["fit_bytes"] == est.total_bytes
         assert blocks / est.blocks_per_request == pytest.approx(p["concurrency"], rel=1e-12)
+
+
+PADDING = json.loads((FIXTURES / "vllm" / "page_padding.json").read_text())
+
+
+@pytest.mark.parametrize("record", PADDING["records"],
+                         ids=[f"{r['vllm']}-{r['model'].split('/')[1]}-tp{r['tp']}-{r['dtype']}" for r in PADDING["records"]])
+def test_unaligned_pages_are_planned_as_vllm(record):
+    """Attention pages that do not divide each other (the per-token-head dtypes' fp32 scales on Gemma 4's 256- and
+    512-wide heads; int4_per_token_head's unhalved sliding-window pages on Gemma 2 and 3 in 0.25-0.27), as each
+    release's own planning takes them (scripts/record_vllm_page_padding.py, TRITON_ATTN on every layer as vLLM's
+    selector gives these dtypes): refused up to 0.23 (hfmem: vLLM cannot unify them); from 0.24 the smaller page is
+    padded to the largest and keeps its block. hfmem's block size, its layers' own pages, and at each point the pool
+    blocks and the concurrency, exactly."""
+    arch = _arch(record["model"])
+    release = _release(record["vllm"])
+    kw = dict(kv_dtype=HFMEM_NAME.get(record["dtype"], record["dtype"]), tp=record["tp"], vllm_release=release,
+              gpu_sm=86)
+    if "refused" in record:
+        assert record["refused"].startswith("NotImplementedError") and "not divisible" in record["refused"]
+        with pytest.raises(UsageError, match="cannot unify"):
+            estimate_kv(arch, 4096, **kw)
+        return
+    for row in record["points"]:
+        p = dict(zip(PADDING["point_fields"], row))
+        est = estimate_kv(arch, p["max_model_len"], max_batched_tokens=p["max_num_batched_tokens"], **kw)
+        assert est.block_size == record["block_size"]
+        own = {e["bytes_per_token"] // e["layers"] * est.block_size for e in est.by_layer_type.values()}
+        assert sorted(own) == record["layer_pages"]
+        assert est.bytes_per_block % record["unified_pages"][0] == 0
+        blocks = p["available_bytes"] // est.bytes_per_block
+        assert blocks == p["num_blocks"]
+        assert blocks / est.blocks_per_request == pytest.approx(p["concurrency"], rel=1e-12)
+        padded = [a for a in est.assumptions if "which they do not divide" in a]
+        assert bool(padded) == (max(own) % min(own) != 0)
+
+
+def test_the_padding_truth_tells_the_releases_apart():
+    """The records differ where hfmem's rule says they do: Gemma 4 with per-token-head scales refused up to 0.23 and
+    planned from 0.24 (padded pages); Gemma 3's int4 pages padded in 0.25-0.27, halved alike (no padding) from 0.28."""
+    by = {(r["vllm"], r["model"], r["tp"], r["dtype"]): r for r in PADDING["records"]}
+    gemma4 = ("google/gemma-4-31B-it", 2, "int8_per_token_head")
+    assert "refused" in by[("0.23.0", *gemma4)] and "refused" not in by[("0.24.0", *gemma4)]
+    assert by[("0.24.0", *gemma4)]["layer_pages"] == [33_024, 66_560] and by[("0.24.0", *gemma4)]["unified_pages"] == [66_560]
+    gemma3 = ("google/gemma-3-27b-it", 1, "int4_per_token_head")
+    assert by[("0.27.0", *gemma3)]["layer_pages"] == [34_816, 67_584]
+    assert by[("0.28.0", *gemma3)]["layer_pages"] == [34_816]
 
 
 @pytest.mark.parametrize("record", TQ_REFUSED, ids=[f"{r['vllm']}-{r['dtype']}" for r in TQ_REFUSED])
@@ -285,10 +335,14 @@ def test_the_selector_truth_tells_the_rules_apart():
 def test_gpt_oss_with_turboquant_does_not_start():
     """gpt-oss builds every attention layer with sinks (gpt_oss.py), which the TURBOQUANT backend does not take: vLLM
     does not start it, and hfmem says so in one line with the layers and the reason (a usage error: the pages of
-    layers vLLM never builds were not recorded)."""
+    layers vLLM never builds were not recorded) where the release cannot lay its pages out either (up to 0.28: the
+    boundary layers' bf16 pages and the packed ones do not divide each other); from 0.29 vLLM would pad them, so the
+    estimate stands and says DOES NOT START."""
     with pytest.raises(UsageError, match="does not start this: no attention backend takes this model's .* "
                                          "turboquant_k8v4: the TURBOQUANT backend takes no attention sinks"):
-        estimate_kv(_arch("openai/gpt-oss-20b"), 4096, kv_dtype="turboquant_k8v4")
+        estimate_kv(_arch("openai/gpt-oss-20b"), 4096, kv_dtype="turboquant_k8v4", vllm_release=(0, 28))
+    said = estimate_kv(_arch("openai/gpt-oss-20b"), 4096, kv_dtype="turboquant_k8v4").warnings
+    assert any(DOES_NOT_START in w and "the TURBOQUANT backend takes no attention sinks" in w for w in said)
 
 
 def test_nvfp4_on_an_h100_follows_the_release():
@@ -375,3 +429,22 @@ def test_an_unknown_gpu_is_said_beside_the_verdict(stub_repo):
     assert "warning: the GPU is not a CUDA GPU hfmem knows" in out
     out = CliRunner().invoke(main, [repo, "--gpu", "4090", "--ctx", "32k", "--kv-dtype", "nvfp4"]).output
     assert "not a CUDA GPU hfmem knows" not in out
+
+
+def test_gemma4_with_int8_scales_starts_as_logged(stub_repo):
+    """Held out: vllm-project/vllm#50159 (found with search), the official vLLM 0.26.0 image serving Gemma-4-31B (an
+    AWQ checkpoint of it, the same attention shapes) at TP 2 on two RTX 3090 with --kv-cache-dtype
+    int8_per_token_head and TRITON_ATTN: it started ("Available KV cache memory: 10.54 GiB", "GPU KV cache size:
+    95,792 tokens" on the V1 runner). hfmem said vLLM cannot unify its pages (66,560 B sliding-window pages, 33,024 B
+    full-attention ones at TP 2); vLLM 0.26 pads the smaller page. The plan now stands on the 3090 pair and says the
+    padding once; 0.23, whose planning raises on these pages, is still refused. (The log's max_model_len is not shown,
+    so its token count is not a row: the tokens follow from the pool only through it.)"""
+    repo = str(stub_repo("google/gemma-4-31B-it"))
+    args = [repo, "--gpu", "3090", "--gpus", "2", "--ctx", "16k", "--kv-dtype", "int8", "--format", "json"]
+    out = CliRunner().invoke(main, [*args, "--vllm-version", "0.26"])
+    assert out.exit_code == 0, out.output
+    said = json.loads(out.output)
+    text = json.dumps(said)
+    assert text.count("which they do not divide") == 1 and "33,024 B pages to the largest, 66,560 B" in text
+    refused = CliRunner().invoke(main, [*args, "--vllm-version", "0.23"])
+    assert refused.exit_code != 0 and "cannot unify" in refused.output

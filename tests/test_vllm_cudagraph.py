@@ -169,3 +169,57 @@ def test_a_b200_plan_at_034_captures_the_wide_grids():
     assert graphs("0.34", "b200") == (54, 64, 8192)
     assert graphs("0.33", "b200") == (83, 83, 1024)
     assert graphs("0.34", "h100") == (51, 51, 512)
+
+
+SPEC = json.loads((FIXTURES / "vllm" / "spec_graphs.json").read_text())
+
+
+def test_spec_decode_graphs_are_vllms():
+    """With speculative decoding, every V1 release's own sizing, mode resolution and dispatcher
+    (scripts/record_vllm_spec_graphs.py, 0.20.0-0.33.0: _set_cudagraph_sizes, resolve_cudagraph_mode_and_sizes at each
+    CUDA-graph support a backend reports, CudagraphDispatcher.get_capture_descs) on an H100 and a B200, 1-7 draft
+    tokens, 10 batch settings: hfmem's PIECEWISE and FULL graphs are as many, and as large, as the profile's log line
+    says, and FULL is dropped exactly where vLLM falls back to PIECEWISE."""
+    from hfmem.memory.vllm_cudagraph import spec_decode_graph_sizes
+
+    rows = 0
+    for record in SPEC["releases"]:
+        release = tuple(int(x) for x in record["vllm"].split(".")[:2])
+        for sm, seqs, tokens, k, support, mode, graphs in record["rows"]:
+            full_decode = support != "UNIFORM_SINGLE_TOKEN_DECODE"
+            assert (mode == "FULL_AND_PIECEWISE") == full_decode
+            piecewise, full = spec_decode_graph_sizes(seqs, tokens, 1 + k, full_decode, release, sm)
+            said = [["PIECEWISE", len(piecewise), piecewise[-1]]] + ([["FULL", len(full), full[-1]]] if full else [])
+            assert said == graphs, (record["vllm"], sm, seqs, tokens, k, support)
+            rows += 1
+    assert rows == 14 * 2 * 10 * 6 * 3
+
+
+def test_the_spec_decode_records_tell_the_rules_apart():
+    """The records differ where the rules say: the capture ceiling follows max_num_seqs x (1 + k) x 2 (48 sequences
+    with 3 drafts capture up to 384 tokens, not 96), the sizes are rounded to multiples of 1 + k only while FULL decode
+    graphs are kept, and from 0.29 the uniform decode batches of every request count are appended."""
+    def graphs(release, sm, seqs, tokens, k, support):
+        record = next(r for r in SPEC["releases"] if r["vllm"] == release)
+        return next(g for s, q, t, kk, sup, _, g in record["rows"] if (s, q, t, kk, sup) == (sm, seqs, tokens, k, support))
+
+    assert graphs("0.24.0", 100, 48, 8192, 3, "UNIFORM_BATCH") == [["PIECEWISE", 41, 384], ["FULL", 25, 192]]
+    assert graphs("0.24.0", 100, 48, 8192, 3, "UNIFORM_SINGLE_TOKEN_DECODE") == [["PIECEWISE", 43, 384]]
+    assert graphs("0.28.0", 90, 256, 2048, 2, "ALWAYS") == [["PIECEWISE", 49, 498], ["FULL", 49, 498]]
+    assert graphs("0.29.0", 90, 256, 2048, 2, "ALWAYS") == [["PIECEWISE", 56, 504], ["FULL", 56, 504]]
+
+
+def test_spec_decode_graph_lines_of_real_logs():
+    """Held out, the profile's own log lines. vllm-project/vllm#46367 (GLM-5.2-FP8 on 8 x B200, MTP): "Profiling CUDA
+    graph memory: PIECEWISE=41 (largest=384), FULL=25 (largest=192)"; 48 sequences with 3 draft tokens give exactly
+    this (as would 32 with 5; the command is not shown). noonghunna/club-3090#584 (a Qwen 27B on 4 x RTX 3090, MTP,
+    FlashInfer): "CUDAGraphMode.FULL_AND_PIECEWISE is not supported with spec-decode for attention backend
+    FlashInferBackend (support: AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE); setting cudagraph_mode=PIECEWISE",
+    then "PIECEWISE=5 (largest=16)": two sequences with 3 drafts, the FULL graphs dropped."""
+    from hfmem.memory.vllm_cudagraph import spec_decode_graph_sizes
+
+    for seqs, k in ((48, 3), (32, 5)):
+        piecewise, full = spec_decode_graph_sizes(seqs, 8192, 1 + k, True, (0, 24), 100)
+        assert (len(piecewise), piecewise[-1], len(full), full[-1]) == (41, 384, 25, 192)
+    piecewise, full = spec_decode_graph_sizes(2, 2048, 4, False, (0, 24), 86)
+    assert (len(piecewise), piecewise[-1], full) == (5, 16, [])

@@ -43,30 +43,69 @@ MAX_CAPTURE = 512  # vllm/config/vllm.py _set_cudagraph_sizes: default_max_graph
 MAX_NUM_TOKENS_CAPTURED_FROM = (0, 21)  # max_num_batched_tokens appended when within the capture ceiling
 SM100_MAX_CAPTURE_FROM = (0, 28)  # the ceiling is 1024 on the SM100 family (B200, GB200, B300)
 MAX_NUM_SEQS_CAPTURED_FROM = (0, 31)  # max_num_seqs appended (a uniform decode batch) when within the ceiling
+# with speculative decoding, the uniform decode batches of every request count (the default grid up to max_num_seqs,
+# and max_num_seqs) times 1 + num_speculative_tokens appended when within the ceiling (scripts/record_vllm_spec_graphs.py)
+SPEC_DECODE_SIZES_CAPTURED_FROM = (0, 29)
 # _split_cudagraph_capture_sizes: on the SM100 family the PIECEWISE graphs take the prefill grid up to
 # min(8192, max_num_batched_tokens) and the FULL ones the decode grid up to max_num_seqs (up to 8192 tokens)
 SM100_WIDE_GRIDS_FROM = (0, 34)
 WIDE_GRID_TOKENS = 8192
 
 
-def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, decode_query_len: int = 1,
-                  release: tuple[int, int] | None = None, sm: int | None = None) -> list[int]:
-    """The default shared ``cudagraph_capture_sizes`` (vllm/config/vllm.py ``_set_cudagraph_sizes``), ascending, in
-    vLLM `release` (None: the newest read) on a GPU of compute capability `sm` x10 (None: not SM100)."""
-    newest = as_compared(release)
-    ceiling = 1024 if sm is not None and sm // 10 == 10 and newest >= SM100_MAX_CAPTURE_FROM else MAX_CAPTURE
-    top = min(min(max_num_seqs * decode_query_len * 2, ceiling), max_num_batched_tokens)
+def _grid(top: int) -> list[int]:
+    """1, 2, 4, every 8 below 256, every 16 from 256, up to `top` (_set_cudagraph_sizes's default grid)."""
     sizes = [s for s in (1, 2, 4) if s <= top]
     if top >= 8:
         sizes += list(range(8, min(top + 1, 256), 8))
     if top >= 256:
         sizes += list(range(256, top + 1, 16))
+    return sizes
+
+
+def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, decode_query_len: int = 1,
+                  release: tuple[int, int] | None = None, sm: int | None = None) -> list[int]:
+    """The default shared ``cudagraph_capture_sizes`` (vllm/config/vllm.py ``_set_cudagraph_sizes``), ascending, in
+    vLLM `release` (None: the newest read) on a GPU of compute capability `sm` x10 (None: not SM100).
+    decode_query_len: 1 + num_speculative_tokens. The uniform decode batches are appended within the ceiling: with
+    drafts from 0.29 every request count of the grid up to max_num_seqs (and max_num_seqs itself) times the query
+    length, without them from 0.31 max_num_seqs."""
+    newest = as_compared(release)
+    ceiling = 1024 if sm is not None and sm // 10 == 10 and newest >= SM100_MAX_CAPTURE_FROM else MAX_CAPTURE
+    uncapped = min(max_num_seqs * decode_query_len * 2, ceiling)
+    top = min(uncapped, max_num_batched_tokens)
+    sizes = _grid(top)
     if newest >= MAX_NUM_TOKENS_CAPTURED_FROM and max_num_batched_tokens <= top:
         sizes.append(max_num_batched_tokens)
-    if (newest >= MAX_NUM_SEQS_CAPTURED_FROM and decode_query_len == 1 and max_num_seqs <= ceiling
-            and max_num_seqs <= max_num_batched_tokens):
-        sizes.append(max_num_seqs)
+    decode: set[int] = set()
+    if decode_query_len > 1 and newest >= SPEC_DECODE_SIZES_CAPTURED_FROM:
+        requests = min(max_num_seqs, ceiling)
+        decode = {n * decode_query_len for n in {*_grid(requests), requests} if n * decode_query_len <= uncapped}
+    elif decode_query_len == 1 and newest >= MAX_NUM_SEQS_CAPTURED_FROM and max_num_seqs <= uncapped:
+        decode = {max_num_seqs}
+    sizes += [d for d in decode if d <= max_num_batched_tokens]
     return sorted(set(sizes))
+
+
+def spec_decode_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, decode_query_len: int,
+                            full_decode: bool, release: tuple[int, int] | None = None,
+                            sm: int | None = None) -> tuple[list[int], list[int]]:
+    """(the token counts of the PIECEWISE graphs, those of the FULL uniform-decode graphs) vLLM's V1 runner captures
+    with speculative decoding, decode_query_len = 1 + num_speculative_tokens (0.20-0.33). full_decode: whether every
+    attention backend of the model takes uniform batches of several tokens per request (AttentionCGSupport
+    UNIFORM_BATCH or ALWAYS). config/compilation.py resolve_cudagraph_mode_and_sizes (from
+    gpu_model_runner.py _check_and_update_cudagraph_mode): without it FULL_AND_PIECEWISE falls back to PIECEWISE,
+    the shared sizes as they are; with it adjust_cudagraph_sizes_for_spec_decode rounds every size up to a multiple of
+    the query length, drops those above the largest, and the FULL graphs are the rounded sizes from one query to
+    max_num_seqs queries (v1/cudagraph_dispatcher.py initialize_cudagraph_keys)."""
+    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, decode_query_len, release, sm)
+    if decode_query_len == 1:
+        return sizes, [s for s in sizes if s <= max_num_seqs]
+    if not full_decode or not sizes:
+        return sizes, []
+    top = sizes[-1]
+    rounded = sorted({r for s in sizes if (r := math.ceil(s / decode_query_len) * decode_query_len) <= top})
+    rounded = rounded or ([decode_query_len] if decode_query_len <= top else [])
+    return rounded, [s for s in rounded if decode_query_len <= s <= decode_query_len * max_num_seqs]
 
 
 def _walk_grid(limit: int, step) -> list[int]:

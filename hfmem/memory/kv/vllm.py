@@ -32,6 +32,7 @@ from hfmem.memory.kv.vllm_dtypes import (
     sink_kinds,
     turboquant_block_size,
 )
+from hfmem.memory.vllm_versions import as_compared
 from hfmem.model.architecture import Architecture
 from hfmem.units import cdiv, fmt_bytes
 
@@ -414,10 +415,37 @@ def _vllm_specs(layers: list[_Layer], dtype: str, block_size: int, full_only: bo
     return specs, bs
 
 
-def _vllm_groups(specs: dict[int, _Spec], assumptions: list[str],
-                 factor: float | None) -> tuple[list[tuple[_Spec, list[int]]], int, bool]:
+# kv_cache_utils.py (kv_cache_planning.py from 0.33) unify_kv_cache_spec_page_size, for an attention page that does
+# not divide the largest one (per-token-head scales on Gemma 4's two head sizes; int4_per_token_head's unhalved
+# sliding-window pages in 0.25-0.27): up to 0.23 it raises NotImplementedError; from 0.24 it pads the page to the
+# largest when the layer's backend indexes KV pages by the block stride (AttentionSpec.indexes_kv_by_block_stride, set
+# by the model runner from the backend: every CUDA attention backend but TURBOQUANT and the sparse MLA ones); from 0.29
+# it pads every non-MLA attention page. Held to the releases' own planning (scripts/record_vllm_page_padding.py).
+PAD_UNALIGNED_PAGES_FROM = (0, 24)
+PAD_EVERY_ATTENTION_PAGE_FROM = (0, 29)
+
+
+def unaligned_page_refusal(dtype: str, release: tuple[int, int] | None, mla: bool) -> str | None:
+    """Why vLLM `release` cannot unify an attention page that does not divide the largest (None: it pads it)."""
+    newest = as_compared(release)
+    if newest < PAD_UNALIGNED_PAGES_FROM:
+        return ("vLLM cannot unify this model's KV page sizes (not divisible: unify_kv_cache_spec_page_size raises "
+                "before 0.24, which pads them); no vLLM estimate")
+    if mla:
+        return ("vLLM cannot unify this model's KV page sizes (an MLA page does not divide the largest; how the "
+                "release's MLA backend lays it out is not modelled); no vLLM estimate")
+    if dtype in TURBOQUANT and newest < PAD_EVERY_ATTENTION_PAGE_FROM:
+        return ("vLLM cannot unify this model's KV page sizes (not divisible: the TURBOQUANT backend does not index "
+                "KV pages by the block stride, which unify_kv_cache_spec_page_size needs to pad one before 0.29); no "
+                "vLLM estimate")
+    return None
+
+
+def _vllm_groups(specs: dict[int, _Spec], assumptions: list[str], factor: float | None,
+                 refusal: Callable[[int], str | None] = lambda key: None
+                 ) -> tuple[list[tuple[_Spec, list[int]]], int, bool]:
     """(groups as (spec, member layer keys), group_size, general_case) following vllm, v1/core/kv_cache_utils.py:
-    get_kv_cache_groups; factor: group_size_factor's."""
+    get_kv_cache_groups; factor: group_size_factor's; refusal: unaligned_page_refusal for the layer of this key."""
     values = list(specs.values())
     if not values:
         return [], 0, False
@@ -429,14 +457,24 @@ def _vllm_groups(specs: dict[int, _Spec], assumptions: list[str],
     # kv_cache_utils.py: unify_kv_cache_spec_page_size: enlarge the block size of smaller pages to the largest page
     max_page = max(v.page for v in values)
     unified: dict[int, _Spec] = {}
+    padded: dict[tuple[str, int], int] = {}
     for key, v in specs.items():
         if v.page == max_page:
             unified[key] = v
             continue
         if max_page % v.page:
-            raise UsageError("vLLM cannot unify this model's KV page sizes (not divisible); no vLLM estimate")
+            why = refusal(key)
+            if why is not None:
+                raise UsageError(why)
+            padded[(v.kind, v.page)] = padded.get((v.kind, v.page), 0) + 1
+            unified[key] = replace(v, page=max_page)  # page_size_padded: the block keeps its tokens
+            continue
         ratio = max_page // v.page
         unified[key] = replace(v, block_size=v.block_size * ratio, page=max_page)
+    for (kind, page), n in padded.items():
+        assumptions.append(f"vLLM pads {n} {kind} layer(s)' {page:,} B pages to the largest, {max_page:,} B, which "
+                           f"they do not divide ({1 - page / max_page:.0%} of those pages unused; "
+                           "unify_kv_cache_spec_page_size, 0.24 on)")
     same: dict[_Spec, list[int]] = {}
     for key, v in unified.items():
         same.setdefault(v, []).append(key)
@@ -474,8 +512,12 @@ class _Groups:
 
 
 def _groups_of(layers: list[_Layer], specs: dict[int, _Spec], assumptions: list[str],
-               factor: float | None) -> _Groups:
-    groups, group_size, general = _vllm_groups(specs, assumptions, factor)
+               factor: float | None, dtype: str = "auto", release: tuple[int, int] | None = None) -> _Groups:
+    mla = {l.index for l in layers if l.attn == "mla"}
+    kept = {l.index for l in layers if l.kv_dtype}  # TurboQuant's boundary layers: the model dtype, FLASH_ATTN
+    groups, group_size, general = _vllm_groups(
+        specs, assumptions, factor,
+        lambda key: unaligned_page_refusal("auto" if key in kept else dtype, release, key in mla))
     label_of = {}
     for l in layers:
         if l.attn:
@@ -637,11 +679,11 @@ def _vllm_layout(layers: list[_Layer], dtype: str, block_size: int, mode: str, c
     if checkpoint and mode == "align":
         pages += 1  # the prefill-checkpoint page (CHECKPOINT_PAGE_FROM)
     specs, bs = _vllm_specs(layers, dtype, block_size, False, local, alignment, chunk, release)
-    groups = _groups_of(layers, specs, local, factor)
+    groups = _groups_of(layers, specs, local, factor, dtype, release)
     full_groups = None
     if any(l.attn in ("sliding", "chunked") for l in layers):
         full_specs, _ = _vllm_specs(layers, dtype, block_size, True, [], alignment, chunk, release)
-        full_groups = _groups_of(layers, full_specs, [], factor)
+        full_groups = _groups_of(layers, full_specs, [], factor, dtype, release)
     by: dict[str, dict[str, int]] = {}
     per_token = 0
     for l in layers:

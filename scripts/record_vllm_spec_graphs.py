@@ -1,0 +1,113 @@
+"""Record the CUDA graphs vLLM's V1 model runner captures with speculative decoding, release by release (developer
+tool; tests never run it). The result, fixtures/vllm/spec_graphs.json, is what tests/test_vllm_cudagraph.py holds
+hfmem's spec-decode capture sizes to (hfmem/memory/vllm_cudagraph.py), which decide how many graphs the start-up
+estimate of CUDA graph memory counts, the size of its first capture, and the "Profiling CUDA graph memory:
+PIECEWISE=N (largest=T), FULL=M (largest=U)" line.
+
+Each release runs in its own interpreter with its unpacked wheel first on PYTHONPATH (set-up as in
+scripts/record_vllm_planning.py). What is the engine's own code, in that order: config/vllm.py
+VllmConfig._set_cudagraph_sizes (its capture ceiling follows max_num_seqs x (1 + num_speculative_tokens) x 2), run as a
+method of a stand-in for the VllmConfig that carries the fields it reads, on a real CompilationConfig whose splitting
+ops are set as VllmConfig.__post_init__ sets them (set_splitting_ops_for_v1); config/compilation.py
+CompilationConfig.resolve_cudagraph_mode_and_sizes, as v1/worker/gpu_model_runner.py _check_and_update_cudagraph_mode
+calls it with the smallest CUDA-graph support of the model's attention backends and the uniform decode query length
+(it drops the FULL decode graphs where a backend takes no multi-token uniform batch, and rounds the capture sizes up to
+multiples of the query length where it keeps them); v1/cudagraph_dispatcher.py CudagraphDispatcher
+initialize_cudagraph_keys and get_capture_descs, the graphs profile_cudagraph_memory captures and logs. What the harness
+decides: the backends' support level (each of the three a backend reports), the GPU's compute capability (H100, B200),
+tensor parallel size 1, no LoRA, the default performance mode, nothing set by the user. Releases 0.20-0.33: 0.34 has
+no V1 runner (its V2 runner sizes decode graphs otherwise), and before 0.20 the resolution lived in the model runner.
+
+    python scripts/record_vllm_spec_graphs.py --src /tmp/vllm-src --deps /tmp/vdeps 0.20.0 0.21.0 0.22.0 0.23.0 \
+        0.24.0 0.25.0 0.26.0 0.27.0 0.28.0 0.29.0 0.30.0 0.31.0 0.32.0 0.33.0
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "fixtures" / "vllm" / "spec_graphs.json"
+SMS = (90, 100)
+# (max_num_seqs, max_num_batched_tokens): the API server's defaults and small-batch settings (where the query length
+# moves the capture ceiling), some off the 8- and 16-token grids
+SETTINGS = ((256, 2048), (1024, 8192), (48, 8192), (32, 4096), (8, 2048), (2, 2048), (1, 8192), (100, 2048),
+            (512, 512), (1024, 1000))
+SPEC_TOKENS = (1, 2, 3, 4, 5, 7)
+SUPPORTS = ("ALWAYS", "UNIFORM_BATCH", "UNIFORM_SINGLE_TOKEN_DECODE")
+FIELDS = ("sm", "max_num_seqs", "max_num_batched_tokens", "num_speculative_tokens", "backend_support",
+          "cudagraph_mode", "graphs")
+
+
+def _inner() -> list[list]:
+    """Runs inside the release's interpreter: rows of FIELDS; graphs: [mode, count, largest tokens] per captured mode,
+    as the profile's log line gives them."""
+    import inspect
+    import types
+
+    from record_vllm_backends import set_capability  # this folder is on sys.path: the script runs from it
+
+    import vllm.config.vllm as config_vllm
+    from vllm.config.compilation import CompilationConfig, CompilationMode, CUDAGraphMode
+    from vllm.v1.attention.backend import AttentionCGSupport
+    from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
+
+    def ns(**kw):
+        return types.SimpleNamespace(**kw)
+
+    resolve_params = inspect.signature(CompilationConfig.resolve_cudagraph_mode_and_sizes).parameters
+    out = []
+    for sm in SMS:
+        set_capability(sm // 10, sm % 10)
+        for seqs, tokens in SETTINGS:
+            for k in SPEC_TOKENS:
+                for support in SUPPORTS:
+                    compilation = CompilationConfig()
+                    compilation.mode = CompilationMode.VLLM_COMPILE  # VllmConfig.__post_init__'s default on V1
+                    compilation.cudagraph_mode = CUDAGraphMode.FULL_AND_PIECEWISE
+                    compilation.set_splitting_ops_for_v1(all2all_backend="allgather_reducescatter",
+                                                         data_parallel_size=1)
+                    fake = ns(model_config=ns(enforce_eager=False, is_encoder_decoder=False, hf_config=ns(),
+                                              use_mla=False, is_deepseek_mla=False),
+                              compilation_config=compilation,
+                              scheduler_config=ns(max_num_seqs=seqs, max_num_batched_tokens=tokens),
+                              speculative_config=ns(num_speculative_tokens=k, method="mtp",
+                                                    uses_dynamic_speculative_decoding=lambda: False,
+                                                    use_eagle=lambda: True),
+                              num_speculative_tokens=k, performance_mode="balanced",
+                              parallel_config=ns(tensor_parallel_size=1, pipeline_parallel_size=1,
+                                                 data_parallel_size=1, enable_dbo=False, use_ubatching=False,
+                                                 enable_expert_parallel=False),
+                              lora_config=None, uniform_decode_query_len=1 + k)
+                    for name, value in vars(config_vllm.VllmConfig).items():  # the methods it calls on itself
+                        if callable(value) and name.startswith(("_split", "get_decode", "get_draft", "get_varlen")):
+                            setattr(fake, name, types.MethodType(value, fake))
+                    config_vllm.VllmConfig._set_cudagraph_sizes(fake)
+                    kw = {name: value for name, value in (("use_v2_model_runner", False), ("tensor_parallel_size", 1))
+                          if name in resolve_params}  # the keywords the release's signature has
+                    mode = compilation.resolve_cudagraph_mode_and_sizes(
+                        AttentionCGSupport[support], "stand-in backend", 1 + k, **kw)
+                    dispatcher = CudagraphDispatcher(fake)
+                    dispatcher.initialize_cudagraph_keys(mode, 1 + k)
+                    graphs = [[m.name, len(descs), descs[0].num_tokens]
+                              for m, descs in dispatcher.get_capture_descs()]
+                    out.append([sm, seqs, tokens, k, support, mode.name, graphs])
+    return out
+
+
+def main() -> None:
+    from record_vllm_planning import per_release_main
+
+    old = json.loads(OUT.read_text())["releases"] if OUT.exists() else []
+    records = per_release_main(__doc__, __file__, _inner, {r["vllm"]: r for r in old},
+                               lambda release, rows: {"vllm": release, "rows": rows})
+    if records is None:
+        return
+    lines = [json.dumps(r, separators=(",", ":")) for r in records]
+    OUT.write_text('{"how": "scripts/record_vllm_spec_graphs.py", "fields": ' + json.dumps(list(FIELDS))
+                   + ', "releases": [\n' + ",\n".join(lines) + "\n]}\n")
+
+
+if __name__ == "__main__":
+    main()
