@@ -1,5 +1,5 @@
 """Record the CUDA graphs vLLM's V1 model runner captures with speculative decoding, release by release (developer
-tool; tests never run it). The result, fixtures/vllm/spec_graphs.json, is what tests/test_vllm_cudagraph.py holds
+tool; tests never run it). The result, fixtures/vllm/spec_graphs.json.gz, is what tests/test_vllm_cudagraph.py holds
 hfmem's spec-decode capture sizes to (hfmem/memory/vllm_cudagraph.py), which decide how many graphs the start-up
 estimate of CUDA graph memory counts, the size of its first capture, and the "Profiling CUDA graph memory:
 PIECEWISE=N (largest=T), FULL=M (largest=U)" line.
@@ -24,11 +24,12 @@ no V1 runner (its V2 runner sizes decode graphs otherwise), and before 0.20 the 
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "fixtures" / "vllm" / "spec_graphs.json"
+OUT = REPO / "fixtures" / "vllm" / "spec_graphs.json.gz"
 SMS = (90, 100)
 # (max_num_seqs, max_num_batched_tokens): the API server's defaults and small-batch settings (where the query length
 # moves the capture ceiling), some off the 8- and 16-token grids
@@ -99,14 +100,15 @@ def _inner() -> list[list]:
 def main() -> None:
     from record_vllm_planning import per_release_main
 
-    old = json.loads(OUT.read_text())["releases"] if OUT.exists() else []
+    old = json.loads(gzip.decompress(OUT.read_bytes()))["releases"] if OUT.exists() else []
     records = per_release_main(__doc__, __file__, _inner, {r["vllm"]: r for r in old},
                                lambda release, rows: {"vllm": release, "rows": rows})
     if records is None:
         return
     lines = [json.dumps(r, separators=(",", ":")) for r in records]
-    OUT.write_text('{"how": "scripts/record_vllm_spec_graphs.py", "fields": ' + json.dumps(list(FIELDS))
-                   + ', "releases": [\n' + ",\n".join(lines) + "\n]}\n")
+    text = ('{"how": "scripts/record_vllm_spec_graphs.py", "fields": ' + json.dumps(list(FIELDS))
+            + ', "releases": [\n' + ",\n".join(lines) + "\n]}\n")
+    OUT.write_bytes(gzip.compress(text.encode(), mtime=0))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ end (a 20 MiB large-block segment per further graph as well). None of these line
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -171,7 +172,7 @@ def test_a_b200_plan_at_034_captures_the_wide_grids():
     assert graphs("0.34", "h100") == (51, 51, 512)
 
 
-SPEC = json.loads((FIXTURES / "vllm" / "spec_graphs.json").read_text())
+SPEC = json.loads(gzip.decompress((FIXTURES / "vllm" / "spec_graphs.json.gz").read_bytes()))
 
 
 def test_spec_decode_graphs_are_vllms():
