@@ -35,8 +35,8 @@ SMS = (90, 100)
 # moves the capture ceiling), some off the 8- and 16-token grids
 SETTINGS = ((256, 2048), (1024, 8192), (48, 8192), (32, 4096), (8, 2048), (2, 2048), (1, 8192), (100, 2048),
             (512, 512), (1024, 1000))
-SPEC_TOKENS = (1, 2, 3, 4, 5, 7)
-SUPPORTS = ("ALWAYS", "UNIFORM_BATCH", "UNIFORM_SINGLE_TOKEN_DECODE")
+SPEC_TOKENS = (0, 1, 2, 3, 4, 5, 7)  # 0: no speculative decoding
+SUPPORTS = ("ALWAYS", "UNIFORM_BATCH", "UNIFORM_SINGLE_TOKEN_DECODE", "NEVER")
 FIELDS = ("sm", "max_num_seqs", "max_num_batched_tokens", "num_speculative_tokens", "backend_support",
           "cudagraph_mode", "graphs")
 
@@ -75,7 +75,7 @@ def _inner() -> list[list]:
                               scheduler_config=ns(max_num_seqs=seqs, max_num_batched_tokens=tokens),
                               speculative_config=ns(num_speculative_tokens=k, method="mtp",
                                                     uses_dynamic_speculative_decoding=lambda: False,
-                                                    use_eagle=lambda: True),
+                                                    use_eagle=lambda: True) if k else None,
                               num_speculative_tokens=k, performance_mode="balanced",
                               parallel_config=ns(tensor_parallel_size=1, pipeline_parallel_size=1,
                                                  data_parallel_size=1, enable_dbo=False, use_ubatching=False,
@@ -97,17 +97,119 @@ def _inner() -> list[list]:
     return out
 
 
-def main() -> None:
-    from record_vllm_planning import per_release_main
+CAPABILITIES = ((8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (12, 0))
+HEAD_SIZES = (64, 80, 96, 128, 192, 256, 512)
+# (use_mla, use_sparse, sliding window, attention sinks): the layer kinds whose default backend the selector picks
+LAYERS = ((False, False, False, False), (False, False, True, False), (False, False, False, True),
+          (True, False, False, False), (True, True, False, False))
+BACKEND_FIELDS = ("kv_cache_dtype", "sm", "head_size", "mla", "sparse", "sliding", "sink", "backend", "support")
+# the state layers' backends (v1/attention/backends/*.py), whose support each release's builder class states
+STATE_BACKENDS = (("mamba1", "mamba1_attn", "Mamba1AttentionBackend"), ("mamba2", "mamba2_attn", "Mamba2AttentionBackend"),
+                  ("gdn", "gdn_attn", "GDNAttentionBackend"), ("linear", "linear_attn", "LinearAttentionBackend"),
+                  ("short_conv", "short_conv_attn", "ShortConvAttentionBackend"))
 
-    old = json.loads(gzip.decompress(OUT.read_bytes()))["releases"] if OUT.exists() else []
-    records = per_release_main(__doc__, __file__, _inner, {r["vllm"]: r for r in old},
-                               lambda release, rows: {"vllm": release, "rows": rows})
-    if records is None:
+
+def _backends_inner() -> dict:
+    """Runs inside the release's interpreter: the backend vLLM's selector picks for one layer with the default KV
+    cache dtypes (platforms/cuda.py CudaPlatform.get_valid_backends, as record_vllm_backends.py runs it), and the
+    CUDA-graph support its metadata builder reports (get_cudagraph_support, with 32 query and 8 KV heads: FlashInfer's
+    depends on TRTLLM attention, SM100 only); and the support of the state layers' backends."""
+    import importlib
+    import types
+
+    import torch
+
+    from record_vllm_backends import set_capability
+
+    import record_vllm_backends
+
+    set_capability(9, 0)
+    from vllm.platforms.cuda import CudaPlatform
+    from vllm.v1.attention.selector import AttentionSelectorConfig
+    from vllm.v1.kv_cache_interface import FullAttentionSpec
+
+    def ns(**kw):
+        return types.SimpleNamespace(**kw)
+
+    def on_meta(make):  # some backend modules allocate a CUDA workspace when imported: a meta tensor stands in
+        def made(*args, **kw):
+            if "cuda" in str(kw.get("device", "")):
+                kw["device"] = "meta"
+            return make(*args, **kw)
+        return made
+
+    for name in ("zeros", "empty", "ones", "full"):
+        setattr(torch, name, on_meta(getattr(torch, name)))
+    # ... and size it by the SM count, which no backend's CUDA-graph support reads
+    import vllm.platforms as platforms
+
+    type(platforms._current_platform).num_compute_units = classmethod(lambda cls, device_id=0: 132)
+    fields = AttentionSelectorConfig._fields
+    config = ns(model_config=ns(get_num_attention_heads=lambda parallel_config: 32),
+                parallel_config=ns(decode_context_parallel_size=1, prefill_context_parallel_size=1,
+                                   tensor_parallel_size=1),
+                attention_config=ns(use_non_causal=False, use_trtllm_attention=None))
+    rows = []
+    for dtype in ("auto", "fp8"):
+        for major, minor in CAPABILITIES:
+            set_capability(major, minor)
+            for head in HEAD_SIZES:
+                for mla, sparse, sliding, sink in LAYERS:
+                    size = 576 if mla else head
+                    if mla and head != 128:
+                        continue  # one MLA shape (DeepSeek's 512 + 64)
+                    values = dict(head_size=size, dtype=torch.bfloat16, kv_cache_dtype=dtype, block_size=None,
+                                  use_mla=mla, has_sink=sink, use_sparse=sparse, use_mm_prefix=False,
+                                  use_per_head_quant_scales=False, attn_type="decoder", has_sliding_window=sliding)
+                    selector = AttentionSelectorConfig(**{k: v for k, v in values.items() if k in fields})
+                    valid, _ = CudaPlatform.get_valid_backends(
+                        device_capability=record_vllm_backends._CAPABILITY[0], attn_selector_config=selector,
+                        num_heads=32)
+                    best = min(valid, key=lambda c: c[-1]) if valid else None
+                    if best is None:
+                        rows.append([dtype, major * 10 + minor, size, mla, sparse, sliding, sink, None, None])
+                        continue
+                    backend = best[-2]
+                    builder = backend.get_class().get_builder_cls()
+                    spec = FullAttentionSpec(block_size=16, num_kv_heads=8, head_size=size, dtype=torch.bfloat16)
+                    try:
+                        support = builder.get_cudagraph_support(config, spec).name
+                    except Exception as e:  # what the stand-ins cannot answer is said, not guessed
+                        support = f"{type(e).__name__}"
+                    rows.append([dtype, major * 10 + minor, size, mla, sparse, sliding, sink, backend.name, support])
+    state = {}
+    for kind, module, name in STATE_BACKENDS:
+        try:
+            cls = getattr(importlib.import_module(f"vllm.v1.attention.backends.{module}"), name)
+        except (ImportError, AttributeError):
+            continue
+        state[kind] = cls.get_builder_cls()._cudagraph_support.name
+    return {"rows": rows, "state": state}
+
+
+def main() -> None:
+    import sys
+
+    from record_vllm_planning import release_arguments, run_release
+
+    if sys.argv[1:2] == ["--inner"]:  # each part in its own interpreter: the selector must not see the sizing's state
+        print(json.dumps(_inner() if sys.argv[2] == "graphs" else _backends_inner()))
         return
+    args = release_arguments(__doc__).parse_args()
+    merged = {r["vllm"]: r for r in (json.loads(gzip.decompress(OUT.read_bytes()))["releases"] if OUT.exists() else [])}
+    for release in args.releases:
+        rows, error = run_release(args, release, __file__, "graphs")
+        if not error:
+            backends, error = run_release(args, release, __file__, "backends")
+        if error:
+            sys.exit(f"{release}: {error}")
+        merged[release] = {"vllm": release, "rows": rows, "backends": backends["rows"], "state": backends["state"]}
+        print(release, "done", file=sys.stderr)
+    records = [merged[r] for r in sorted(merged, key=lambda r: tuple(int(x) for x in r.split(".")))]
     lines = [json.dumps(r, separators=(",", ":")) for r in records]
     text = ('{"how": "scripts/record_vllm_spec_graphs.py", "fields": ' + json.dumps(list(FIELDS))
-            + ', "releases": [\n' + ",\n".join(lines) + "\n]}\n")
+            + ', "backend_fields": ' + json.dumps(list(BACKEND_FIELDS)) + ', "releases": [\n' + ",\n".join(lines)
+            + "\n]}\n")
     OUT.write_bytes(gzip.compress(text.encode(), mtime=0))
 
 

@@ -178,22 +178,26 @@ SPEC = json.loads(gzip.decompress((FIXTURES / "vllm" / "spec_graphs.json.gz").re
 def test_spec_decode_graphs_are_vllms():
     """With speculative decoding, every V1 release's own sizing, mode resolution and dispatcher
     (scripts/record_vllm_spec_graphs.py, 0.20.0-0.33.0: _set_cudagraph_sizes, resolve_cudagraph_mode_and_sizes at each
-    CUDA-graph support a backend reports, CudagraphDispatcher.get_capture_descs) on an H100 and a B200, 1-7 draft
+    CUDA-graph support a backend reports, CudagraphDispatcher.get_capture_descs) on an H100 and a B200, 0-7 draft
     tokens, 10 batch settings: hfmem's PIECEWISE and FULL graphs are as many, and as large, as the profile's log line
-    says, and FULL is dropped exactly where vLLM falls back to PIECEWISE."""
+    says, and FULL is dropped exactly where vLLM falls back to PIECEWISE (below uniform-batch support with drafts, at
+    NEVER without)."""
     from hfmem.memory.vllm_cudagraph import spec_decode_graph_sizes
+    from hfmem.memory.vllm_graph_support import RANK, SINGLE_TOKEN, UNIFORM_BATCH
 
     rows = 0
     for record in SPEC["releases"]:
         release = tuple(int(x) for x in record["vllm"].split(".")[:2])
         for sm, seqs, tokens, k, support, mode, graphs in record["rows"]:
-            full_decode = support != "UNIFORM_SINGLE_TOKEN_DECODE"
+            full_decode = RANK[support] >= RANK[UNIFORM_BATCH if k else SINGLE_TOKEN]
             assert (mode == "FULL_AND_PIECEWISE") == full_decode
             piecewise, full = spec_decode_graph_sizes(seqs, tokens, 1 + k, full_decode, release, sm)
             said = [["PIECEWISE", len(piecewise), piecewise[-1]]] + ([["FULL", len(full), full[-1]]] if full else [])
             assert said == graphs, (record["vllm"], sm, seqs, tokens, k, support)
+            if not k and full_decode:  # no drafts: the sizes graph_sizes gives the planner without the backends
+                assert (piecewise, full) == graph_sizes(seqs, tokens, release, sm)
             rows += 1
-    assert rows == 14 * 2 * 10 * 6 * 3
+    assert rows == 14 * 2 * 10 * 7 * 4
 
 
 def test_the_spec_decode_records_tell_the_rules_apart():
@@ -224,3 +228,82 @@ def test_spec_decode_graph_lines_of_real_logs():
         assert (len(piecewise), piecewise[-1], len(full), full[-1]) == (41, 384, 25, 192)
     piecewise, full = spec_decode_graph_sizes(2, 2048, 4, False, (0, 24), 86)
     assert (len(piecewise), piecewise[-1], full) == (5, 16, [])
+
+
+def _graph_class(support: str | None) -> str | None:
+    """What the runner's mode resolution reads of a support level: NEVER, single-token decode, or uniform batches."""
+    return None if support is None else support if support in ("NEVER", "UNIFORM_SINGLE_TOKEN_DECODE") else "UNIFORM"
+
+
+def test_default_backends_and_their_graph_support_are_vllms():
+    """Each V1 release's own selector and metadata builders (scripts/record_vllm_spec_graphs.py: the default KV dtype
+    and fp8, SM 8.0-12.0, head sizes 64-512, sliding windows, sinks, MLA and sparse MLA; the state layers' backends):
+    hfmem names the same backend for every layer, and the same CUDA-graph support class (NEVER, single-token decode,
+    uniform batches), which decides whether the FULL decode graphs are kept."""
+    from hfmem.memory.vllm_graph_support import (
+        STATE_SUPPORT, attention_backend, backend_support, mla_backend)
+
+    fields = SPEC["backend_fields"]
+    rows = 0
+    for record in SPEC["releases"]:
+        release = tuple(int(x) for x in record["vllm"].split(".")[:2])
+        for row in record["backends"]:
+            r = dict(zip(fields, row))
+            if r["mla"]:
+                backend = mla_backend(r["kv_cache_dtype"], release, r["sm"], r["sparse"])
+            else:
+                backend = attention_backend(r["kv_cache_dtype"], release, r["sm"], r["head_size"], r["sink"])
+            support = backend_support(backend, release, r["sm"], r["head_size"]) if backend else None
+            assert (backend, _graph_class(support)) == (r["backend"], _graph_class(r["support"])), (record["vllm"], r)
+            rows += 1
+        assert {k: _graph_class(v) for k, v in record["state"].items()} == {
+            k: _graph_class(STATE_SUPPORT[k]) for k in record["state"]}
+    assert rows == 14 * 2 * 6 * (7 * 3 + 2)
+
+
+def test_spec_decode_graphs_in_a_plan_are_the_logged_ones():
+    """Held out, end to end. vllm-project/vllm#46367: GLM-5.2-FP8 on 8 x B200 with MTP, "Profiling CUDA graph memory:
+    PIECEWISE=41 (largest=384), FULL=25 (largest=192)": a V1 plan of GLM-5.2 there with 48 sequences and 3 draft tokens
+    captures as many graphs, the first of 384 tokens, and says how they were sized. Without drafts the same plan
+    captures up to 96 tokens (twice the sequences): 15 PIECEWISE and 9 FULL graphs."""
+    report = analyze_files(model_files("zai-org/GLM-5.2", config=load_config("zai-org/GLM-5.2")))
+    gpu = resolve_gpu("b200")
+    planner = Planner(report, tp=8, vllm_version="0.23", max_num_seqs=48, max_batched_tokens=8192, gpu=gpu,
+                      kv_dtype="fp8", speculative="mtp", num_speculative_tokens=3)
+    est = planner.cudagraph_estimate
+    assert (est.piecewise, est.full, est.largest) == (41, 25, 384)
+    notes = planner.plan(4096, 1, gpu).notes
+    assert any("PIECEWISE=41, FULL=25 (largest=384)" in n and "3 draft token(s)" in n for n in notes)
+    plain = Planner(report, tp=8, vllm_version="0.23", max_num_seqs=48, max_batched_tokens=8192, gpu=gpu, kv_dtype="fp8")
+    assert (plain.cudagraph_estimate.piecewise, plain.cudagraph_estimate.full) == (15, 9)
+
+
+def test_flashinfer_off_sm100_drops_the_full_graphs_with_drafts():
+    """Held out: noonghunna/club-3090#584, a Qwen 27B (Gated DeltaNet hybrid) on RTX 3090s with MTP on vLLM 0.24:
+    "CUDAGraphMode.FULL_AND_PIECEWISE is not supported with spec-decode for attention backend FlashInferBackend
+    (support: AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE); setting cudagraph_mode=PIECEWISE", then
+    "PIECEWISE=5 (largest=16)". An fp8 cache on SM 8.6 gets FlashInfer (FlashAttention 2 takes no fp8 cache), which
+    decodes single tokens there; hfmem says so, and two sequences with 3 drafts give the logged graphs. With the model
+    dtype FlashAttention takes the attention layers and the FULL graphs stay."""
+    from hfmem.memory.vllm_cudagraph import spec_decode_graph_sizes
+    from hfmem.memory.vllm_graph_support import decode_graph_support
+    from hfmem.model.architecture import build_architecture
+
+    arch = build_architecture(load_config("Qwen/Qwen3.6-27B"))[0]
+    assert decode_graph_support(arch, "fp8", (0, 24), 86, tp=4) == ("UNIFORM_SINGLE_TOKEN_DECODE", "FLASHINFER")
+    piecewise, full = spec_decode_graph_sizes(2, 2048, 4, False, (0, 24), 86)
+    assert (len(piecewise), piecewise[-1], full) == (5, 16, [])
+    assert decode_graph_support(arch, "auto", (0, 24), 86, tp=4)[0] == "UNIFORM_BATCH"
+
+
+def test_triton_mla_without_graphs_drops_the_full_ones_in_021():
+    """vLLM 0.20-0.21's TRITON_MLA builder reports NEVER (the recorded selector gives it MLA layers on SM 8.x and
+    12.x): the runner then captures PIECEWISE graphs only, with or without drafts. DeepSeek-V3 on A100s at 0.21
+    counts no FULL graph and says why; at 0.22, where TRITON_MLA takes uniform batches, the FULL graphs are back."""
+    report = analyze_files(model_files("deepseek-ai/DeepSeek-V3", config=load_config("deepseek-ai/DeepSeek-V3")))
+    gpu = resolve_gpu("a100")
+    old = Planner(report, tp=8, vllm_version="0.21", gpu=gpu)
+    assert old.decode_graphs == ("NEVER", "TRITON_MLA") and old.cudagraph_estimate.full == 0
+    assert any("TRITON_MLA backend takes no CUDA graph" in n for n in old.plan(4096, 1, gpu).notes)
+    new = Planner(report, tp=8, vllm_version="0.22", gpu=gpu)
+    assert new.cudagraph_estimate.full > 0

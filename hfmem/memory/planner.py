@@ -765,6 +765,9 @@ class Planner:
         self.cudagraph_memory_given = cudagraph_memory is not None
         self.cudagraph_estimate: CudagraphEstimate | None = None
         self._decoder_cache: bool | None = None  # whether the model has a decoder KV/state cache (_set_cudagraph)
+        # (support, backend) of the least-supporting layer under the V1 runner (vllm_graph_support.py), by (release, GPU)
+        self._graph_support: dict[tuple[tuple[int, int] | None, int | None], tuple[str, str] | None] = {}
+        self.decode_graphs: tuple[str, str] | None = None
         self.prefix_caching = prefix_caching  # None: the release's default (vLLM: hybrid state pages and block size)
         # None: the release's default (vllm_versions.default_block_size: 64 from 0.34, 16 before and off vLLM)
         self.block_size = block_size or (default_block_size(self._release()) if engine == "vllm" else 16)
@@ -957,6 +960,7 @@ class Planner:
         """vLLM's CUDA-graph estimate for this planner's batch settings (hfmem/memory/vllm_cudagraph.py): the
         largest capture's forward peak from the same forward phases as the profile's, per GPU."""
         from hfmem.memory import vllm_cudagraph
+        from hfmem.memory.vllm_graph_support import NEVER, RANK, SINGLE_TOKEN, UNIFORM_BATCH
 
         self.cudagraph_estimate = None
         release = self._release()
@@ -972,7 +976,17 @@ class Planner:
         if not self._decoder_cache:
             return  # no decoder cache (an encoder-only model): no decode graphs to estimate here
         sm = gpu_sm(self.gpu)
-        sizes, full = vllm_cudagraph.graph_sizes(self.max_num_seqs, self.max_batched_tokens, release, sm)
+        drafts = self.speculative_tokens if self.speculative else 0
+        self.decode_graphs = self._decode_graph_limit(release, sm) if not self._v2 else None
+        support = self.decode_graphs[0] if self.decode_graphs else None
+        if not self._v2 and (drafts or support == NEVER):
+            # the V1 runner's mode resolution (vllm_graph_support.py): without uniform multi-token decode support (for
+            # speculative decoding) or any (NEVER) its FULL decode graphs go; with drafts the sizes follow 1 + k
+            keep = support is None or RANK[support] >= RANK[UNIFORM_BATCH if drafts else SINGLE_TOKEN]
+            sizes, full = vllm_cudagraph.spec_decode_graph_sizes(self.max_num_seqs, self.max_batched_tokens,
+                                                                 1 + drafts, keep, release, sm)
+        else:
+            sizes, full = vllm_cudagraph.graph_sizes(self.max_num_seqs, self.max_batched_tokens, release, sm)
         if not sizes:
             return
         terms = activation_terms(self.arch, sizes[-1], engine="vllm", act_bytes=self.act_bytes, tp=self.tp,
@@ -981,6 +995,45 @@ class Planner:
         self.cudagraph_estimate = vllm_cudagraph.estimate(sizes, full, max(terms.values()) if terms else 0)
         if not self.cudagraph_memory_given and self.cudagraph_estimate is not None:
             self.cudagraph_memory = self.cudagraph_estimate.bytes
+
+    def _graph_notes(self) -> list[str]:
+        """What the CUDA-graph estimate took from the attention backends and the draft tokens (_set_cudagraph)."""
+        est = self.cudagraph_estimate
+        if est is None:
+            return []
+        from hfmem.memory.vllm_graph_support import NEVER, RANK, UNIFORM_BATCH
+
+        drafts = self.speculative_tokens if self.speculative else 0
+        if self._v2:
+            return [f"--speculative {self.speculative}: Model Runner V2's CUDA graphs for uniform decode batches of "
+                    f"{1 + drafts} queries are not modelled (its capture sizes counted as without drafts)"] if drafts else []
+        notes = []
+        if drafts:
+            notes.append(f"CUDA graphs with {drafts} draft token(s): sized for uniform decode batches of {1 + drafts} "
+                         "queries per request, as vLLM's V1 runner sizes them (config/vllm.py _set_cudagraph_sizes, "
+                         "compilation.py adjust_cudagraph_sizes_for_spec_decode): "
+                         f"PIECEWISE={est.piecewise}, FULL={est.full} (largest={est.largest})")
+        if self.decode_graphs is None:
+            if drafts:
+                notes.append("whether vLLM keeps the FULL decode graphs with drafts follows the attention backends, "
+                             "which hfmem does not know for this model and GPU: counted as kept")
+            return notes
+        support, backend = self.decode_graphs
+        if support == NEVER or (drafts and RANK[support] < RANK[UNIFORM_BATCH]):
+            why = "takes no CUDA graph" if support == NEVER else "decodes only one token per request in a graph"
+            notes.append(f"the {backend} backend {why} ({support}): vLLM's V1 runner drops the FULL decode graphs and "
+                         "captures PIECEWISE ones only (compilation.py resolve_cudagraph_mode_and_sizes: "
+                         "'setting cudagraph_mode=PIECEWISE')")
+        return notes
+
+    def _decode_graph_limit(self, release: tuple[int, int] | None, sm: int | None) -> tuple[str, str] | None:
+        """vllm_graph_support.decode_graph_support for this model and KV dtype, once per release and GPU."""
+        from hfmem.memory.vllm_graph_support import decode_graph_support
+
+        key = (release, sm)
+        if key not in self._graph_support:
+            self._graph_support[key] = decode_graph_support(self.arch, self.kv_dtype, release, sm, self.tp)
+        return self._graph_support[key]
 
     def _set_encoder(self) -> None:
         """vLLM V1's profile also runs the vision tower on one dummy item of the maximum size
@@ -1434,9 +1487,8 @@ class Planner:
         if self.speculative and self.engine == "vllm":
             plan.notes.append(f"--speculative {self.speculative}: the drafter's share of vLLM's profile (its dummy run "
                               f"and the rejection sampler over {self.speculative_tokens} draft token(s) per "
-                              "sequence) is not modelled, nor the CUDA graphs' larger capture sizes (vLLM sizes them "
-                              f"by decode_query_len {1 + self.speculative_tokens}; counted as 1): the torch peak and "
-                              "graph estimate here are the target model's without drafts")
+                              "sequence) is not modelled: the torch peak here is the target model's without drafts")
+        plan.notes += self._graph_notes()
         if gpu is not None:
             self._fill_fit(plan, gpu)
         elif with_catalog:

@@ -90,18 +90,18 @@ def spec_decode_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, deco
                             full_decode: bool, release: tuple[int, int] | None = None,
                             sm: int | None = None) -> tuple[list[int], list[int]]:
     """(the token counts of the PIECEWISE graphs, those of the FULL uniform-decode graphs) vLLM's V1 runner captures
-    with speculative decoding, decode_query_len = 1 + num_speculative_tokens (0.20-0.33). full_decode: whether every
-    attention backend of the model takes uniform batches of several tokens per request (AttentionCGSupport
-    UNIFORM_BATCH or ALWAYS). config/compilation.py resolve_cudagraph_mode_and_sizes (from
+    (0.20-0.33), decode_query_len = 1 + num_speculative_tokens. full_decode: whether every attention backend of the
+    model takes the uniform decode batches (AttentionCGSupport UNIFORM_BATCH or ALWAYS with drafts, anything but
+    NEVER without: vllm_graph_support.py). config/compilation.py resolve_cudagraph_mode_and_sizes (from
     gpu_model_runner.py _check_and_update_cudagraph_mode): without it FULL_AND_PIECEWISE falls back to PIECEWISE,
     the shared sizes as they are; with it adjust_cudagraph_sizes_for_spec_decode rounds every size up to a multiple of
     the query length, drops those above the largest, and the FULL graphs are the rounded sizes from one query to
     max_num_seqs queries (v1/cudagraph_dispatcher.py initialize_cudagraph_keys)."""
     sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, decode_query_len, release, sm)
-    if decode_query_len == 1:
-        return sizes, [s for s in sizes if s <= max_num_seqs]
     if not full_decode or not sizes:
         return sizes, []
+    if decode_query_len == 1:
+        return sizes, [s for s in sizes if s <= max_num_seqs]
     top = sizes[-1]
     rounded = sorted({r for s in sizes if (r := math.ceil(s / decode_query_len) * decode_query_len) <= top})
     rounded = rounded or ([decode_query_len] if decode_query_len <= top else [])
