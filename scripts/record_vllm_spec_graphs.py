@@ -1,25 +1,29 @@
-"""Record the CUDA graphs vLLM's V1 model runner captures with speculative decoding, release by release (developer
-tool; tests never run it). The result, fixtures/vllm/spec_graphs.json.gz, is what tests/test_vllm_cudagraph.py holds
-hfmem's spec-decode capture sizes to (hfmem/memory/vllm_cudagraph.py), which decide how many graphs the start-up
-estimate of CUDA graph memory counts, the size of its first capture, and the "Profiling CUDA graph memory:
-PIECEWISE=N (largest=T), FULL=M (largest=U)" line.
+"""Record the CUDA graphs vLLM's model runners capture, with speculative decoding and at each CUDA-graph support an
+attention backend reports, and which backend and support each layer gets, release by release (developer tool; tests
+never run it). The result, fixtures/vllm/spec_graphs.json.gz, is what tests/test_vllm_cudagraph.py holds hfmem's
+capture sizes (hfmem/memory/vllm_cudagraph.py) and backend rules (hfmem/memory/vllm_graph_support.py) to: they decide
+how many graphs the start-up estimate of CUDA graph memory counts, the size of its first capture, and the "Profiling
+CUDA graph memory: PIECEWISE=N (largest=T), FULL=M (largest=U)" line.
 
-Each release runs in its own interpreter with its unpacked wheel first on PYTHONPATH (set-up as in
-scripts/record_vllm_planning.py). What is the engine's own code, in that order: config/vllm.py
-VllmConfig._set_cudagraph_sizes (its capture ceiling follows max_num_seqs x (1 + num_speculative_tokens) x 2), run as a
-method of a stand-in for the VllmConfig that carries the fields it reads, on a real CompilationConfig whose splitting
-ops are set as VllmConfig.__post_init__ sets them (set_splitting_ops_for_v1); config/compilation.py
-CompilationConfig.resolve_cudagraph_mode_and_sizes, as v1/worker/gpu_model_runner.py _check_and_update_cudagraph_mode
-calls it with the smallest CUDA-graph support of the model's attention backends and the uniform decode query length
-(it drops the FULL decode graphs where a backend takes no multi-token uniform batch, and rounds the capture sizes up to
-multiples of the query length where it keeps them); v1/cudagraph_dispatcher.py CudagraphDispatcher
-initialize_cudagraph_keys and get_capture_descs, the graphs profile_cudagraph_memory captures and logs. What the harness
-decides: the backends' support level (each of the three a backend reports), the GPU's compute capability (H100, B200),
-tensor parallel size 1, no LoRA, the default performance mode, nothing set by the user. Releases 0.20-0.33: 0.34 has
-no V1 runner (its V2 runner sizes decode graphs otherwise), and before 0.20 the resolution lived in the model runner.
+Each release runs in its own interpreter per part (the selector must not see the sizing's state) with its unpacked
+wheel first on PYTHONPATH (set-up as in scripts/record_vllm_planning.py). What is the engine's own code, in that order:
+config/vllm.py VllmConfig._set_cudagraph_sizes (its capture ceiling follows max_num_seqs x (1 + num_speculative_tokens)
+x 2), run as a method of a stand-in for the VllmConfig that carries the fields it reads, on a real CompilationConfig
+whose splitting ops are set as VllmConfig.__post_init__ sets them (set_splitting_ops_for_v1); config/compilation.py
+CompilationConfig.resolve_cudagraph_mode_and_sizes, as the runner calls it with the smallest CUDA-graph support of the
+model's attention backends and the uniform decode query length (it drops the FULL decode graphs where a backend takes
+no multi-token uniform batch, or none at all, and for V1 rounds the capture sizes up to multiples of the query length
+where it keeps them); then the graphs the runner captures: V1 (0.20-0.33) v1/cudagraph_dispatcher.py
+CudagraphDispatcher initialize_cudagraph_keys and get_capture_descs, V2 (0.29-0.34, where its profile estimates the
+graphs) v1/worker/gpu/cudagraph_utils.py CudaGraphManager's capture descriptors. Beside them, the backend the release's
+selector picks for one layer with the default KV cache dtypes (platforms/cuda.py get_valid_backends) and the support
+its metadata builder reports (get_cudagraph_support), and the state layers' backends' support. What the harness
+decides: the support levels (each a backend reports), the GPU's compute capability, tensor parallel size 1, no LoRA,
+the default performance mode, MTP drafting (no dynamic schedule, no adaptive verification), nothing set by the user;
+for the selector 32 query and 8 KV heads, stand-ins for compiled kernels, CUDA workspaces allocated on the meta device.
 
     python scripts/record_vllm_spec_graphs.py --src /tmp/vllm-src --deps /tmp/vdeps 0.20.0 0.21.0 0.22.0 0.23.0 \
-        0.24.0 0.25.0 0.26.0 0.27.0 0.28.0 0.29.0 0.30.0 0.31.0 0.32.0 0.33.0
+        0.24.0 0.25.0 0.26.0 0.27.0 0.28.0 0.29.0 0.30.0 0.31.0 0.32.0 0.33.0 0.34.0   # about twenty minutes
 """
 
 from __future__ import annotations
@@ -41,10 +45,14 @@ FIELDS = ("sm", "max_num_seqs", "max_num_batched_tokens", "num_speculative_token
           "cudagraph_mode", "graphs")
 
 
-def _inner() -> list[list]:
+def _inner(runner: str) -> list[list]:
     """Runs inside the release's interpreter: rows of FIELDS; graphs: [mode, count, largest tokens] per captured mode,
-    as the profile's log line gives them."""
+    as the profile's log line gives them. runner "v1": v1/cudagraph_dispatcher.py CudagraphDispatcher's capture
+    descriptors after the resolution with use_v2_model_runner False; "v2": v1/worker/gpu/cudagraph_utils.py
+    CudaGraphManager's (the V2 model runner's own resolution, use_v2_model_runner True where the release has it: no
+    rounding of the shared sizes; the FULL decode graphs are each size rounded up to a multiple of the query length)."""
     import inspect
+    import sys
     import types
 
     from record_vllm_backends import set_capability  # this folder is on sys.path: the script runs from it
@@ -52,15 +60,26 @@ def _inner() -> list[list]:
     import vllm.config.vllm as config_vllm
     from vllm.config.compilation import CompilationConfig, CompilationMode, CUDAGraphMode
     from vllm.v1.attention.backend import AttentionCGSupport
-    from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
 
     def ns(**kw):
         return types.SimpleNamespace(**kw)
 
+    if runner == "v1":
+        from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
+    else:
+        import vllm.v1.worker.gpu.cudagraph_utils as cg_utils
+
+        # the pipeline group, the graph pool and breakable graphs are not sized here: stand-ins for a single GPU
+        cg_utils.get_pp_group = lambda: ns(is_first_rank=True, is_last_rank=True)
+        cg_utils.is_breakable_cudagraph_enabled = lambda *args, **kwargs: False
+        manager_params = inspect.signature(cg_utils.CudaGraphManager.__init__).parameters
     resolve_params = inspect.signature(CompilationConfig.resolve_cudagraph_mode_and_sizes).parameters
     out = []
     for sm in SMS:
         set_capability(sm // 10, sm % 10)
+        if runner == "v2":
+            sys.modules["vllm.platforms"]._current_platform.get_global_graph_pool = lambda: None
+            cg_utils.current_platform = sys.modules["vllm.platforms"]._current_platform
         for seqs, tokens in SETTINGS:
             for k in SPEC_TOKENS:
                 for support in SUPPORTS:
@@ -69,30 +88,40 @@ def _inner() -> list[list]:
                     compilation.cudagraph_mode = CUDAGraphMode.FULL_AND_PIECEWISE
                     compilation.set_splitting_ops_for_v1(all2all_backend="allgather_reducescatter",
                                                          data_parallel_size=1)
+                    spec = ns(num_speculative_tokens=k, method="mtp", uses_dynamic_speculative_decoding=lambda: False,
+                              use_eagle=lambda: True, use_multi_module_mtp=lambda: False,
+                              use_gemma4_mtp=lambda: False, enable_adaptive_verification=False,
+                              num_speculative_tokens_per_batch_size=None) if k else None
                     fake = ns(model_config=ns(enforce_eager=False, is_encoder_decoder=False, hf_config=ns(),
                                               use_mla=False, is_deepseek_mla=False),
                               compilation_config=compilation,
                               scheduler_config=ns(max_num_seqs=seqs, max_num_batched_tokens=tokens),
-                              speculative_config=ns(num_speculative_tokens=k, method="mtp",
-                                                    uses_dynamic_speculative_decoding=lambda: False,
-                                                    use_eagle=lambda: True) if k else None,
-                              num_speculative_tokens=k, performance_mode="balanced",
+                              speculative_config=spec, num_speculative_tokens=k, performance_mode="balanced",
                               parallel_config=ns(tensor_parallel_size=1, pipeline_parallel_size=1,
                                                  data_parallel_size=1, enable_dbo=False, use_ubatching=False,
                                                  enable_expert_parallel=False),
+                              cache_config=ns(use_kda_recoverssm=False),
                               lora_config=None, uniform_decode_query_len=1 + k)
                     for name, value in vars(config_vllm.VllmConfig).items():  # the methods it calls on itself
                         if callable(value) and name.startswith(("_split", "get_decode", "get_draft", "get_varlen")):
                             setattr(fake, name, types.MethodType(value, fake))
                     config_vllm.VllmConfig._set_cudagraph_sizes(fake)
-                    kw = {name: value for name, value in (("use_v2_model_runner", False), ("tensor_parallel_size", 1))
+                    kw = {name: value for name, value in (("use_v2_model_runner", runner == "v2"),
+                                                           ("tensor_parallel_size", 1))
                           if name in resolve_params}  # the keywords the release's signature has
                     mode = compilation.resolve_cudagraph_mode_and_sizes(
                         AttentionCGSupport[support], "stand-in backend", 1 + k, **kw)
-                    dispatcher = CudagraphDispatcher(fake)
-                    dispatcher.initialize_cudagraph_keys(mode, 1 + k)
-                    graphs = [[m.name, len(descs), descs[0].num_tokens]
-                              for m, descs in dispatcher.get_capture_descs()]
+                    if runner == "v1":
+                        dispatcher = CudagraphDispatcher(fake)
+                        dispatcher.initialize_cudagraph_keys(mode, 1 + k)
+                        descs = dispatcher.get_capture_descs()
+                    else:
+                        query = ({"decode_query_lens": fake.get_decode_cudagraph_query_lens(1 + k)}
+                                 if "decode_query_lens" in manager_params else {"decode_query_len": 1 + k})
+                        manager = cg_utils.CudaGraphManager(fake, "cpu", mode, **query)
+                        descs = [(m, manager._capture_descs[m]) for m in (CUDAGraphMode.PIECEWISE, CUDAGraphMode.FULL)
+                                 if manager._capture_descs.get(m)]
+                    graphs = [[m.name, len(d), max(x.num_tokens for x in d)] for m, d in descs]
                     out.append([sm, seqs, tokens, k, support, mode.name, graphs])
     return out
 
@@ -193,17 +222,24 @@ def main() -> None:
     from record_vllm_planning import release_arguments, run_release
 
     if sys.argv[1:2] == ["--inner"]:  # each part in its own interpreter: the selector must not see the sizing's state
-        print(json.dumps(_inner() if sys.argv[2] == "graphs" else _backends_inner()))
+        print(json.dumps(_backends_inner() if sys.argv[2] == "backends" else _inner(sys.argv[2])))
         return
     args = release_arguments(__doc__).parse_args()
     merged = {r["vllm"]: r for r in (json.loads(gzip.decompress(OUT.read_bytes()))["releases"] if OUT.exists() else [])}
     for release in args.releases:
-        rows, error = run_release(args, release, __file__, "graphs")
-        if not error:
-            backends, error = run_release(args, release, __file__, "backends")
-        if error:
-            sys.exit(f"{release}: {error}")
-        merged[release] = {"vllm": release, "rows": rows, "backends": backends["rows"], "state": backends["state"]}
+        version = tuple(int(x) for x in release.split(".")[:2])
+        record: dict = {"vllm": release}
+        # V1 up to 0.33 (removed in 0.34); V2 from 0.29, where its profile first estimates the graphs
+        parts = [("rows", "v1")] * (version < (0, 34)) + [("v2_rows", "v2")] * (version >= (0, 29))
+        for field, part in [*parts, ("backends", "backends")]:
+            got, error = run_release(args, release, __file__, part)
+            if error:
+                sys.exit(f"{release} {part}: {error}")
+            if part == "backends":
+                record.update(backends=got["rows"], state=got["state"])
+            else:
+                record[field] = got
+        merged[release] = record
         print(release, "done", file=sys.stderr)
     records = [merged[r] for r in sorted(merged, key=lambda r: tuple(int(x) for x in r.split(".")))]
     lines = [json.dumps(r, separators=(",", ":")) for r in records]

@@ -188,7 +188,7 @@ def test_spec_decode_graphs_are_vllms():
     rows = 0
     for record in SPEC["releases"]:
         release = tuple(int(x) for x in record["vllm"].split(".")[:2])
-        for sm, seqs, tokens, k, support, mode, graphs in record["rows"]:
+        for sm, seqs, tokens, k, support, mode, graphs in record.get("rows", []):
             full_decode = RANK[support] >= RANK[UNIFORM_BATCH if k else SINGLE_TOKEN]
             assert (mode == "FULL_AND_PIECEWISE") == full_decode
             piecewise, full = spec_decode_graph_sizes(seqs, tokens, 1 + k, full_decode, release, sm)
@@ -198,6 +198,30 @@ def test_spec_decode_graphs_are_vllms():
                 assert (piecewise, full) == graph_sizes(seqs, tokens, release, sm)
             rows += 1
     assert rows == 14 * 2 * 10 * 7 * 4
+
+
+def test_v2_graphs_are_vllms():
+    """Model Runner V2, the default for every model from 0.29 and the only runner in 0.34: each release's own sizing,
+    mode resolution (use_v2_model_runner: no rounding of the shared sizes) and CudaGraphManager candidates
+    (scripts/record_vllm_spec_graphs.py, 0.29.0-0.34.0, the same grid as V1's): hfmem's PIECEWISE and FULL graphs are
+    as many and as large, with and without drafts, and without drafts the lists graph_sizes gives."""
+    from hfmem.memory.vllm_cudagraph import v2_graph_sizes
+    from hfmem.memory.vllm_graph_support import RANK, SINGLE_TOKEN, UNIFORM_BATCH
+
+    rows = 0
+    for record in SPEC["releases"]:
+        release = tuple(int(x) for x in record["vllm"].split(".")[:2])
+        for sm, seqs, tokens, k, support, mode, graphs in record.get("v2_rows", []):
+            full_decode = RANK[support] >= RANK[UNIFORM_BATCH if k else SINGLE_TOKEN]
+            piecewise, full = v2_graph_sizes(seqs, tokens, 1 + k, full_decode, release, sm)
+            said = [["PIECEWISE", len(piecewise), piecewise[-1]]] + ([["FULL", len(full), full[-1]]] if full else [])
+            assert said == graphs, (record["vllm"], sm, seqs, tokens, k, support)
+            if not k and full_decode:
+                p, f = graph_sizes(seqs, tokens, release, sm)
+                assert (len(p), p[-1], len(f), f[-1] if f else None) == (len(piecewise), piecewise[-1], len(full),
+                                                                          full[-1] if full else None)
+            rows += 1
+    assert rows == 6 * 2 * 10 * 7 * 4
 
 
 def test_the_spec_decode_records_tell_the_rules_apart():
@@ -258,7 +282,7 @@ def test_default_backends_and_their_graph_support_are_vllms():
             rows += 1
         assert {k: _graph_class(v) for k, v in record["state"].items()} == {
             k: _graph_class(STATE_SUPPORT[k]) for k in record["state"]}
-    assert rows == 14 * 2 * 6 * (7 * 3 + 2)
+    assert rows == 15 * 2 * 6 * (7 * 3 + 2)
 
 
 def test_spec_decode_graphs_in_a_plan_are_the_logged_ones():
@@ -307,3 +331,23 @@ def test_triton_mla_without_graphs_drops_the_full_ones_in_021():
     assert any("TRITON_MLA backend takes no CUDA graph" in n for n in old.plan(4096, 1, gpu).notes)
     new = Planner(report, tp=8, vllm_version="0.22", gpu=gpu)
     assert new.cudagraph_estimate.full > 0
+
+
+def test_a_v2_plan_counts_the_drafts_as_the_record():
+    """A 0.34 plan (Model Runner V2) of GLM-5.2 on an H200 with 48 sequences: with 3 MTP draft tokens the graphs are
+    those V2's own CudaGraphManager gives at that setting in the record (scripts/record_vllm_spec_graphs.py), up to
+    384 tokens; without drafts up to 96. The note names the runner."""
+    report = analyze_files(model_files("zai-org/GLM-5.2", config=load_config("zai-org/GLM-5.2")))
+    gpu = resolve_gpu("h200")
+    record = next(r for r in SPEC["releases"] if r["vllm"] == "0.34.0")
+    for k in (3, 0):
+        planner = Planner(report, tp=8, vllm_version="0.34", max_num_seqs=48, max_batched_tokens=8192, gpu=gpu,
+                          kv_dtype="fp8", speculative="mtp" if k else None, num_speculative_tokens=k or None)
+        est = planner.cudagraph_estimate
+        logged = next(g for s, q, t, kk, sup, _, g in record["v2_rows"] if (s, q, t, kk, sup) == (90, 48, 8192, k,
+                                                                                              "UNIFORM_BATCH"))
+        assert [["PIECEWISE", est.piecewise, est.largest], ["FULL", est.full, logged[1][2]]] == logged
+        assert est.largest == (384 if k else 96)
+    notes = Planner(report, tp=8, vllm_version="0.34", max_num_seqs=48, max_batched_tokens=8192, gpu=gpu, kv_dtype="fp8",
+                    speculative="mtp", num_speculative_tokens=3).plan(4096, 1, gpu).notes
+    assert any("as Model Runner V2 sizes them" in n for n in notes)

@@ -960,7 +960,7 @@ class Planner:
         """vLLM's CUDA-graph estimate for this planner's batch settings (hfmem/memory/vllm_cudagraph.py): the
         largest capture's forward peak from the same forward phases as the profile's, per GPU."""
         from hfmem.memory import vllm_cudagraph
-        from hfmem.memory.vllm_graph_support import NEVER, RANK, SINGLE_TOKEN, UNIFORM_BATCH
+        from hfmem.memory.vllm_graph_support import RANK, SINGLE_TOKEN, UNIFORM_BATCH
 
         self.cudagraph_estimate = None
         release = self._release()
@@ -977,12 +977,15 @@ class Planner:
             return  # no decoder cache (an encoder-only model): no decode graphs to estimate here
         sm = gpu_sm(self.gpu)
         drafts = self.speculative_tokens if self.speculative else 0
-        self.decode_graphs = self._decode_graph_limit(release, sm) if not self._v2 else None
+        self.decode_graphs = self._decode_graph_limit(release, sm)
         support = self.decode_graphs[0] if self.decode_graphs else None
-        if not self._v2 and (drafts or support == NEVER):
-            # the V1 runner's mode resolution (vllm_graph_support.py): without uniform multi-token decode support (for
-            # speculative decoding) or any (NEVER) its FULL decode graphs go; with drafts the sizes follow 1 + k
-            keep = support is None or RANK[support] >= RANK[UNIFORM_BATCH if drafts else SINGLE_TOKEN]
+        # the runners' mode resolution (vllm_graph_support.py): without uniform multi-token decode support (for
+        # speculative decoding) or any (NEVER) the FULL decode graphs go; with drafts the sizes follow 1 + k
+        keep = support is None or RANK[support] >= RANK[UNIFORM_BATCH if drafts else SINGLE_TOKEN]
+        if self._v2:
+            sizes, full = vllm_cudagraph.v2_graph_sizes(self.max_num_seqs, self.max_batched_tokens, 1 + drafts, keep,
+                                                        release, sm)
+        elif drafts or not keep:
             sizes, full = vllm_cudagraph.spec_decode_graph_sizes(self.max_num_seqs, self.max_batched_tokens,
                                                                  1 + drafts, keep, release, sm)
         else:
@@ -1004,15 +1007,15 @@ class Planner:
         from hfmem.memory.vllm_graph_support import NEVER, RANK, UNIFORM_BATCH
 
         drafts = self.speculative_tokens if self.speculative else 0
-        if self._v2:
-            return [f"--speculative {self.speculative}: Model Runner V2's CUDA graphs for uniform decode batches of "
-                    f"{1 + drafts} queries are not modelled (its capture sizes counted as without drafts)"] if drafts else []
+        runner = "Model Runner V2" if self._v2 else "vLLM's V1 runner"
         notes = []
         if drafts:
+            how = ("v1/worker/gpu/cudagraph_utils.py CudaGraphManager" if self._v2
+                   else "compilation.py adjust_cudagraph_sizes_for_spec_decode")
             notes.append(f"CUDA graphs with {drafts} draft token(s): sized for uniform decode batches of {1 + drafts} "
-                         "queries per request, as vLLM's V1 runner sizes them (config/vllm.py _set_cudagraph_sizes, "
-                         "compilation.py adjust_cudagraph_sizes_for_spec_decode): "
-                         f"PIECEWISE={est.piecewise}, FULL={est.full} (largest={est.largest})")
+                         f"queries per request, as {runner} sizes them (config/vllm.py _set_cudagraph_sizes, {how}): "
+                         f"PIECEWISE={est.piecewise}, FULL={est.full} (largest={est.largest}); the drafter's own "
+                         "graphs are not counted")
         if self.decode_graphs is None:
             if drafts:
                 notes.append("whether vLLM keeps the FULL decode graphs with drafts follows the attention backends, "
@@ -1021,7 +1024,7 @@ class Planner:
         support, backend = self.decode_graphs
         if support == NEVER or (drafts and RANK[support] < RANK[UNIFORM_BATCH]):
             why = "takes no CUDA graph" if support == NEVER else "decodes only one token per request in a graph"
-            notes.append(f"the {backend} backend {why} ({support}): vLLM's V1 runner drops the FULL decode graphs and "
+            notes.append(f"the {backend} backend {why} ({support}): {runner} drops the FULL decode graphs and "
                          "captures PIECEWISE ones only (compilation.py resolve_cudagraph_mode_and_sizes: "
                          "'setting cudagraph_mode=PIECEWISE')")
         return notes

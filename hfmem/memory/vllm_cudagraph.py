@@ -29,6 +29,7 @@ with at least 1 MiB per graph ("driver overhead"). So three things make the figu
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -106,6 +107,39 @@ def spec_decode_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, deco
     rounded = sorted({r for s in sizes if (r := math.ceil(s / decode_query_len) * decode_query_len) <= top})
     rounded = rounded or ([decode_query_len] if decode_query_len <= top else [])
     return rounded, [s for s in rounded if decode_query_len <= s <= decode_query_len * max_num_seqs]
+
+
+def v2_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, decode_query_len: int, full_decode: bool,
+                   release: tuple[int, int] | None = None, sm: int | None = None) -> tuple[list[int], list[int]]:
+    """(the token counts of the PIECEWISE graphs, those of the FULL uniform-decode graphs) Model Runner V2 captures
+    (v1/worker/gpu/cudagraph_utils.py CudaGraphManager._init_candidates; 0.29 on, where its profile estimates them),
+    decode_query_len = 1 + num_speculative_tokens; full_decode as for spec_decode_graph_sizes. The mode resolution is
+    V1's, without its rounding of the shared sizes (use_v2_model_runner). Up to 0.33 the PIECEWISE graphs take the
+    shared sizes as they are and each size rounded up to a multiple of the query length, within max_num_seqs queries
+    and the largest size, is a FULL graph. From 0.34 the FULL graphs are the decode shapes
+    (config/compilation.py decode_cudagraph_capture_shapes) of the decode request counts (config/vllm.py
+    _split_cudagraph_capture_sizes: off the SM100 family each shared size's requests, rounded up, within the largest;
+    on it the decode grid) up to min(max_num_seqs, the decode token ceiling // query length), and the PIECEWISE graphs
+    the prefill sizes (the shared ones; on the SM100 family the prefill grid)."""
+    q = decode_query_len
+    shared = capture_sizes(max_num_seqs, max_num_batched_tokens, q, release, sm)
+    if not shared:
+        return [], []
+    if as_compared(release) < SM100_WIDE_GRIDS_FROM:
+        top = min(q * max_num_seqs, shared[-1])
+        return shared, sorted({r for s in shared if (r := math.ceil(s / q) * q) <= top}) if full_decode else []
+    if sm is not None and sm // 10 == 10:
+        prefill, ceiling = graph_sizes(max_num_seqs, max_num_batched_tokens, release, sm)[0], WIDE_GRID_TOKENS
+        requests = _walk_grid(max_num_seqs, lambda n: 0.65 * n ** (2 / 3))
+        max_tokens = min(max_num_batched_tokens, ceiling)
+    else:
+        prefill, max_tokens = shared, shared[-1]
+        requests = sorted({min(math.ceil(s / q), max_num_seqs) for s in shared if math.ceil(s / q) * q <= shared[-1]})
+    limit = min(max_num_seqs, max_tokens // q)
+    if limit < 1 or not full_decode:
+        return prefill, []
+    reachable = requests[:bisect.bisect_left(requests, limit) + 1]
+    return prefill, sorted({min(n, limit) * q for n in reachable})
 
 
 def _walk_grid(limit: int, step) -> list[int]:

@@ -1,7 +1,8 @@
-"""Whether vLLM's V1 model runner keeps its FULL uniform-decode CUDA graphs for a model: the least CUDA-graph support
-among the attention backends its layers get, release by release (0.20-0.33).
+"""Whether vLLM keeps its FULL uniform-decode CUDA graphs for a model: the least CUDA-graph support among the attention
+backends its layers get, release by release (0.20-0.34).
 
-v1/worker/gpu_model_runner.py ``_check_and_update_cudagraph_mode`` takes the smallest
+v1/worker/gpu_model_runner.py ``_check_and_update_cudagraph_mode`` (Model Runner V2: gpu/model_runner.py, the same
+resolution without V1's rounding of the sizes) takes the smallest
 ``AttentionCGSupport`` of the backends' metadata builders (``get_cudagraph_support``) and
 config/compilation.py ``resolve_cudagraph_mode_and_sizes`` acts on it: with NEVER it drops the FULL decode graphs
 (FULL_AND_PIECEWISE -> PIECEWISE); with speculative decoding (a uniform decode batch of 1 + num_speculative_tokens
@@ -14,7 +15,7 @@ priority list) for the model dtype or fp8; the rules below are held to what each
 answer (scripts/record_vllm_spec_graphs.py, fixtures/vllm/spec_graphs.json.gz: SM 8.0-12.0, head sizes 64-512,
 sliding windows, sinks, MLA and sparse MLA). The quantized dtypes' backends are fixed (vllm_dtypes.py): TRITON_ATTN for
 the per-token-head ones (ALWAYS), TURBOQUANT (UNIFORM_BATCH); NVFP4's FlashInfer off the SM100 family is not modelled
-here. Model Runner V2 sizes its graphs otherwise and is not covered.
+here.
 """
 
 from __future__ import annotations
@@ -124,14 +125,13 @@ def least_support(layers: list[tuple[str, str]]) -> tuple[str, str] | None:
 
 
 def state_backend(family: str) -> tuple[str, str]:
-    """(backend, support) of a state layer family's backend (the same in 0.20-0.33)."""
+    """(backend, support) of a state layer family's backend (the same in 0.20-0.34)."""
     return _STATE_BACKEND[family], STATE_SUPPORT[family]
 
 
 def decode_graph_support(arch, kv_dtype: str, release: tuple[int, int] | None, sm: int | None,
                          tp: int = 1) -> tuple[str, str] | None:
-    """(support, backend): the least CUDA-graph support among the backends vLLM `release`'s V1 runner gives this
-    model's layers on a GPU of compute capability `sm` (x10) with the KV cache in `kv_dtype` (hfmem's name), and the
+    """(support, backend): the least CUDA-graph support among the backends vLLM `release` gives this model's layers on a GPU of compute capability `sm` (x10) with the KV cache in `kv_dtype` (hfmem's name), and the
     backend that has it. None where hfmem does not know the backends: no CUDA GPU it knows, NVFP4 off the SM100 family,
     chunked-attention, cross-attention and DeepSeek-V4 compressed layers, or a layer no backend takes."""
     from hfmem.memory.kv.layers import describe_layers
