@@ -65,12 +65,10 @@ def _inner(config_path: str, tp: str) -> list[dict]:
     import importlib
     import types
 
-    import torch
-
+    import vllm.config.vllm as config_vllm
     from record_vllm_hybrid import _no_context, layer_spec_tools
     from record_vllm_planning import plan_groups  # this folder is on sys.path: the script runs from it
-
-    import vllm.config.vllm as config_vllm
+    from record_vllm_turboquant import stand_in_config
     from vllm.config.cache import CacheConfig, CacheDType
     from vllm.platforms.interface import Platform
     from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
@@ -99,29 +97,8 @@ def _inner(config_path: str, tp: str) -> list[dict]:
             continue
         points, layouts, refused = [], set(), None
         for max_len, mbt, available in POINTS:
-            model = ns(dtype=torch.bfloat16, use_mla=False, is_hybrid=False, max_model_len=max_len,
-                       hf_text_config=ns(num_hidden_layers=n), hf_config=ns(num_hidden_layers=n),
-                       get_num_kv_heads=lambda pc: shapes[0][1], get_head_size=lambda: shapes[0][2],
-                       supports_kv_cache_grouping=False, is_encoder_decoder=False, is_multimodal_model=False)
-            cache = ns(cache_dtype=dtype, block_size=default_block, user_specified_block_size=False,
-                       kv_cache_dtype_skip_layers=[], skip_page_size_padded=None, mamba_page_size_padded=None,
-                       num_gpu_blocks_override=None, mamba_cache_mode="none", enable_prefix_caching=True,
-                       kv_offloading_size=None, kv_cache_layout=None, prefix_cache_retention_interval=None,
-                       kv_sharing_fast_prefill=False, prefix_match_unit=None)
-            try:
-                from vllm.v1.kv_cache_layout import KVCacheLayout
-
-                cache.get_resolved_kv_cache_layout = lambda: KVCacheLayout.LBNHC
-            except ImportError:
-                pass
-            vc = ns(model_config=model, cache_config=cache,
-                    parallel_config=ns(tensor_parallel_size=int(tp), pipeline_parallel_size=1,
-                                       decode_context_parallel_size=1, prefill_context_parallel_size=1),
-                    scheduler_config=ns(max_num_batched_tokens=mbt, disable_hybrid_kv_cache_manager=False,
-                                        async_scheduling=True, max_num_encoder_input_tokens=mbt),
-                    kv_transfer_config=None, speculative_config=None, max_concurrent_batches=2,
-                    max_in_flight_tokens=2 * mbt, attention_config=ns(hisparse_config=None, backend=None),
-                    compilation_config=ns(static_forward_context={}), additional_config={})
+            vc = stand_in_config(n, shapes[0][1], shapes[0][2], max_len, mbt, dtype, [], default_block, int(tp))
+            model, cache = vc.model_config, vc.cache_config
             # the backend's kernel sizes and KV cache layout (no KV connector: NHD) read the current config
             for name in (triton.__module__, "vllm.distributed.kv_transfer.kv_connector.utils"):
                 module = sys.modules.get(name)
@@ -129,7 +106,7 @@ def _inner(config_path: str, tp: str) -> list[dict]:
                     module.get_current_vllm_config = lambda vc=vc: vc
             Platform.update_block_size_for_backend(vc)
             specs, pages = {}, []
-            for i, (kind, heads, size, window) in enumerate(shapes):
+            for i, (_kind, heads, size, window) in enumerate(shapes):
                 layer = ns(attn_type=AttentionType.DECODER, kv_cache_dtype=dtype, sliding_window=window,
                            num_kv_heads=heads, head_size=size, head_size_v=size,
                            kv_cache_torch_dtype=kv_cache_dtype_str_to_dtype(dtype, model), attn_backend=triton,

@@ -55,9 +55,8 @@ def _inner(runner: str) -> list[list]:
     import sys
     import types
 
-    from record_vllm_backends import set_capability  # this folder is on sys.path: the script runs from it
-
     import vllm.config.vllm as config_vllm
+    from record_vllm_backends import set_capability  # this folder is on sys.path: the script runs from it
     from vllm.config.compilation import CompilationConfig, CompilationMode, CUDAGraphMode
     from vllm.v1.attention.backend import AttentionCGSupport
 
@@ -146,11 +145,9 @@ def _backends_inner() -> dict:
     import importlib
     import types
 
-    import torch
-
-    from record_vllm_backends import set_capability
-
     import record_vllm_backends
+    import torch
+    from record_vllm_backends import set_capability
 
     set_capability(9, 0)
     from vllm.platforms.cuda import CudaPlatform

@@ -38,18 +38,53 @@ POINTS = ((32_768, 8_192, 20_000_000_000), (131_072, 2_048, 40_000_000_000), (8_
 FIELDS = ("max_model_len", "max_num_batched_tokens", "available_bytes", "num_blocks", "fit_bytes", "concurrency")
 
 
+def stand_in_config(n: int, heads: int, head_size: int, max_len: int, mbt: int, cache_dtype: str, skip: list,
+                    default_block: int, tp: int = 1):
+    """A stand-in for the VllmConfig the KV cache planning reads (inside the release's interpreter): a bf16 model of
+    `n` layers of `heads` x `head_size` (what get_num_kv_heads and get_head_size answer), `max_len` tokens,
+    `mbt` batched tokens, the cache dtype with `skip`'s layers kept at the model dtype, prefix caching on, async
+    scheduling, tensor parallel size `tp`; the release's LBNHC layout where it has one."""
+    import types
+
+    import torch
+
+    def ns(**kw):
+        return types.SimpleNamespace(**kw)
+
+    model = ns(dtype=torch.bfloat16, use_mla=False, is_hybrid=False, max_model_len=max_len,
+               hf_text_config=ns(num_hidden_layers=n), hf_config=ns(num_hidden_layers=n),
+               get_num_kv_heads=lambda pc: heads, get_head_size=lambda: head_size,
+               supports_kv_cache_grouping=False, is_encoder_decoder=False, is_multimodal_model=False)
+    cache = ns(cache_dtype=cache_dtype, block_size=default_block, user_specified_block_size=False,
+               kv_cache_dtype_skip_layers=skip, skip_page_size_padded=None, mamba_page_size_padded=None,
+               num_gpu_blocks_override=None, mamba_cache_mode="none", enable_prefix_caching=True,
+               kv_offloading_size=None, kv_cache_layout=None, prefix_cache_retention_interval=None,
+               kv_sharing_fast_prefill=False, prefix_match_unit=None)
+    try:
+        from vllm.v1.kv_cache_layout import KVCacheLayout
+
+        cache.get_resolved_kv_cache_layout = lambda: KVCacheLayout.LBNHC
+    except ImportError:
+        pass
+    return ns(model_config=model, cache_config=cache,
+              parallel_config=ns(tensor_parallel_size=tp, pipeline_parallel_size=1,
+                                 decode_context_parallel_size=1, prefill_context_parallel_size=1),
+              scheduler_config=ns(max_num_batched_tokens=mbt, disable_hybrid_kv_cache_manager=False,
+                                  async_scheduling=True, max_num_encoder_input_tokens=mbt),
+              kv_transfer_config=None, speculative_config=None, max_concurrent_batches=2,
+              max_in_flight_tokens=2 * mbt, attention_config=ns(hisparse_config=None, backend=None),
+              compilation_config=ns(static_forward_context={}), additional_config={})
+
+
 def _inner(config_path: str) -> list[dict]:
     """Runs inside the release's interpreter."""
     import importlib
     import inspect
     import types
 
-    import torch
-
+    import vllm.config.vllm as config_vllm
     from record_vllm_hybrid import _no_context, layer_spec_tools
     from record_vllm_planning import plan_groups  # this folder is on sys.path: the script runs from it
-
-    import vllm.config.vllm as config_vllm
     from vllm.config.cache import CacheConfig, CacheDType
     from vllm.model_executor.layers.quantization.turboquant.config import TurboQuantConfig
     from vllm.platforms.interface import Platform
@@ -82,32 +117,12 @@ def _inner(config_path: str) -> list[dict]:
             continue
         points, layouts = [], set()
         for max_len, mbt, available in POINTS:
-            model = ns(dtype=torch.bfloat16, use_mla=False, is_hybrid=False, max_model_len=max_len,
-                       hf_text_config=ns(num_hidden_layers=n), hf_config=ns(num_hidden_layers=n),
-                       get_num_kv_heads=lambda pc: heads, get_head_size=lambda: head_size,
-                       supports_kv_cache_grouping=False, is_encoder_decoder=False, is_multimodal_model=False)
             params = inspect.signature(TurboQuantConfig.get_boundary_skip_layers).parameters
             skip = (TurboQuantConfig.get_boundary_skip_layers(n) if "num_layers" in params
-                    else TurboQuantConfig.get_boundary_skip_layers(model))
-            cache = ns(cache_dtype=preset, block_size=default_block, user_specified_block_size=False,
-                       kv_cache_dtype_skip_layers=list(skip), skip_page_size_padded=None, mamba_page_size_padded=None,
-                       num_gpu_blocks_override=None, mamba_cache_mode="none", enable_prefix_caching=True,
-                       kv_offloading_size=None, kv_cache_layout=None, prefix_cache_retention_interval=None,
-                       kv_sharing_fast_prefill=False, prefix_match_unit=None)
-            try:
-                from vllm.v1.kv_cache_layout import KVCacheLayout
-
-                cache.get_resolved_kv_cache_layout = lambda: KVCacheLayout.LBNHC
-            except ImportError:
-                pass
-            vc = ns(model_config=model, cache_config=cache,
-                    parallel_config=ns(tensor_parallel_size=1, pipeline_parallel_size=1,
-                                       decode_context_parallel_size=1, prefill_context_parallel_size=1),
-                    scheduler_config=ns(max_num_batched_tokens=mbt, disable_hybrid_kv_cache_manager=False,
-                                        async_scheduling=True, max_num_encoder_input_tokens=mbt),
-                    kv_transfer_config=None, speculative_config=None, max_concurrent_batches=2,
-                    max_in_flight_tokens=2 * mbt, attention_config=ns(hisparse_config=None, backend=None),
-                    compilation_config=ns(static_forward_context={}), additional_config={})
+                    else TurboQuantConfig.get_boundary_skip_layers(
+                        stand_in_config(n, heads, head_size, max_len, mbt, preset, [], default_block).model_config))
+            vc = stand_in_config(n, heads, head_size, max_len, mbt, preset, list(skip), default_block)
+            model, cache = vc.model_config, vc.cache_config
             for backend in (fa, tq):  # FLASH_ATTN's kernel sizes read the current config (0.20-0.22)
                 module = sys.modules[backend.__module__]
                 if hasattr(module, "get_current_vllm_config"):
