@@ -146,14 +146,11 @@ def _inner(config_path: str, sm: int, speculative: bool, kv_dtype: str = "auto")
 
     _stub_packages("torchvision")
     import vllm.v1.kv_cache_interface as K
+    from record_vllm_planning import planning_modules  # this folder is on sys.path: the script runs from it
     from vllm.model_executor.models import ModelRegistry
     from vllm.platforms.interface import Platform
 
-    try:
-        plan = importlib.import_module("vllm.v1.core.kv_cache_planning")
-    except ImportError:
-        plan = importlib.import_module("vllm.v1.core.kv_cache_utils")
-    utils = importlib.import_module("vllm.v1.core.kv_cache_utils")
+    plan, utils = planning_modules()
     from record_vllm_planning import plan_groups  # this folder is on sys.path: the script runs from it
     from vllm.model_executor.models.registry import _VLLM_MODELS
     abstract = importlib.import_module("vllm.model_executor.layers.mamba.abstract")

@@ -67,18 +67,14 @@ def _inner(config_path: str, tp: str) -> list[dict]:
 
     import vllm.config.vllm as config_vllm
     from record_vllm_hybrid import _no_context, layer_spec_tools
-    from record_vllm_planning import plan_groups  # this folder is on sys.path: the script runs from it
+    from record_vllm_planning import plan_groups, planning_modules  # this folder is on sys.path
     from record_vllm_turboquant import stand_in_config
     from vllm.config.cache import CacheConfig, CacheDType
     from vllm.platforms.interface import Platform
     from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
 
     Attention, AttentionType, customize = layer_spec_tools()
-    try:
-        plan = importlib.import_module("vllm.v1.core.kv_cache_planning")
-    except ImportError:
-        plan = importlib.import_module("vllm.v1.core.kv_cache_utils")
-    utils = importlib.import_module("vllm.v1.core.kv_cache_utils")
+    plan, utils = planning_modules()
     triton = importlib.import_module("vllm.v1.attention.backends.triton_attn").TritonAttentionBackend
     config_vllm.set_current_vllm_config = _no_context
     Platform._find_non_ssm_backend = classmethod(lambda c, v: triton)  # up to 0.24

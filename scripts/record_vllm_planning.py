@@ -36,8 +36,8 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "fixtures" / "vllm" / "planning.json"
@@ -56,20 +56,27 @@ POINTS = ((32_768, 8_192, 10_000_000_000), (1_048_576, 8_192, 50_000_000_000), (
           (8_192, 2_048, 20_000_000_000), (800_000, 512, 21_000_000_000), (131_072, 8_192, 40_000_000_000))
 
 
-def _inner(config_path: str, points: list[list[int]]) -> list[dict]:
-    """Runs inside the release's interpreter."""
-    import dataclasses
+def planning_modules() -> tuple:
+    """(the module with the release's KV cache planning functions, v1/core/kv_cache_utils.py): kv_cache_planning.py
+    from 0.33, kv_cache_utils.py before (run inside the release's interpreter)."""
     import importlib
-    import types
-
-    import torch
-    import vllm.v1.kv_cache_interface as K
 
     try:
         plan = importlib.import_module("vllm.v1.core.kv_cache_planning")
     except ImportError:
         plan = importlib.import_module("vllm.v1.core.kv_cache_utils")
-    utils = importlib.import_module("vllm.v1.core.kv_cache_utils")
+    return plan, importlib.import_module("vllm.v1.core.kv_cache_utils")
+
+
+def _inner(config_path: str, points: list[list[int]]) -> list[dict]:
+    """Runs inside the release's interpreter."""
+    import dataclasses
+    import types
+
+    import torch
+    import vllm.v1.kv_cache_interface as K
+
+    plan, utils = planning_modules()
 
     def make(cls, **kw):  # the release's own fields only (compress_ratio became tokens_per_state, ...)
         names = {f.name for f in dataclasses.fields(cls)}

@@ -17,7 +17,7 @@ full-attention layers) is recorded up to 0.25, where the TURBOQUANT backend take
 release's own planning raises on its pages (unify_kv_cache_spec_page_size), the record keeps the refusal.
 
     python scripts/record_vllm_turboquant.py --src /tmp/vllm-src --deps /tmp/vdeps 0.20.0 0.21.0 0.22.0 0.24.0 \
-        0.25.0 0.27.0 0.28.0 0.31.0 0.33.0 0.34.0   # about three minutes
+        0.25.0 0.26.0 0.27.0 0.28.0 0.31.0 0.33.0 0.34.0   # about three minutes
 """
 
 from __future__ import annotations
@@ -84,18 +84,14 @@ def _inner(config_path: str) -> list[dict]:
 
     import vllm.config.vllm as config_vllm
     from record_vllm_hybrid import _no_context, layer_spec_tools
-    from record_vllm_planning import plan_groups  # this folder is on sys.path: the script runs from it
+    from record_vllm_planning import plan_groups, planning_modules  # this folder is on sys.path
     from vllm.config.cache import CacheConfig, CacheDType
     from vllm.model_executor.layers.quantization.turboquant.config import TurboQuantConfig
     from vllm.platforms.interface import Platform
     from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
 
     Attention, AttentionType, customize = layer_spec_tools()
-    try:
-        plan = importlib.import_module("vllm.v1.core.kv_cache_planning")
-    except ImportError:
-        plan = importlib.import_module("vllm.v1.core.kv_cache_utils")
-    utils = importlib.import_module("vllm.v1.core.kv_cache_utils")
+    plan, utils = planning_modules()
     fa = importlib.import_module("vllm.v1.attention.backends.flash_attn").FlashAttentionBackend
     tq = importlib.import_module("vllm.v1.attention.backends.turboquant_attn").TurboQuantAttentionBackend
     config_vllm.set_current_vllm_config = _no_context
