@@ -20,7 +20,12 @@ here.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hfmem.memory.vllm_versions import as_compared
+
+if TYPE_CHECKING:
+    from hfmem.model.architecture import Architecture
 
 ALWAYS, UNIFORM_BATCH, SINGLE_TOKEN, NEVER = "ALWAYS", "UNIFORM_BATCH", "UNIFORM_SINGLE_TOKEN_DECODE", "NEVER"
 RANK = {NEVER: 0, SINGLE_TOKEN: 1, UNIFORM_BATCH: 2, ALWAYS: 3}
@@ -30,6 +35,7 @@ FA_FP8_SM100_FROM = (0, 27)
 # fp8 KV on SM 9.0 with 512-wide heads: FlashAttention 3 refuses them in 0.27-0.30, FlashInfer (or, with sinks up to
 # 0.29, TRITON_ATTN) takes them
 FA3_FP8_512_REFUSED = ((0, 27), (0, 31))
+FA3_FP8_512_SINKS_FLASHINFER_FROM = (0, 30)
 # FlashInfer off the SM100 family: from 0.28 the SM12x XQA path takes sinks (the selector picks it for them) and
 # uniform batches (from 0.30 only for the head sizes XQA has: not 512); the SM 8.x FA2 decode path takes uniform
 # batches from 0.33
@@ -66,7 +72,7 @@ def attention_backend(dtype: str, release: tuple[int, int] | None, sm: int, head
         return "FLASH_ATTN"
     if sm == 90:
         if dtype == "fp8" and head == 512 and _in(newest, FA3_FP8_512_REFUSED):
-            return "TRITON_ATTN" if sink and newest < (0, 30) else "FLASHINFER"
+            return "TRITON_ATTN" if sink and newest < FA3_FP8_512_SINKS_FLASHINFER_FROM else "FLASHINFER"
         return "FLASH_ATTN"
     # SM 8.x and 12.x: FlashAttention 2 (no fp8 cache, heads up to 256, no sinks), then FlashInfer, then Triton
     if sink:
@@ -129,7 +135,7 @@ def state_backend(family: str) -> tuple[str, str]:
     return _STATE_BACKEND[family], STATE_SUPPORT[family]
 
 
-def decode_graph_support(arch, kv_dtype: str, release: tuple[int, int] | None, sm: int | None,
+def decode_graph_support(arch: Architecture, kv_dtype: str, release: tuple[int, int] | None, sm: int | None,
                          tp: int = 1) -> tuple[str, str] | None:
     """(support, backend): the least CUDA-graph support among the backends vLLM `release` gives this model's layers on a GPU of compute capability `sm` (x10) with the KV cache in `kv_dtype` (hfmem's name), and the
     backend that has it. None where hfmem does not know the backends: no CUDA GPU it knows, NVFP4 off the SM100 family,
