@@ -318,6 +318,11 @@ def test_flashinfer_off_sm100_drops_the_full_graphs_with_drafts():
     piecewise, full = spec_decode_graph_sizes(2, 2048, 4, False, (0, 24), 86)
     assert (len(piecewise), piecewise[-1], full) == (5, 16, [])
     assert decode_graph_support(arch, "auto", (0, 24), 86, tp=4)[0] == "UNIFORM_BATCH"
+    # Held out too: vllm-project/vllm#44740, Qwen3.6-35B-A3B (the Qwen3.5-35B-A3B attention shapes) with an fp8 cache
+    # and MTP on a GB10 (SM 12.1) in 0.22.1: "CUDAGraphMode.FULL_AND_PIECEWISE is not supported with spec-decode for
+    # attention backend FlashInferBackend... setting cudagraph_mode=PIECEWISE"
+    moe = build_architecture(load_config("Qwen/Qwen3.5-35B-A3B"))[0]
+    assert decode_graph_support(moe, "fp8", (0, 22), 121) == ("UNIFORM_SINGLE_TOKEN_DECODE", "FLASHINFER")
 
 
 def test_triton_mla_without_graphs_drops_the_full_ones_in_021():
