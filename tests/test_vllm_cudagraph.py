@@ -309,20 +309,23 @@ def test_flashinfer_off_sm100_drops_the_full_graphs_with_drafts():
     "PIECEWISE=5 (largest=16)". An fp8 cache on SM 8.6 gets FlashInfer (FlashAttention 2 takes no fp8 cache), which
     decodes single tokens there; hfmem says so, and two sequences with 3 drafts give the logged graphs. With the model
     dtype FlashAttention takes the attention layers and the FULL graphs stay."""
+    from hfmem.memory.kv.estimate import kv_layout
     from hfmem.memory.vllm_cudagraph import spec_decode_graph_sizes
     from hfmem.memory.vllm_graph_support import decode_graph_support
     from hfmem.model.architecture import build_architecture
 
-    arch = build_architecture(load_config("Qwen/Qwen3.6-27B"))[0]
-    assert decode_graph_support(arch, "fp8", (0, 24), 86, tp=4) == ("UNIFORM_SINGLE_TOKEN_DECODE", "FLASHINFER")
+    def support(repo: str, kv: str, release: tuple[int, int], sm: int, tp: int = 1):
+        arch = build_architecture(load_config(repo))[0]
+        return decode_graph_support(arch, kv_layout(arch, kv, "vllm", tp=tp).layers, kv, release, sm)
+
+    assert support("Qwen/Qwen3.6-27B", "fp8", (0, 24), 86, tp=4) == ("UNIFORM_SINGLE_TOKEN_DECODE", "FLASHINFER")
     piecewise, full = spec_decode_graph_sizes(2, 2048, 4, False, (0, 24), 86)
     assert (len(piecewise), piecewise[-1], full) == (5, 16, [])
-    assert decode_graph_support(arch, "auto", (0, 24), 86, tp=4)[0] == "UNIFORM_BATCH"
+    assert support("Qwen/Qwen3.6-27B", "auto", (0, 24), 86, tp=4)[0] == "UNIFORM_BATCH"
     # Held out too: vllm-project/vllm#44740, Qwen3.6-35B-A3B (the Qwen3.5-35B-A3B attention shapes) with an fp8 cache
     # and MTP on a GB10 (SM 12.1) in 0.22.1: "CUDAGraphMode.FULL_AND_PIECEWISE is not supported with spec-decode for
     # attention backend FlashInferBackend... setting cudagraph_mode=PIECEWISE"
-    moe = build_architecture(load_config("Qwen/Qwen3.5-35B-A3B"))[0]
-    assert decode_graph_support(moe, "fp8", (0, 22), 121) == ("UNIFORM_SINGLE_TOKEN_DECODE", "FLASHINFER")
+    assert support("Qwen/Qwen3.5-35B-A3B", "fp8", (0, 22), 121) == ("UNIFORM_SINGLE_TOKEN_DECODE", "FLASHINFER")
 
 
 def test_triton_mla_without_graphs_drops_the_full_ones_in_021():

@@ -454,6 +454,11 @@ class InferencePlan:
         self._fits_on, self._catalog = rows, None
 
     @property
+    def vllm_named(self) -> str | None:
+        """How the plan's words name vLLM: the release asked for, else the family of releases."""
+        return self.vllm_release or self.vllm_version
+
+    @property
     def catalog_computed(self) -> bool:
         """Whether the catalog rows exist yet (no catalog asked for counts as computed)."""
         return self._catalog is None
@@ -765,8 +770,7 @@ class Planner:
         self.cudagraph_memory_given = cudagraph_memory is not None
         self.cudagraph_estimate: CudagraphEstimate | None = None
         self._decoder_cache: bool | None = None  # whether the model has a decoder KV/state cache (_set_cudagraph)
-        # (support, backend) of the least-supporting layer under the V1 runner (vllm_graph_support.py), by (release, GPU)
-        self._graph_support: dict[tuple[tuple[int, int] | None, int | None], tuple[str, str] | None] = {}
+        # (support, backend) of the least-supporting layer's attention backend (vllm_graph_support.py; _set_cudagraph)
         self.decode_graphs: tuple[str, str] | None = None
         self.prefix_caching = prefix_caching  # None: the release's default (vLLM: hybrid state pages and block size)
         # None: the release's default (vllm_versions.default_block_size: 64 from 0.34, 16 before and off vLLM)
@@ -1030,13 +1034,15 @@ class Planner:
         return notes
 
     def _decode_graph_limit(self, release: tuple[int, int] | None, sm: int | None) -> tuple[str, str] | None:
-        """vllm_graph_support.decode_graph_support for this model and KV dtype, once per release and GPU."""
+        """vllm_graph_support.decode_graph_support for this model's cached layers and KV dtype, once per release and
+        GPU (context-free: kept in the layout's memo, which for_gpu's copies share)."""
         from hfmem.memory.vllm_graph_support import decode_graph_support
 
-        key = (release, sm)
-        if key not in self._graph_support:
-            self._graph_support[key] = decode_graph_support(self.arch, self.kv_dtype, release, sm, self.tp)
-        return self._graph_support[key]
+        layout = self._layout()
+        key = ("decode graph support", release, sm)
+        if key not in layout.memo:
+            layout.memo[key] = decode_graph_support(self.arch, layout.layers, self.kv_dtype, release, sm)
+        return layout.memo[key]
 
     def _set_encoder(self) -> None:
         """vLLM V1's profile also runs the vision tower on one dummy item of the maximum size
@@ -1136,11 +1142,14 @@ class Planner:
                 terms = {k: v + ws for k, v in terms.items()}
         return max(terms.values()) if terms else 0, terms, tokens
 
-    def kv(self, context: int, batch: int) -> Any:
+    def _layout(self) -> KVLayout:
         if self._kv_layout is None:  # the layers are described once; for_gpu's copies share it (same model, TP)
             self._kv_layout = kv_layout(self.arch, self.kv_dtype, self.engine, self.encoder_len, self.tp,
                                         mtp_layers=self.mtp_layers)
-        return estimate_at(self._kv_layout, context, batch, self.block_size, self.profile_tokens(context),
+        return self._kv_layout
+
+    def kv(self, context: int, batch: int) -> Any:
+        return estimate_at(self._layout(), context, batch, self.block_size, self.profile_tokens(context),
                            self.prefix_caching, self._release() if self.engine == "vllm" else None, gpu_sm(self.gpu),
                            self.speculative_tokens)
 
@@ -1394,7 +1403,7 @@ class Planner:
                 how = ("Model Runner V2 captures the PIECEWISE graphs in full and extrapolates the FULL ones from two "
                        "captures, which hfmem's V1-shaped estimate does not separate" if self._v2
                        else "vLLM extrapolates it from two captures per mode")
-                plan.notes.append(f"vLLM {plan.vllm_release or self.vllm.name} deducts its estimated CUDA graph memory "
+                plan.notes.append(f"vLLM {plan.vllm_named} deducts its estimated CUDA graph memory "
                                   "from the KV cache "
                                   f"budget: {est.detail()} = {est.bytes / GiB:.2f} GiB here; {how}, so its own figure "
                                   f"varies between starts (up to {est.high / GiB:.2f} GiB when each graph opens a 20 "

@@ -128,10 +128,10 @@ def v2_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, decode_query_
     if as_compared(release) < SM100_WIDE_GRIDS_FROM:
         top = min(q * max_num_seqs, shared[-1])
         return shared, sorted({r for s in shared if (r := math.ceil(s / q) * q) <= top}) if full_decode else []
-    if sm is not None and sm // 10 == 10:
-        prefill, ceiling = graph_sizes(max_num_seqs, max_num_batched_tokens, release, sm)[0], WIDE_GRID_TOKENS
+    if sm is not None and sm // 10 == 10:  # the wide grids (config/compilation.py, as graph_sizes says)
+        max_tokens = min(max_num_batched_tokens, WIDE_GRID_TOKENS)
+        prefill = _walk_grid(max_tokens, lambda t: min(t, max(8, t / 4), 0.07 * max(t, 4096)))
         requests = _walk_grid(max_num_seqs, lambda n: 0.65 * n ** (2 / 3))
-        max_tokens = min(max_num_batched_tokens, ceiling)
     else:
         prefill, max_tokens = shared, shared[-1]
         requests = sorted({min(math.ceil(s / q), max_num_seqs) for s in shared if math.ceil(s / q) * q <= shared[-1]})
@@ -156,21 +156,14 @@ def _walk_grid(limit: int, step) -> list[int]:
 def graph_sizes(max_num_seqs: int, max_num_batched_tokens: int, release: tuple[int, int] | None = None,
                 sm: int | None = None) -> tuple[list[int], list[int]]:
     """(the token counts of the PIECEWISE graphs, the request counts of the FULL uniform-decode graphs) vLLM captures
-    by default. Up to the wide grids, both come from the shared sizes (FULL: those up to max_num_seqs). From 0.34 on
-    the SM100 family: config/compilation.py prefill_cudagraph_capture_grid (1, 2, 4, every 8 up to 64, four sizes per
-    doubling up to 1024, then every 256 and every 512 once 7 % of the size exceeds 512) and
+    by default, without drafts and with FULL decode graphs kept (v2_graph_sizes at one query per request, which is
+    both runners' rule there). Up to the wide grids, both come from the shared sizes (FULL: those up to max_num_seqs).
+    From 0.34 on the SM100 family: config/compilation.py prefill_cudagraph_capture_grid (1, 2, 4, every 8 up to 64,
+    four sizes per doubling up to 1024, then every 256 and every 512 once 7 % of the size exceeds 512) and
     decode_cudagraph_capture_grid (every count up to 6, then steps of the largest power of two not above
     0.65 x n^(2/3)), the decode graphs cut at the first size that reaches the request or token limit
     (decode_cudagraph_capture_shapes)."""
-    if sm is not None and sm // 10 == 10 and as_compared(release) >= SM100_WIDE_GRIDS_FROM:
-        top = min(WIDE_GRID_TOKENS, max_num_batched_tokens)
-        prefill = _walk_grid(top, lambda t: min(t, max(8, t / 4), 0.07 * max(t, 4096)))
-        requests = _walk_grid(max_num_seqs, lambda n: 0.65 * n ** (2 / 3))
-        limit = min(max_num_seqs, min(max_num_batched_tokens, WIDE_GRID_TOKENS))
-        reachable = [n for n in requests if n < limit] + [limit]
-        return prefill, sorted({min(n, limit) for n in reachable})
-    shared = capture_sizes(max_num_seqs, max_num_batched_tokens, release=release, sm=sm)
-    return shared, [s for s in shared if s <= max_num_seqs]
+    return v2_graph_sizes(max_num_seqs, max_num_batched_tokens, 1, True, release, sm)
 
 
 @dataclass(frozen=True)

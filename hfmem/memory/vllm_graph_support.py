@@ -22,15 +22,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hfmem.memory.kv.vllm_dtypes import NVFP4, PER_TOKEN_HEAD, TURBOQUANT, flashinfer_heads, forced_backend, sink_kinds
 from hfmem.memory.vllm_versions import as_compared
 
 if TYPE_CHECKING:
+    from hfmem.memory.kv.layers import _Layer
     from hfmem.model.architecture import Architecture
 
 ALWAYS, UNIFORM_BATCH, SINGLE_TOKEN, NEVER = "ALWAYS", "UNIFORM_BATCH", "UNIFORM_SINGLE_TOKEN_DECODE", "NEVER"
 RANK = {NEVER: 0, SINGLE_TOKEN: 1, UNIFORM_BATCH: 2, ALWAYS: 3}
-_FLASHINFER_HEADS = (64, 128, 256)  # FlashInferBackend.get_supported_head_sizes; 512 from 0.22
-FLASHINFER_512_FROM = (0, 22)
 FA_FP8_SM100_FROM = (0, 27)
 # fp8 KV on SM 9.0 with 512-wide heads: FlashAttention 3 refuses them in 0.27-0.30, FlashInfer (or, with sinks up to
 # 0.29, TRITON_ATTN) takes them
@@ -63,9 +63,9 @@ def attention_backend(dtype: str, release: tuple[int, int] | None, sm: int, head
     the model dtype ("auto") or fp8, on a GPU of compute capability `sm` (x10)."""
     newest = as_compared(release)
     family = sm // 10
-    flashinfer_heads = _FLASHINFER_HEADS + ((512,) if newest >= FLASHINFER_512_FROM else ())
+    heads = flashinfer_heads(release)
     if family == 10:
-        if head in flashinfer_heads:
+        if head in heads:
             return "FLASHINFER"
         if dtype == "fp8":  # FlashAttention takes an fp8 cache there from 0.27, for heads up to 128 (80, 96: not 192)
             return "FLASH_ATTN" if newest >= FA_FP8_SM100_FROM and head <= 128 else "TRITON_ATTN"
@@ -76,11 +76,11 @@ def attention_backend(dtype: str, release: tuple[int, int] | None, sm: int, head
         return "FLASH_ATTN"
     # SM 8.x and 12.x: FlashAttention 2 (no fp8 cache, heads up to 256, no sinks), then FlashInfer, then Triton
     if sink:
-        sm12x_sinks = family == 12 and newest >= FLASHINFER_XQA_SM12X_FROM and head in flashinfer_heads
+        sm12x_sinks = family == 12 and newest >= FLASHINFER_XQA_SM12X_FROM and head in heads
         return "FLASHINFER" if sm12x_sinks else "TRITON_ATTN"
     if dtype != "fp8" and head <= 256 and head % 8 == 0:
         return "FLASH_ATTN"
-    return "FLASHINFER" if head in flashinfer_heads else "TRITON_ATTN"
+    return "FLASHINFER" if head in heads else "TRITON_ATTN"
 
 
 def backend_support(backend: str, release: tuple[int, int] | None, sm: int, head: int) -> str:
@@ -135,17 +135,15 @@ def state_backend(family: str) -> tuple[str, str]:
     return _STATE_BACKEND[family], STATE_SUPPORT[family]
 
 
-def decode_graph_support(arch: Architecture, kv_dtype: str, release: tuple[int, int] | None, sm: int | None,
-                         tp: int = 1) -> tuple[str, str] | None:
-    """(support, backend): the least CUDA-graph support among the backends vLLM `release` gives this model's layers on a GPU of compute capability `sm` (x10) with the KV cache in `kv_dtype` (hfmem's name), and the
-    backend that has it. None where hfmem does not know the backends: no CUDA GPU it knows, NVFP4 off the SM100 family,
-    chunked-attention, cross-attention and DeepSeek-V4 compressed layers, or a layer no backend takes."""
-    from hfmem.memory.kv.layers import describe_layers
-    from hfmem.memory.kv.vllm_dtypes import NVFP4, PER_TOKEN_HEAD, TURBOQUANT, forced_backend, sink_kinds
-
+def decode_graph_support(arch: Architecture, layers: list[_Layer], kv_dtype: str, release: tuple[int, int] | None,
+                         sm: int | None) -> tuple[str, str] | None:
+    """(support, backend): the least CUDA-graph support among the backends vLLM `release` gives this model's cached
+    `layers` (the KV layout's, per GPU: TurboQuant's boundary layers carry the model dtype) on a GPU of compute
+    capability `sm` (x10) with the KV cache in `kv_dtype` (hfmem's name), and the backend that has it. None where hfmem
+    does not know the backends: no CUDA GPU it knows, NVFP4 off the SM100 family, chunked-attention, cross-attention
+    and DeepSeek-V4 compressed layers, or a layer no backend takes."""
     if sm is None:
         return None
-    layers = describe_layers(arch, "vllm", tp)
     heads = {l.dk for l in layers if l.attn}
     forced = forced_backend(arch.model_type, heads, release, sm)
     sinks = sink_kinds(arch.model_type, arch.text_config or {}, release)

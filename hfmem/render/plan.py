@@ -75,7 +75,7 @@ def inference_tables(plan: InferencePlan) -> list[Table]:
     vllm = _vllm(plan)
     if vllm:
         rows.append(_row(f"torch peak memory increase{per}", plan.activation_bytes,
-                         f"vLLM {plan.vllm_release or plan.vllm_version} profile" + (f" (runner {plan.model_runner})" if plan.model_runner else "")
+                         f"vLLM {plan.vllm_named} profile" + (f" (runner {plan.model_runner})" if plan.model_runner else "")
                          + f": forward of {plan.activation_tokens:,} tokens, {plan.sampler} sampler of "
                          f"{min(plan.max_num_seqs or 0, plan.activation_tokens):,} seqs; peak in {peak}, "
                          "cuBLAS workspaces included"))
@@ -86,7 +86,7 @@ def inference_tables(plan: InferencePlan) -> list[Table]:
     if vllm:
         state = plan.runner_state_bytes or 0
         rows.append(_row(f"non-torch forward increase memory{per}", plan.overhead_bytes - state,
-                         f"outside torch's allocator (NCCL, all-reduce buffers, kernels loaded), vLLM {plan.vllm_release or plan.vllm_version} at TP {plan.gpus}"
+                         f"outside torch's allocator (NCCL, all-reduce buffers, kernels loaded), vLLM {plan.vllm_named} at TP {plan.gpus}"
                          + (f" over {plan.interconnect} (--interconnect, --overhead)" if plan.interconnect else " (--overhead)")))
         if state:
             rows.append(_row(f"model runner state{per}", state,
@@ -99,7 +99,7 @@ def inference_tables(plan: InferencePlan) -> list[Table]:
         else:
             graphs = ("--enforce-eager: none" if not plan.cudagraph
                       else "deducted by vLLM, none captured" if plan.cudagraph_bytes is not None
-                      else f"captured after the KV budget in vLLM {plan.vllm_release or plan.vllm_version}, not deducted")
+                      else f"captured after the KV budget in vLLM {plan.vllm_named}, not deducted")
             rows.append(["CUDA graph memory", "-", "-", graphs])
     else:
         overhead = "CUDA/library workspaces (--overhead)" if plan.device != "cpu" else "process + libraries (--overhead)"

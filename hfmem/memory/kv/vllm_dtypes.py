@@ -157,7 +157,12 @@ def head_size_refusal(dtype: str, dk: int, dv: int, release: tuple[int, int] | N
 # - NVFP4 (FLASHINFER's supports_kv_cache_dtype and head sizes; FLASH_ATTN in 0.20-0.21 on SM 9.0, whose
 #   supports_kv_cache_dtype took any quantized dtype there): see _nvfp4_refusal.
 TURBOQUANT_SLIDING_REFUSED_FROM = (0, 26)
-_FLASHINFER_HEADS = (64, 128, 256, 512)  # FlashInferBackend.get_supported_head_sizes (512 from 0.22)
+FLASHINFER_512_FROM = (0, 22)
+
+
+def flashinfer_heads(release: tuple[int, int] | None) -> tuple[int, ...]:
+    """FlashInferBackend.get_supported_head_sizes in vLLM `release` (None: the newest read): 512 from 0.22."""
+    return (64, 128, 256, 512) if as_compared(release) >= FLASHINFER_512_FROM else (64, 128, 256)
 # FlashInfer's NVFP4 cache only on the SM100 family (TRTLLM attention) from 0.25; from 0.32 also on the SM 8.x, 9.0 and
 # 12.x families through its FA2 path (_nvfp4_kv_on_fa2), without 64-wide heads and without sinks there
 NVFP4_SM100_ONLY = ((0, 25), (0, 32))
@@ -239,7 +244,7 @@ def _nvfp4_refusal(dtype: str, release: tuple[int, int], sm: int, head: int, sin
         return None  # FLASH_ATTN takes it: its supports_kv_cache_dtype accepts any quantized dtype with FA3
     if release < (0, 21):
         return "only FlashAttention 3 (SM 9.0) takes it in 0.20"
-    heads = _FLASHINFER_HEADS if release >= (0, 22) else _FLASHINFER_HEADS[:3]
+    heads = flashinfer_heads(release)
     if cross:
         return "FlashInfer takes no cross-attention layers (attention type encoder_decoder)"
     if sm < 80:
